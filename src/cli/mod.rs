@@ -1,0 +1,1 @@
+//! The `deid` command line.

@@ -1,0 +1,74 @@
+//! Engine-side configuration of an anonymization problem: which columns are quasi-identifiers
+//! (with hierarchies), sensitive or identifying, the privacy models, the suppression limit and the
+//! quality model. The JSON job specification (`crate::spec`) is parsed into these types.
+
+use super::hierarchy::Hierarchy;
+use super::privacy::PrivacyModel;
+use super::quality::QualityConfig;
+
+/// A quasi-identifier: a column generalized with a hierarchy.
+#[derive(Debug, Clone)]
+pub struct QuasiIdentifier {
+    /// Column name.
+    pub column: String,
+    /// Its generalization hierarchy.
+    pub hierarchy: Hierarchy,
+    /// Lowest level a transformation may use (default 0).
+    pub min_level: Option<u8>,
+    /// Highest level a transformation may use (default: the hierarchy's top).
+    pub max_level: Option<u8>,
+    /// Attribute weight for the quality models (default 0.5 as in ARX; only ratios matter).
+    pub weight: f64,
+}
+
+impl QuasiIdentifier {
+    /// A quasi-identifier with default levels and weight.
+    pub fn new(column: impl Into<String>, hierarchy: Hierarchy) -> Self {
+        QuasiIdentifier {
+            column: column.into(),
+            hierarchy,
+            min_level: None,
+            max_level: None,
+            weight: 0.5,
+        }
+    }
+}
+
+/// A sensitive attribute: kept as is, protected by ℓ-diversity, t-closeness, δ-disclosure or β-likeness.
+#[derive(Debug, Clone)]
+pub struct SensitiveAttribute {
+    /// Column name.
+    pub column: String,
+    /// Hierarchy for t-closeness with hierarchical distance (optional otherwise).
+    pub hierarchy: Option<Hierarchy>,
+}
+
+/// Everything the engine needs besides the data.
+#[derive(Debug, Clone)]
+pub struct ProblemConfig {
+    /// Quasi-identifiers in the order of the lattice dimensions.
+    pub quasi_identifiers: Vec<QuasiIdentifier>,
+    /// Sensitive attributes.
+    pub sensitive: Vec<SensitiveAttribute>,
+    /// Identifying columns (removed from the output).
+    pub identifying: Vec<String>,
+    /// Privacy models; all must hold.
+    pub privacy: Vec<PrivacyModel>,
+    /// Share of records that may be suppressed, in [0, 1].
+    pub suppression_limit: f64,
+    /// Quality model used to score transformations.
+    pub quality: QualityConfig,
+}
+
+impl Default for ProblemConfig {
+    fn default() -> Self {
+        ProblemConfig {
+            quasi_identifiers: Vec::new(),
+            sensitive: Vec::new(),
+            identifying: Vec::new(),
+            privacy: Vec::new(),
+            suppression_limit: 0.0,
+            quality: QualityConfig::default(),
+        }
+    }
+}

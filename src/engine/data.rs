@@ -1,0 +1,406 @@
+//! Dictionary-encoded tables: every column stores one `u32` code per row plus a dictionary of its
+//! distinct values. CSV import goes straight from `ByteRecord`s into the dictionaries.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use super::error::{EngineError, Result};
+
+/// Distinct values of one column, in order of first appearance; code = index.
+#[derive(Debug, Clone, Default)]
+pub struct Dictionary {
+    values: Vec<Box<str>>,
+    index: HashMap<Box<str>, u32>,
+}
+
+impl Dictionary {
+    /// An empty dictionary.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Returns the code of `value`, inserting it if it is new.
+    pub fn encode(&mut self, value: &str) -> u32 {
+        if let Some(&code) = self.index.get(value) {
+            return code;
+        }
+        let code = self.values.len() as u32;
+        let boxed: Box<str> = value.into();
+        self.values.push(boxed.clone());
+        self.index.insert(boxed, code);
+        code
+    }
+
+    /// The code of `value`, if present.
+    pub fn code(&self, value: &str) -> Option<u32> {
+        self.index.get(value).copied()
+    }
+
+    /// The value of `code`. Panics if the code is out of range (codes come from this dictionary).
+    pub fn value(&self, code: u32) -> &str {
+        &self.values[code as usize]
+    }
+
+    /// Number of distinct values.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True if the dictionary holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// All values, indexed by code.
+    pub fn values(&self) -> &[Box<str>] {
+        &self.values
+    }
+
+    /// Approximate heap size in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        let strings: usize = self.values.iter().map(|v| v.len()).sum();
+        // Each string is stored twice (vector and map key) plus per-entry overhead.
+        strings * 2 + self.values.len() * (16 + 16 + 4 + 8)
+    }
+}
+
+/// One dictionary-encoded column.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Header name (or `column<N>` when the file has no header).
+    pub name: String,
+    /// Distinct values.
+    pub dict: Dictionary,
+    /// One code per row.
+    pub codes: Vec<u32>,
+}
+
+/// A dictionary-encoded table.
+#[derive(Debug, Clone)]
+pub struct Table {
+    columns: Vec<Column>,
+    rows: usize,
+}
+
+/// How to parse a CSV file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsvOptions {
+    /// Field delimiter (`,` by default; ARX files use `;`).
+    pub delimiter: u8,
+    /// Whether the first record is a header.
+    pub has_header: bool,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        CsvOptions {
+            delimiter: b',',
+            has_header: true,
+        }
+    }
+}
+
+/// Builds a `csv::Reader` with the project's settings: strict field counts, `"` quoting, CRLF or LF.
+pub(crate) fn csv_reader<R: Read>(input: R, delimiter: u8) -> csv::Reader<R> {
+    csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input)
+}
+
+/// Converts a CSV parser error into an [`EngineError`] that names the input and position.
+pub(crate) fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
+    let message = match err.position() {
+        Some(pos) => format!("line {}: {}", pos.line(), err),
+        None => err.to_string(),
+    };
+    EngineError::Csv {
+        source_name: source_name.to_string(),
+        message,
+    }
+}
+
+/// Decodes one field as UTF-8, naming the position on failure.
+pub(crate) fn field_str<'a>(
+    source_name: &str,
+    row: u64,
+    column: usize,
+    bytes: &'a [u8],
+) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|_| EngineError::InvalidUtf8 {
+        source_name: source_name.to_string(),
+        row,
+        column: column + 1,
+    })
+}
+
+/// Strips a UTF-8 byte order mark from the first field of the first record.
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+impl Table {
+    /// Reads and encodes a CSV file. `source_name` is used in error messages.
+    ///
+    /// Rules: every record must have as many fields as the header; the header's names must be
+    /// unique and non-empty; at least one data row is required.
+    pub fn read_csv<R: Read>(input: R, options: CsvOptions, source_name: &str) -> Result<Table> {
+        let mut reader = csv_reader(input, options.delimiter);
+        let mut record = csv::ByteRecord::new();
+        let mut columns: Vec<Column> = Vec::new();
+        let mut record_no: u64 = 0;
+        let mut rows = 0usize;
+        loop {
+            let more = reader
+                .read_byte_record(&mut record)
+                .map_err(|e| csv_error(source_name, e))?;
+            if !more {
+                break;
+            }
+            record_no += 1;
+            if record_no == 1 {
+                let width = record.len();
+                for (i, raw) in record.iter().enumerate() {
+                    let raw = if i == 0 { strip_bom(raw) } else { raw };
+                    let name = if options.has_header {
+                        let name = field_str(source_name, record_no, i, raw)?.to_string();
+                        if name.is_empty() {
+                            return Err(EngineError::Csv {
+                                source_name: source_name.to_string(),
+                                message: format!("header column {} has an empty name", i + 1),
+                            });
+                        }
+                        if columns.iter().any(|c| c.name == name) {
+                            return Err(EngineError::DuplicateColumn { name });
+                        }
+                        name
+                    } else {
+                        format!("column{}", i + 1)
+                    };
+                    columns.push(Column {
+                        name,
+                        dict: Dictionary::new(),
+                        codes: Vec::new(),
+                    });
+                }
+                debug_assert_eq!(width, columns.len());
+                if options.has_header {
+                    continue;
+                }
+            }
+            if record.len() != columns.len() {
+                // A lone empty line at the end is tolerated by the csv crate already; anything
+                // else with the wrong width is an error.
+                return Err(EngineError::RaggedRow {
+                    source_name: source_name.to_string(),
+                    row: record_no,
+                    expected: columns.len(),
+                    found: record.len(),
+                });
+            }
+            for (i, raw) in record.iter().enumerate() {
+                let raw = if record_no == 1 && i == 0 {
+                    strip_bom(raw)
+                } else {
+                    raw
+                };
+                let value = field_str(source_name, record_no, i, raw)?;
+                let col = &mut columns[i];
+                let code = col.dict.encode(value);
+                col.codes.push(code);
+            }
+            rows += 1;
+        }
+        if columns.is_empty() {
+            return Err(EngineError::EmptyInput {
+                source_name: source_name.to_string(),
+            });
+        }
+        if rows == 0 {
+            return Err(EngineError::Csv {
+                source_name: source_name.to_string(),
+                message: "the file has a header but no data rows".to_string(),
+            });
+        }
+        Ok(Table { columns, rows })
+    }
+
+    /// Builds a table from already split rows (tests, generated data).
+    pub fn from_rows(header: &[&str], rows: &[Vec<String>]) -> Result<Table> {
+        let mut columns: Vec<Column> = Vec::with_capacity(header.len());
+        for name in header {
+            if columns.iter().any(|c| c.name == *name) {
+                return Err(EngineError::DuplicateColumn {
+                    name: name.to_string(),
+                });
+            }
+            columns.push(Column {
+                name: name.to_string(),
+                dict: Dictionary::new(),
+                codes: Vec::with_capacity(rows.len()),
+            });
+        }
+        for (r, row) in rows.iter().enumerate() {
+            if row.len() != columns.len() {
+                return Err(EngineError::RaggedRow {
+                    source_name: "table".into(),
+                    row: r as u64 + 2,
+                    expected: columns.len(),
+                    found: row.len(),
+                });
+            }
+            for (col, value) in columns.iter_mut().zip(row) {
+                let code = col.dict.encode(value);
+                col.codes.push(code);
+            }
+        }
+        Ok(Table {
+            columns,
+            rows: rows.len(),
+        })
+    }
+
+    /// Number of data rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// All columns in file order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The column at `index`.
+    pub fn column(&self, index: usize) -> &Column {
+        &self.columns[index]
+    }
+
+    /// Index of the column named `name`.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// Comma-separated column names, for error messages.
+    pub fn column_names(&self) -> String {
+        self.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Index of `name` or an [`EngineError::UnknownColumn`] naming `field`.
+    pub fn require_column(&self, name: &str, field: &str) -> Result<usize> {
+        self.column_index(name)
+            .ok_or_else(|| EngineError::UnknownColumn {
+                name: name.to_string(),
+                field: field.to_string(),
+                available: self.column_names(),
+            })
+    }
+
+    /// Approximate heap size of the encoded table in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| c.codes.len() * 4 + c.dict.heap_bytes() + c.name.len())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Table> {
+        Table::read_csv(text.as_bytes(), CsvOptions::default(), "test.csv")
+    }
+
+    #[test]
+    fn encodes_columns_with_dictionaries() {
+        let t = read("a,b\nx,1\ny,1\nx,2\n").unwrap();
+        assert_eq!(t.rows(), 3);
+        assert_eq!(t.column(0).codes, vec![0, 1, 0]);
+        assert_eq!(t.column(1).dict.len(), 2);
+        assert_eq!(t.column(1).dict.value(1), "2");
+    }
+
+    #[test]
+    fn handles_crlf_bom_quotes_and_semicolons() {
+        let text = "\u{feff}name;\"note\"\r\n\"a;b\";\"say \"\"hi\"\"\"\r\nc;d\r\n";
+        let opts = CsvOptions {
+            delimiter: b';',
+            has_header: true,
+        };
+        let t = Table::read_csv(text.as_bytes(), opts, "x").unwrap();
+        assert_eq!(t.column(0).name, "name");
+        assert_eq!(t.column(1).name, "note");
+        assert_eq!(t.column(0).dict.value(0), "a;b");
+        assert_eq!(t.column(1).dict.value(0), "say \"hi\"");
+        assert_eq!(t.rows(), 2);
+    }
+
+    #[test]
+    fn ragged_row_names_row_and_counts() {
+        let err = read("a,b\n1,2\n3\n").unwrap_err();
+        assert_eq!(
+            err,
+            EngineError::RaggedRow {
+                source_name: "test.csv".into(),
+                row: 3,
+                expected: 2,
+                found: 1
+            }
+        );
+        assert!(err.to_string().contains("row 3 has 1 fields, expected 2"));
+    }
+
+    #[test]
+    fn invalid_utf8_names_position() {
+        let bytes = b"a,b\n1,\xff\xfe\n";
+        let err = Table::read_csv(&bytes[..], CsvOptions::default(), "f").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EngineError::InvalidUtf8 {
+                    row: 2,
+                    column: 2,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn empty_and_header_only_files_are_rejected() {
+        assert!(matches!(
+            read("").unwrap_err(),
+            EngineError::EmptyInput { .. }
+        ));
+        let err = read("a,b\n").unwrap_err();
+        assert!(err.to_string().contains("no data rows"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_and_unknown_columns() {
+        let err = read("a,b,a\n1,2,3\n").unwrap_err();
+        assert_eq!(err, EngineError::DuplicateColumn { name: "a".into() });
+        let t = read("a,b\n1,2\n").unwrap();
+        let err = t.require_column("zz", "attributes").unwrap_err();
+        assert!(err.to_string().contains("'zz'"));
+        assert!(err.to_string().contains("a, b"));
+    }
+
+    #[test]
+    fn no_header_names_columns_by_position() {
+        let opts = CsvOptions {
+            delimiter: b',',
+            has_header: false,
+        };
+        let t = Table::read_csv(&b"1,2\n3,4\n"[..], opts, "x").unwrap();
+        assert_eq!(t.rows(), 2);
+        assert_eq!(t.column(1).name, "column2");
+    }
+}

@@ -1,0 +1,29 @@
+//! The anonymization engine: synchronous, pure and deterministic. No async runtime, no database,
+//! no HTTP — usable as a library, from the CLI and from the service's worker pool alike.
+//!
+//! Layout: [`data`] (dictionary-encoded tables) → [`hierarchy`] (generalization hierarchies) →
+//! [`problem`] (a validated, encoded problem) → [`check`] (decide and score one transformation)
+//! using [`privacy`] and [`quality`] models over the [`lattice`] of transformations; [`output`]
+//! writes the anonymized table and [`risk`] reports re-identification risks.
+
+pub mod check;
+pub mod config;
+pub mod data;
+pub mod error;
+pub mod hierarchy;
+pub mod lattice;
+pub mod output;
+pub mod privacy;
+pub mod problem;
+pub mod quality;
+pub mod risk;
+
+pub use check::{CheckResult, Checker, Evaluation};
+pub use config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};
+pub use data::{CsvOptions, Table};
+pub use error::{EngineError, Result};
+pub use hierarchy::Hierarchy;
+pub use lattice::{Lattice, Levels};
+pub use privacy::PrivacyModel;
+pub use problem::Problem;
+pub use quality::{QualityConfig, QualityModel};

@@ -1,0 +1,5 @@
+//! The `deid` binary.
+
+fn main() {
+    println!("deid");
+}
