@@ -7,3 +7,5 @@
 pub mod cli;
 pub mod dataset;
 pub mod engine;
+pub mod report;
+pub mod spec;

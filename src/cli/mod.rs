@@ -1,1 +1,317 @@
-//! The `deid` command line.
+//! The `deid` command line: `evaluate` (one check of a given transformation).
+//!
+//! Flags and the `--config` JSON (the job specification of [`crate::spec`]) can be combined;
+//! flags extend or override the file.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
+use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
+use crate::spec::{
+    AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec, SpecError,
+};
+
+/// Command-line interface of deid.
+#[derive(Debug, Parser)]
+#[command(
+    name = "deid",
+    version,
+    about = "De-identification of tabular personal data"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check one transformation and print a JSON report.
+    Evaluate(EvaluateArgs),
+}
+
+/// Flags describing the data and the problem (shared by evaluate and anonymize).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ProblemArgs {
+    /// Input CSV file.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// Field delimiter of the input (default `,`).
+    #[arg(long)]
+    pub delimiter: Option<char>,
+    /// `COLUMN=FILE`: makes COLUMN a quasi-identifier with the ARX-format hierarchy in FILE
+    /// (delimiter detected from the first line). Repeatable.
+    #[arg(long = "hierarchy", value_name = "COLUMN=FILE")]
+    pub hierarchies: Vec<String>,
+    /// A sensitive column. Repeatable.
+    #[arg(long = "sensitive", value_name = "COLUMN")]
+    pub sensitive: Vec<String>,
+    /// An identifying column (removed from the output). Repeatable.
+    #[arg(long = "identifying", value_name = "COLUMN")]
+    pub identifying: Vec<String>,
+    /// A privacy model, e.g. `k-anonymity(k=5)`. Repeatable.
+    #[arg(long = "privacy", value_name = "MODEL")]
+    pub privacy: Vec<String>,
+    /// Share of records that may be suppressed, in [0, 1].
+    #[arg(long)]
+    pub suppression_limit: Option<f64>,
+    /// Quality model: loss, aecs, discernibility, precision, height, entropy, kl-divergence, ambiguity, ….
+    #[arg(long)]
+    pub quality: Option<String>,
+    /// Job specification JSON with the same settings.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+/// Flags of `deid evaluate`.
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// Data and problem.
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+    /// The transformation: `COLUMN=LEVEL,…` (unnamed quasi-identifiers: level 0).
+    #[arg(long)]
+    pub levels: Option<String>,
+    /// Write the anonymized CSV here.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Write the JSON report here instead of stdout.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// Runs a parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Some(Command::Evaluate(args)) => evaluate(args),
+        None => {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+            Ok(())
+        }
+    }
+}
+
+/// Reads the job specification from `--config` and applies the flags on top.
+pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
+    let mut spec = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the configuration {}", path.display()))?;
+            JobSpec::from_json(&text)
+                .with_context(|| format!("in the configuration {}", path.display()))?
+        }
+        None => JobSpec::default(),
+    };
+    if let Some(input) = &args.input {
+        spec.input = Some(input.clone());
+    }
+    if let Some(d) = args.delimiter {
+        spec.delimiter = Some(d);
+    }
+    for h in &args.hierarchies {
+        let (col, file) = h
+            .split_once('=')
+            .with_context(|| format!("--hierarchy expects COLUMN=FILE, got '{h}'"))?;
+        let entry = spec
+            .attributes
+            .entry(col.to_string())
+            .or_insert(AttributeSpec {
+                kind: AttributeType::QuasiIdentifying,
+                hierarchy: None,
+                min_level: None,
+                max_level: None,
+                weight: None,
+            });
+        entry.kind = AttributeType::QuasiIdentifying;
+        entry.hierarchy = Some(HierarchySource::File {
+            file: file.into(),
+            delimiter: None,
+        });
+    }
+    for (cols, kind) in [
+        (&args.sensitive, AttributeType::Sensitive),
+        (&args.identifying, AttributeType::Identifying),
+    ] {
+        for col in cols {
+            let entry = spec.attributes.entry(col.clone()).or_insert(AttributeSpec {
+                kind,
+                hierarchy: None,
+                min_level: None,
+                max_level: None,
+                weight: None,
+            });
+            entry.kind = kind;
+        }
+    }
+    spec.privacy
+        .extend(args.privacy.iter().cloned().map(PrivacySpec::Text));
+    if let Some(s) = args.suppression_limit {
+        spec.suppression_limit = Some(s);
+    }
+    if let Some(q) = &args.quality {
+        spec.quality = Some(QualitySpec::Name(q.clone()));
+    }
+    Ok(spec)
+}
+
+/// Picks the most frequent of `;`, `,` and tab in the first line.
+fn sniff_delimiter(path: &Path) -> u8 {
+    let text = std::fs::read(path).unwrap_or_default();
+    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    [b';', b',', b'\t']
+        .into_iter()
+        .max_by_key(|d| first.iter().filter(|b| *b == d).count())
+        .unwrap_or(b';')
+}
+
+fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
+    u8::try_from(c)
+        .ok()
+        .filter(|b| b.is_ascii())
+        .ok_or_else(|| {
+            SpecError::new(
+                field,
+                format!("the delimiter must be one ASCII character, got '{c}'"),
+            )
+        })
+}
+
+/// Resolves a hierarchy source of the CLI (files and inline CSV).
+pub fn load_hierarchy(
+    base: &Path,
+    column: &str,
+    source: Option<&HierarchySource>,
+) -> Result<Hierarchy, SpecError> {
+    let field = format!("attributes.{column}.hierarchy");
+    match source {
+        None => Err(SpecError::new(
+            field,
+            "a quasi-identifier needs a hierarchy (e.g. --hierarchy COLUMN=FILE)",
+        )),
+        Some(HierarchySource::File { file, delimiter }) => {
+            let path = if file.is_absolute() {
+                file.clone()
+            } else {
+                base.join(file)
+            };
+            let d = match delimiter {
+                Some(c) => delimiter_byte(*c, &field)?,
+                None => sniff_delimiter(&path),
+            };
+            let f = File::open(&path).map_err(|e| {
+                SpecError::new(&field, format!("cannot open {}: {e}", path.display()))
+            })?;
+            Ok(Hierarchy::read_csv(BufReader::new(f), d, column)?)
+        }
+        Some(HierarchySource::Inline { csv, delimiter }) => {
+            let d = delimiter_byte(delimiter.unwrap_or(';'), &field)?;
+            Ok(Hierarchy::read_csv(csv.as_bytes(), d, column)?)
+        }
+        Some(HierarchySource::Stored { .. }) => Err(SpecError::new(
+            field,
+            "stored hierarchies exist only in the service; give a file or inline CSV",
+        )),
+        Some(HierarchySource::Builder(_)) => Err(SpecError::new(
+            field,
+            "hierarchy builder specifications are not supported yet",
+        )),
+    }
+}
+
+/// Loads the input and builds the problem described by `spec`. Relative paths in a config
+/// file are resolved against the current directory.
+pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
+    let Some(input) = &spec.input else {
+        bail!("no input: give --input FILE or \"input\" in the configuration");
+    };
+    let delimiter = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
+    let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
+    let table = Table::read_csv(
+        BufReader::new(file),
+        CsvOptions {
+            delimiter,
+            has_header: true,
+        },
+        &input.display().to_string(),
+    )?;
+    let base = Path::new(".");
+    let mut config = spec.problem_config(|col, src| load_hierarchy(base, col, src))?;
+    crate::spec::order_by_table(&mut config, &table);
+    Ok(Problem::new(table, config)?)
+}
+
+/// Parses `COLUMN=LEVEL,…` into a level vector (unnamed quasi-identifiers: their minimum level).
+pub fn parse_levels(problem: &Problem, text: &str) -> anyhow::Result<Vec<u8>> {
+    let mut levels = problem.lattice().min().to_vec();
+    for part in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let (col, level) = part
+            .split_once('=')
+            .with_context(|| format!("--levels expects COLUMN=LEVEL, got '{part}'"))?;
+        let i = problem
+            .quasi_identifiers()
+            .iter()
+            .position(|q| q.column == col.trim())
+            .with_context(|| format!("--levels: '{col}' is not a quasi-identifier"))?;
+        let l: u8 = level
+            .trim()
+            .parse()
+            .with_context(|| format!("--levels: '{level}' is not a level number"))?;
+        let (lo, hi) = (problem.lattice().min()[i], problem.lattice().max()[i]);
+        if l < lo || l > hi {
+            bail!("--levels: level {l} of '{col}' is outside {lo}..={hi}");
+        }
+        levels[i] = l;
+    }
+    Ok(levels)
+}
+
+fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
+    let spec = job_spec(&args.problem)?;
+    let problem = load_problem(&spec)?;
+    let levels = match (&args.levels, &spec.levels) {
+        (Some(text), _) => parse_levels(&problem, text)?,
+        (None, Some(map)) => {
+            let text = map
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",");
+            parse_levels(&problem, &text)?
+        }
+        (None, None) => problem.lattice().min().to_vec(),
+    };
+    let checker = Checker::new(&problem);
+    let eval = checker.evaluate(&levels);
+    if let Some(path) = &args.output {
+        let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
+        crate::engine::output::write_csv(&problem, &eval, BufWriter::new(f), d)?;
+    }
+    let report = evaluation_report(
+        &problem,
+        &eval,
+        spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
+    );
+    write_report(args.report.as_deref(), &report)
+}
+
+/// Writes a JSON report to a file or stdout.
+pub fn write_report(path: Option<&Path>, report: &serde_json::Value) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    match path {
+        Some(p) => std::fs::write(p, text + "\n")
+            .with_context(|| format!("cannot write {}", p.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{text}")?;
+        }
+    }
+    Ok(())
+}

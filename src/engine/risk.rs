@@ -7,7 +7,7 @@ use super::check::Evaluation;
 use super::problem::Problem;
 
 /// Risk statistics of one table.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RiskReport {
     /// Published equivalence classes.
     pub classes: usize,

@@ -69,6 +69,44 @@ impl PrivacyModel {
         }
     }
 
+    /// Parses the compact syntax `name(key=value,…)`, e.g. `k-anonymity(k=5)`.
+    pub fn parse(text: &str) -> Result<PrivacyModel> {
+        let t = text.trim();
+        let (name, rest) = t.split_once('(').unwrap_or((t, ")"));
+        let params = rest
+            .strip_suffix(')')
+            .ok_or_else(|| EngineError::config("privacy", format!("missing ')' in '{text}'")))?;
+        let mut map = std::collections::BTreeMap::new();
+        for kv in params.split(',').filter(|s| !s.trim().is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                EngineError::config("privacy", format!("expected key=value, got '{kv}'"))
+            })?;
+            map.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        let int = |key: &str| -> Result<u32> {
+            let v = map.get(key).ok_or_else(|| {
+                EngineError::config(format!("privacy.{key}"), format!("{name} needs '{key}'"))
+            })?;
+            v.parse().map_err(|_| {
+                EngineError::config(
+                    format!("privacy.{key}"),
+                    format!("expected a whole number, got '{v}'"),
+                )
+            })
+        };
+        match name.trim() {
+            "k-anonymity" => Ok(PrivacyModel::KAnonymity { k: int("k")? }),
+            "distinct-l-diversity" => Ok(PrivacyModel::DistinctLDiversity {
+                attribute: map.get("attribute").cloned().unwrap_or_default(),
+                l: int("l")?,
+            }),
+            other => Err(EngineError::config(
+                "privacy",
+                format!("unknown privacy model '{other}'"),
+            )),
+        }
+    }
+
     /// Checks parameter ranges; `field` is the path used in errors (e.g. `privacy[0]`).
     pub fn validate(&self, field: &str) -> Result<()> {
         match self {
