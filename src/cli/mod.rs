@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
+pub mod bench;
+
 use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
 use crate::spec::{
@@ -34,6 +36,8 @@ pub struct Cli {
 pub enum Command {
     /// Check one transformation and print a JSON report.
     Evaluate(EvaluateArgs),
+    /// Run benchmark problems on a directory of datasets and print a table.
+    Bench(bench::BenchArgs),
 }
 
 /// Flags describing the data and the problem (shared by evaluate and anonymize).
@@ -90,6 +94,7 @@ pub struct EvaluateArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
+        Some(Command::Bench(args)) => bench::run(args),
         None => {
             use clap::CommandFactory;
             Cli::command().print_help()?;

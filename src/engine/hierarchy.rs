@@ -228,8 +228,27 @@ impl Hierarchy {
             labels.push(level_labels);
             share.push(level_share);
         }
+        // up[from][to][code at `from`] = code at `to` (for to ≥ from), via a representative leaf.
+        let mut up = Vec::with_capacity(height);
+        for from in 0..height {
+            let mut rep = vec![0u32; labels[from].len()];
+            for (leaf, &c) in map[from].iter().enumerate() {
+                rep[c as usize] = leaf as u32;
+            }
+            let tables: Vec<Vec<u32>> = (0..height)
+                .map(|to| {
+                    if to < from {
+                        Vec::new()
+                    } else {
+                        rep.iter().map(|&leaf| map[to][leaf as usize]).collect()
+                    }
+                })
+                .collect();
+            up.push(tables);
+        }
         Ok(EncodedHierarchy {
             map,
+            up,
             labels,
             share,
             domain_size,
@@ -243,6 +262,9 @@ pub struct EncodedHierarchy {
     /// `map[level][input code]` = code of the generalized value at `level` (level 0: identity
     /// up to renumbering).
     pub map: Vec<Vec<u32>>,
+    /// `up[from][to][code]` = code at level `to` of the level-`from` value `code` (empty for
+    /// `to < from`). Monotonicity makes this well defined; used to regroup cached results.
+    pub up: Vec<Vec<Vec<u32>>>,
     /// `labels[level][code]` = text of a generalized value.
     pub labels: Vec<Vec<Box<str>>>,
     /// `share[level][code]` = domain share of a generalized value: rows of the hierarchy table under
@@ -266,6 +288,12 @@ impl EncodedHierarchy {
     /// Approximate heap size in bytes.
     pub fn heap_bytes(&self) -> usize {
         self.map.iter().map(|m| m.len() * 4).sum::<usize>()
+            + self
+                .up
+                .iter()
+                .flat_map(|u| u.iter())
+                .map(|t| t.len() * 4)
+                .sum::<usize>()
             + self
                 .labels
                 .iter()

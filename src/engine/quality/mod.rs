@@ -268,25 +268,49 @@ impl PreparedQuality {
         let s = cfg.suppression_factor();
         let n = problem.rows() as f64;
         let q = view.levels.len();
+        // Start from the generalization-only sum over all records (precomputed per level) and
+        // correct for the suppressed classes, which are usually few. Suppressed records and
+        // classes are counted per generalized code (integers) and summed in code order, so the
+        // result is exact and independent of the order of the classes.
         let mut per = Vec::with_capacity(q);
+        let mut supp_records: Vec<u64> = Vec::new();
+        let mut supp_classes: Vec<u64> = Vec::new();
+        let suppressed: Vec<usize> = (0..view.counts.len())
+            .filter(|&c| view.suppressed[c])
+            .collect();
         for (i, h) in problem.hierarchies().iter().enumerate() {
             let level = view.levels[i] as usize;
             let shares = &h.share[level];
-            let mut sum = ExactSum::default();
-            for c in 0..view.counts.len() {
-                let count = view.counts[c] as f64;
-                let share = shares[view.codes[c * q + i] as usize];
-                if view.suppressed[c] {
-                    if s == 1.0 {
-                        sum.add(count);
-                    } else {
-                        sum.add(share + s * (count - share));
-                    }
-                } else {
-                    sum.add(count * share * g);
+            let mut sum = self.loss_gen_sum[i][level] * g;
+            if !suppressed.is_empty() {
+                supp_records.clear();
+                supp_records.resize(shares.len(), 0);
+                supp_classes.clear();
+                supp_classes.resize(shares.len(), 0);
+                for &c in &suppressed {
+                    let code = view.codes[c * q + i] as usize;
+                    supp_records[code] += view.counts[c] as u64;
+                    supp_classes[code] += 1;
                 }
+                let mut removed = 0.0;
+                let mut added = 0.0;
+                for (code, &share) in shares.iter().enumerate() {
+                    let records = supp_records[code] as f64;
+                    if records == 0.0 {
+                        continue;
+                    }
+                    removed += records * share * g;
+                    // Per suppressed class: |EC| if sF = 1, else share + sF·(|EC| − share).
+                    added += if s == 1.0 {
+                        records
+                    } else {
+                        let classes = supp_classes[code] as f64;
+                        classes * share + s * (records - classes * share)
+                    };
+                }
+                sum = sum - removed + added;
             }
-            per.push(normalise_loss(sum.value(), n, g, h.domain_size as f64));
+            per.push(normalise_loss(sum, n, g, h.domain_size as f64));
         }
         let score = self.aggregate(cfg, &per);
         let lower_bound = self.lower_bound(problem, view.levels).min(score);
