@@ -63,9 +63,9 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
     println!(
-        "| dataset | rows | QIs | transformations | threads | load (s) | checks | time (s) | checks/s | anonymous |"
+        "| dataset | rows | QIs | transformations | threads | load (s) | CSV (MB) | encoded (MB) | index (MB) | checks | time (s) | checks/s | anonymous |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for name in args
         .datasets
         .split(',')
@@ -82,6 +82,10 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         };
         let problem = Problem::new(ds.table, config)?;
         let load = start.elapsed().as_secs_f64();
+        let csv_mb =
+            std::fs::metadata(args.data.join(name).join(format!("{name}.csv")))?.len() as f64 / 1e6;
+        let encoded_mb = problem.encoded_bytes() as f64 / 1e6;
+        let index_mb = problem.index_bytes() as f64 / 1e6;
         let lattice = problem.lattice();
         let size = lattice.size().unwrap_or(u128::MAX);
         let n = args.max_checks.map_or(size, |m| size.min(m as u128)) as u64;
@@ -101,7 +105,7 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         });
         let secs = start.elapsed().as_secs_f64();
         println!(
-            "| {name} | {} | {} | {} | {} | {load:.2} | {n} | {secs:.3} | {:.0} | {anonymous} |",
+            "| {name} | {} | {} | {} | {} | {load:.2} | {csv_mb:.1} | {encoded_mb:.1} | {index_mb:.1} | {n} | {secs:.3} | {:.0} | {anonymous} |",
             problem.rows(),
             lattice.dimensions(),
             lattice.size_string(),

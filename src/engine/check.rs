@@ -312,7 +312,13 @@ impl<'p> Checker<'p> {
             .map(|i| {
                 let from = src_levels.map_or(0, |s| s[i]) as usize;
                 let to = levels[i] as usize;
-                (from != to).then(|| &hs[i].up[from][to][..])
+                (from != to).then(|| {
+                    if from == 0 {
+                        &hs[i].map[to][..]
+                    } else {
+                        &hs[i].up[from][to][..]
+                    }
+                })
             })
             .collect();
         // Packed keys (mixed radix over the distinct values per level) when they fit in 64 bits.
