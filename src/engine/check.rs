@@ -97,8 +97,8 @@ struct Workspace {
     last: Option<Snapshot>,
     words: usize,
     clock: u64,
-    slots: Vec<u32>,
-    hashes: Vec<u64>,
+    /// Open-addressing table: (hash or packed key, class), class `EMPTY` = free.
+    slots: Vec<(u64, u32)>,
     strides: Vec<u64>,
     class_of_src: Vec<u32>,
     key: Vec<u32>,
@@ -333,16 +333,17 @@ impl<'p> Checker<'p> {
         let packed = product.is_some();
 
         let entries = src.len();
-        let cap = (entries * 2).next_power_of_two().max(16);
+        // At most min(entries, product of distinct values) classes; load factor ≤ 0.5.
+        let bound = product.map_or(entries, |p| entries.min(p.min(usize::MAX as u64) as usize));
+        let cap = (bound * 2).next_power_of_two().max(16);
         let shift = 64 - cap.trailing_zeros();
         ws.slots.clear();
-        ws.slots.resize(cap, EMPTY);
-        ws.hashes.clear();
+        ws.slots.resize(cap, (0, EMPTY));
         ws.class_of_src.clear();
         ws.class_of_src.reserve(entries);
         ws.key.resize(q, 0);
         let mask = cap - 1;
-        let guess = entries.min(1 << 16);
+        let guess = bound.min(1 << 16);
         let mut out = Groups {
             codes: Vec::with_capacity(guess * q),
             counts: Vec::with_capacity(guess),
@@ -361,26 +362,29 @@ impl<'p> Checker<'p> {
                 key[i] = c;
                 packed_key = packed_key.wrapping_add(c as u64 * ws.strides[i]);
             }
-            let h = if packed {
-                packed_key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            // Packed keys are exact: the slot stores the key itself. Otherwise it stores a hash
+            // and the codes are compared on a match.
+            let (h, stored) = if packed {
+                (packed_key.wrapping_mul(0x9E37_79B9_7F4A_7C15), packed_key)
             } else {
-                hash_codes(key)
+                let h = hash_codes(key);
+                (h, h)
             };
             let mut slot = (h >> shift) as usize & mask;
             let class = loop {
-                let s = ws.slots[slot];
-                if s == EMPTY {
+                let (k, c) = ws.slots[slot];
+                if c == EMPTY {
                     let c = out.counts.len() as u32;
-                    ws.slots[slot] = c;
-                    ws.hashes.push(h);
+                    ws.slots[slot] = (stored, c);
                     out.codes.extend_from_slice(key);
                     out.counts.push(0);
                     out.reps.push(src.reps[e]);
                     break c;
                 }
-                let su = s as usize;
-                if ws.hashes[su] == h && (packed || out.codes[su * q..su * q + q] == key[..]) {
-                    break s;
+                if k == stored
+                    && (packed || out.codes[c as usize * q..c as usize * q + q] == key[..])
+                {
+                    break c;
                 }
                 slot = (slot + 1) & mask;
             };
