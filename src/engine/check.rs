@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::lattice::{Lattice, Levels};
+use super::privacy;
 use super::problem::{Groups, Histograms, Problem, hash_codes};
 use super::quality::Quality;
 
@@ -224,7 +225,9 @@ impl<'p> Checker<'p> {
         }
     }
 
-    /// Flags classes that violate a class-based model; returns the flags and suppressed records.
+    /// Flags classes that violate a class-based model, then suppresses further classes until the
+    /// sample-based models hold (smallest first, ties by codes); returns the flags and the
+    /// suppressed records.
     fn suppress(&self, groups: &Groups) -> (Vec<bool>, usize) {
         let p = self.problem;
         let k = p.min_class_size();
@@ -244,6 +247,14 @@ impl<'p> Checker<'p> {
                 suppressed[c] = true;
                 records += count as usize;
             }
+        }
+        if !p.sample_models.is_empty() {
+            records += privacy::risk::enforce(
+                &p.sample_models,
+                &groups.counts,
+                &groups.codes,
+                &mut suppressed,
+            );
         }
         (suppressed, records)
     }
