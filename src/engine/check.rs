@@ -235,8 +235,7 @@ impl<'p> Checker<'p> {
         let mut hists: Vec<(&[u32], &[u32])> = Vec::with_capacity(groups.hists.len());
         let mut suppressed = vec![false; groups.len()];
         let mut records = 0usize;
-        for c in 0..groups.len() {
-            let count = groups.counts[c];
+        for (c, (flag, &count)) in suppressed.iter_mut().zip(&groups.counts).enumerate() {
             let mut bad = count < k;
             if !bad && !models.is_empty() {
                 hists.clear();
@@ -244,7 +243,7 @@ impl<'p> Checker<'p> {
                 bad = models.iter().any(|m| !m.holds(count, &hists));
             }
             if bad {
-                suppressed[c] = true;
+                *flag = true;
                 records += count as usize;
             }
         }

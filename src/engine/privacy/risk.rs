@@ -77,7 +77,7 @@ impl PreparedSampleModel {
 
 /// The smallest class size s with 1/s ≤ `highest` (records in smaller classes are at risk).
 pub fn safe_size(highest: f64) -> u32 {
-    if !(highest > 0.0) {
+    if highest.is_nan() || highest <= 0.0 {
         return u32::MAX;
     }
     let mut s = (1.0 / highest).ceil().clamp(1.0, u32::MAX as f64) as u32;
@@ -351,6 +351,29 @@ mod tests {
             assert_eq!(r.suppressed, 2);
             assert_eq!(r.anonymous, anonymous, "limit {limit}");
         }
+    }
+
+    #[test]
+    fn relaxed_average_risk_is_not_monotone_with_suppression() {
+        // Sizes 5, 4, 2, 2, 1 (n = 14, 4 records may go); c2 and c3 generalize into one class.
+        // Level 0: drop 1 (4/13 = 0.31 > 0.28, at risk 8/13) and a 2 (3/11 = 0.27, at risk 6/11 =
+        // 0.545) → 3 records. Level 1 (5, 4, 4, 1): drop 1 (3/13 = 0.23, at risk 8/13 = 0.62)
+        // and a 4 (at risk 4/9) → 5 records.
+        let model = PrivacyModel::AverageRisk {
+            threshold: 0.28,
+            highest: Some(0.2),
+            records_at_risk: Some(0.55),
+        };
+        assert!(!model.monotonicity().suppression);
+        let classes = sized(&[5, 4, 2, 2, 1]);
+        let refs: Vec<&[&str]> = classes.iter().map(Vec::as_slice).collect();
+        let h = "c0;c0;*\nc1;c1;*\nc2;m;*\nc3;m;*\nc4;c4;*";
+        let p = problem(class_table(&refs), &[("g", h)], &[], vec![model], 0.3).unwrap();
+        let checker = Checker::new(&p);
+        let bottom = checker.check(&[0]);
+        assert_eq!((bottom.suppressed, bottom.anonymous), (3, true));
+        let up = checker.check(&[1]);
+        assert_eq!((up.suppressed, up.anonymous), (5, false));
     }
 
     proptest! {

@@ -136,18 +136,14 @@ impl OrderedDistance {
         if m <= 1 || bn == 0 || self.n == 0 {
             return 0.0;
         }
-        let d = if values.len() <= limit.min(STACK) {
-            let mut buf = [(0u32, 0u32); STACK];
-            let k = values.len();
-            for (slot, (&v, &f)) in buf.iter_mut().zip(values.iter().zip(freqs)) {
-                *slot = (self.pos[v as usize], f);
-            }
-            let items = &mut buf[..k];
-            items.sort_unstable();
+        let pairs = values
+            .iter()
+            .zip(freqs)
+            .map(|(&v, &f)| (self.pos[v as usize], f));
+        let d = with_sorted(values.len(), limit, pairs, |items| {
             self.sum_segments(bn, items)
-        } else {
-            self.sum_scan(bn, values, freqs)
-        };
+        })
+        .unwrap_or_else(|| self.sum_scan(bn, values, freqs));
         d as f64 / ((m as i128 - 1) * self.n * bn) as f64
     }
 
@@ -280,54 +276,83 @@ impl HierarchicalDistance {
         if bn == 0 || self.n == 0 {
             return 0.0;
         }
-        let excess = if values.len() <= limit.min(STACK) {
-            let mut buf = [(0u32, 0u32); STACK];
-            let k = values.len();
-            for (slot, (&v, &f)) in buf.iter_mut().zip(values.iter().zip(freqs)) {
-                *slot = (self.dfs_pos[v as usize], f);
-            }
-            let items = &mut buf[..k];
-            items.sort_unstable();
-            self.excess(bn, items.iter().map(|&(p, f)| (self.dfs[p as usize], f)))
-        } else {
-            self.excess(
-                bn,
+        let pairs = values
+            .iter()
+            .zip(freqs)
+            .map(|(&v, &f)| (self.dfs_pos[v as usize], f));
+        let excess = with_sorted(values.len(), limit, pairs, |items| {
+            self.excess(bn, || items.iter().map(|&(p, f)| (self.dfs[p as usize], f)))
+        })
+        .unwrap_or_else(|| {
+            self.excess(bn, || {
                 self.dfs
                     .iter()
-                    .filter_map(|&code| values.binary_search(&code).ok().map(|j| (code, freqs[j]))),
-            )
-        };
+                    .filter_map(|&code| values.binary_search(&code).ok().map(|j| (code, freqs[j])))
+            })
+        });
         excess as f64 / (self.height as i128 * self.n * bn) as f64
     }
 
     /// Σ over levels l < h and nodes Y at l of max(0, n·C_Y − N·G_Y), from the class's
-    /// (code, count) pairs in depth-first order (nodes touched by the class are contiguous runs).
-    fn excess(&self, bn: i128, items: impl Iterator<Item = (u32, u32)>) -> i128 {
-        let h = self.height;
-        let mut current = [u32::MAX; MAX_LEVELS];
-        let mut acc = [0u64; MAX_LEVELS];
+    /// (code, count) pairs in depth-first order (`items` yields them afresh for every level; the
+    /// nodes a class touches are contiguous runs).
+    fn excess<I: Iterator<Item = (u32, u32)>>(&self, bn: i128, items: impl Fn() -> I) -> i128 {
         let mut total = 0i128;
-        let flush = |l: usize, node: u32, c: u64| -> i128 {
-            if node == u32::MAX {
-                return 0;
-            }
-            (self.n * c as i128 - bn * self.global[l][node as usize] as i128).max(0)
-        };
-        for (code, f) in items {
-            for l in 0..h {
-                let node = self.node[l][code as usize];
-                if node != current[l] {
-                    total += flush(l, current[l], acc[l]);
-                    current[l] = node;
-                    acc[l] = 0;
+        for (node, global) in self.node.iter().zip(&self.global) {
+            let excess =
+                |id: u32, c: u64| (self.n * c as i128 - bn * global[id as usize] as i128).max(0);
+            let mut current = u32::MAX;
+            let mut acc = 0u64;
+            for (code, f) in items() {
+                let id = node[code as usize];
+                if id != current {
+                    if current != u32::MAX {
+                        total += excess(current, acc);
+                    }
+                    current = id;
+                    acc = 0;
                 }
-                acc[l] += f as u64;
+                acc += f as u64;
             }
-        }
-        for l in 0..h {
-            total += flush(l, current[l], acc[l]);
+            if current != u32::MAX {
+                total += excess(current, acc);
+            }
         }
         total
+    }
+}
+
+/// Classes with at most this many distinct values use a small buffer (cheap to set up).
+const SMALL: usize = 16;
+
+/// Calls `f` with the (key, count) `pairs` sorted by key in a stack buffer, if there are at most
+/// `limit` (≤ [`STACK`]) of them (`len` = their number); `None` otherwise.
+fn with_sorted<R>(
+    len: usize,
+    limit: usize,
+    pairs: impl Iterator<Item = (u32, u32)>,
+    f: impl FnOnce(&[(u32, u32)]) -> R,
+) -> Option<R> {
+    fn on_stack<const N: usize, R>(
+        pairs: impl Iterator<Item = (u32, u32)>,
+        f: impl FnOnce(&[(u32, u32)]) -> R,
+    ) -> R {
+        let mut buf = [(0u32, 0u32); N];
+        let mut k = 0;
+        for (slot, p) in buf.iter_mut().zip(pairs) {
+            *slot = p;
+            k += 1;
+        }
+        let items = &mut buf[..k];
+        items.sort_unstable();
+        f(items)
+    }
+    if len <= SMALL.min(limit) {
+        Some(on_stack::<SMALL, R>(pairs, f))
+    } else if len <= STACK.min(limit) {
+        Some(on_stack::<STACK, R>(pairs, f))
+    } else {
+        None
     }
 }
 
@@ -689,13 +714,11 @@ mod tests {
             let mut pos = vec![0i128; nodes];
             let mut neg = vec![0i128; nodes];
             // Children of level l are the level l−1 nodes.
-            let children = h.labels[l - 1].len();
-            for child in 0..children {
+            for (child, &e) in extra.iter().enumerate() {
                 let leaf = (0..global.len())
                     .find(|&v| h.map[l - 1][v] as usize == child)
                     .unwrap();
                 let parent = h.map[l][leaf] as usize;
-                let e = extra[child];
                 if e > 0 {
                     pos[parent] += e;
                 } else {
@@ -785,6 +808,28 @@ mod tests {
             total += acc.abs();
         }
         total / (order.len() - 1) as f64
+    }
+
+    #[test]
+    fn mid_sized_classes_use_the_large_buffer() {
+        // 120 values, 80 in the class (between SMALL and STACK): all paths agree.
+        let m = 120usize;
+        let global: Vec<u32> = (0..m as u32).map(|v| 2 + v % 3).collect();
+        let domain = domain_of(&global);
+        let class: Vec<u32> = (0..m as u32).map(|v| (v * 5 + 1) % 3).collect();
+        let (values, freqs) = histogram(&class);
+        assert!(values.len() > SMALL && values.len() <= STACK);
+        let count: u32 = freqs.iter().sum();
+        let o = OrderedDistance::new(&domain);
+        let fast = o.emd(count, &values, &freqs);
+        assert_eq!(fast, o.emd_with(count, &values, &freqs, 0));
+        assert!((fast - direct_ordered(&domain, &class)).abs() < 1e-12);
+        let groups = vec![(0..m as u32).map(|v| v % 7).collect::<Vec<_>>()];
+        let h = encoded(&groups, m, true);
+        let hd = HierarchicalDistance::new(&domain, &h, "p").unwrap();
+        let fast = hd.emd(count, &values, &freqs);
+        assert_eq!(fast, hd.emd_with(count, &values, &freqs, 0));
+        assert!((fast - li_hierarchical(&h, &global, &class)).abs() < 1e-12);
     }
 
     #[test]
