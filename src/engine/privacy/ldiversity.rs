@@ -144,7 +144,7 @@ pub(crate) fn top_sum(freqs: &[u32], k: usize) -> (u32, u64) {
     if k >= freqs.len() {
         return (max, freqs.iter().map(|&f| f as u64).sum());
     }
-    // Largest v with #{f ≥ v} ≥ k (v = 1 qualifies since all counts are ≥ 1... or ≥ 0).
+    // The k-th largest count: the largest v with #{f ≥ v} ≥ k (v = 0 always qualifies).
     let (mut lo, mut hi) = (0u32, max);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);

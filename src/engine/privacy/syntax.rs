@@ -11,7 +11,7 @@ use std::fmt;
 use super::{EntropyEstimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance};
 use crate::engine::error::{EngineError, Result};
 
-/// One model's name and its keys (required ones first is not needed: `required` flags them).
+/// One model's name and its keys, each flagged required or optional.
 struct Schema {
     name: &'static str,
     keys: &'static [(&'static str, bool)],
