@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::lattice::{Lattice, Levels};
+use super::privacy;
 use super::problem::{Groups, Histograms, Problem, hash_codes};
 use super::quality::Quality;
 
@@ -241,7 +242,9 @@ impl<'p> Checker<'p> {
         }
     }
 
-    /// Flags classes that violate a class-based model; returns the flags and suppressed records.
+    /// Flags classes that violate a class-based model, then suppresses further classes until the
+    /// sample-based models hold (smallest first, ties by codes); returns the flags and the
+    /// suppressed records.
     fn suppress(&self, groups: &Groups) -> (Vec<bool>, usize) {
         let p = self.problem;
         let k = p.min_class_size();
@@ -249,8 +252,7 @@ impl<'p> Checker<'p> {
         let mut hists: Vec<(&[u32], &[u32])> = Vec::with_capacity(groups.hists.len());
         let mut suppressed = vec![false; groups.len()];
         let mut records = 0usize;
-        for (c, flag) in suppressed.iter_mut().enumerate() {
-            let count = groups.counts[c];
+        for (c, (flag, &count)) in suppressed.iter_mut().zip(&groups.counts).enumerate() {
             let mut bad = count < k;
             if !bad && !models.is_empty() {
                 hists.clear();
@@ -261,6 +263,14 @@ impl<'p> Checker<'p> {
                 *flag = true;
                 records += count as usize;
             }
+        }
+        if !p.sample_models.is_empty() {
+            records += privacy::risk::enforce(
+                &p.sample_models,
+                &groups.counts,
+                &groups.codes,
+                &mut suppressed,
+            );
         }
         (suppressed, records)
     }

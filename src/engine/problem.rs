@@ -12,7 +12,8 @@ use super::data::Table;
 use super::error::{EngineError, Result};
 use super::hierarchy::EncodedHierarchy;
 use super::lattice::Lattice;
-use super::privacy::{PreparedClassModel, PrivacyModel, SensitiveDomain};
+use super::privacy::risk::PreparedSampleModel;
+use super::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
 use super::quality::{PreparedQuality, QualityConfig};
 
 /// Hard limit on quasi-identifiers (as in ARX).
@@ -102,6 +103,7 @@ pub struct Problem {
     domains: Vec<SensitiveDomain>,
     sensitive_hierarchies: Vec<Option<EncodedHierarchy>>,
     pub(crate) class_models: Vec<PreparedClassModel>,
+    pub(crate) sample_models: Vec<PreparedSampleModel>,
     min_class_size: u32,
     max_suppressed: usize,
     quality: Option<PreparedQuality>,
@@ -298,12 +300,19 @@ impl Problem {
             });
         }
         let mut class_models = Vec::new();
-        for (model, slot) in config.privacy.iter().zip(&model_slots) {
+        let mut sample_models = Vec::new();
+        for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
-            if let Some(m) = PreparedClassModel::prepare(model, *slot, domain)? {
-                class_models.push(m);
+            let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
+            let field = format!("privacy[{i}]");
+            match PreparedModel::prepare(model, *slot, domain, hierarchy, &field)? {
+                PreparedModel::MinClassSize => {}
+                PreparedModel::Class(m) => class_models.push(m),
+                PreparedModel::Sample(m) => sample_models.push(m),
             }
         }
+        // Cheap models first: a class is suppressed as soon as one model rejects it.
+        class_models.sort_by_key(PreparedClassModel::cost);
         let min_class_size = config
             .privacy
             .iter()
@@ -336,6 +345,7 @@ impl Problem {
             domains,
             sensitive_hierarchies,
             class_models,
+            sample_models,
             min_class_size,
             max_suppressed,
             quality: None,
