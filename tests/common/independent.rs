@@ -53,7 +53,12 @@ pub enum Model {
         attr: String,
         beta: f64,
     },
-    AverageRisk(f64),
+    /// Average risk ≤ avg; optionally the share of records with risk > highest ≤ records_at_risk.
+    AverageRisk {
+        avg: f64,
+        highest: Option<f64>,
+        records_at_risk: Option<f64>,
+    },
     SampleUniqueness(f64),
 }
 
@@ -262,7 +267,7 @@ fn class_ok(
             }
             Ok(())
         }
-        Model::AverageRisk(_) | Model::SampleUniqueness(_) => Ok(()),
+        Model::AverageRisk { .. } | Model::SampleUniqueness(_) => Ok(()),
     }
 }
 
@@ -332,15 +337,31 @@ pub fn verify(out: &Output, qis: &[&str], models: &[Model], suppression_limit: f
     let published: usize = classes.values().map(|r| r.len()).sum();
     for m in models {
         match m {
-            Model::AverageRisk(r) if published > 0 => {
-                let avg = classes.len() as f64 / published as f64;
-                if avg > *r + 1e-12 {
-                    violations.push(format!("average risk {avg} > {r}"));
+            Model::AverageRisk {
+                avg,
+                highest,
+                records_at_risk,
+            } if published > 0 => {
+                let risk = classes.len() as f64 / published as f64;
+                if risk > *avg + 1e-12 {
+                    violations.push(format!("average risk {risk} > {avg}"));
+                }
+                if let (Some(h), Some(share)) = (highest, records_at_risk) {
+                    let at_risk: usize = classes
+                        .values()
+                        .filter(|r| 1.0 / r.len() as f64 > *h)
+                        .map(|r| r.len())
+                        .sum();
+                    let s = at_risk as f64 / published as f64;
+                    if s > *share + 1e-12 {
+                        violations.push(format!("records at risk {s} > {share}"));
+                    }
                 }
             }
-            Model::SampleUniqueness(th) => {
+            // Share of the published records that are unique.
+            Model::SampleUniqueness(th) if published > 0 => {
                 let uniques = classes.values().filter(|r| r.len() == 1).count();
-                let share = uniques as f64 / n as f64;
+                let share = uniques as f64 / published as f64;
                 if share > *th + 1e-12 {
                     violations.push(format!("sample uniques {share} > {th}"));
                 }

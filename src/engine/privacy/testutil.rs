@@ -109,8 +109,12 @@ pub(crate) fn suppressed_by_label(p: &Problem, levels: &[u8]) -> Vec<(String, bo
         .map(|c| {
             let code = e.groups.codes[c * q];
             (
-                h.label(levels[0] as usize, code, p.table().column(p.qi_columns()[0]))
-                    .to_string(),
+                h.label(
+                    levels[0] as usize,
+                    code,
+                    p.table().column(p.qi_columns()[0]),
+                )
+                .to_string(),
                 e.suppressed[c],
             )
         })
