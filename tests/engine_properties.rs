@@ -162,7 +162,7 @@ fn build(c: &Case) -> Option<(Problem, Vec<Model>)> {
     let ha = Hierarchy::from_rows(hierarchy(&distinct(0), &c.merges_a), "a").unwrap();
     let hb = Hierarchy::from_rows(hierarchy(&distinct(1), &c.merges_b), "b").unwrap();
     // A two-level hierarchy for the sensitive attribute (hierarchical t-closeness).
-    let s_rows = hierarchy(&distinct(2), &[c.merges_s.clone()]);
+    let s_rows = hierarchy(&distinct(2), std::slice::from_ref(&c.merges_s));
     let paths = s_rows
         .iter()
         .map(|r| (r[0].clone(), r[1..].to_vec()))
