@@ -102,14 +102,19 @@ fn json_examples_parse_to_the_expected_specs() {
         HierarchySpec::Date(DateSpec::default())
     );
     assert_eq!(
-        spec(r#"{"type":"date","format":"dd.MM.yyyy","levels":["week"],"missing":["", "unknown"]}"#),
+        spec(
+            r#"{"type":"date","format":"dd.MM.yyyy","levels":["week"],"missing":["", "unknown"]}"#
+        ),
         HierarchySpec::Date(DateSpec {
             format: "dd.MM.yyyy".into(),
             levels: vec![DateGranularity::Week],
             missing: vec!["".into(), "unknown".into()],
         })
     );
-    assert_eq!(spec(r#"{"type":"suppression"}"#), HierarchySpec::Suppression);
+    assert_eq!(
+        spec(r#"{"type":"suppression"}"#),
+        HierarchySpec::Suppression
+    );
 }
 
 #[test]
@@ -147,13 +152,24 @@ fn json_typos_and_bad_values_are_rejected() {
     for (json, needle) in [
         (r#"{"type":"intervals","width":10}"#, "unknown variant"),
         (r#"{"type":"interval","widht":10}"#, "unknown field"),
-        (r#"{"type":"masking","redact_from":"middle"}"#, "unknown variant"),
+        (
+            r#"{"type":"masking","redact_from":"middle"}"#,
+            "unknown variant",
+        ),
         (r#"{"type":"masking","pad_char":"ab"}"#, "invalid"),
-        (r#"{"type":"interval","width":"ten"}"#, "'ten' is not a supported number"),
-        (r#"{"type":"date","levels":["fortnight"]}"#, "unknown variant"),
+        (
+            r#"{"type":"interval","width":"ten"}"#,
+            "'ten' is not a supported number",
+        ),
+        (
+            r#"{"type":"date","levels":["fortnight"]}"#,
+            "unknown variant",
+        ),
         (r#"{"width":10}"#, "missing field `type`"),
     ] {
-        let err = serde_json::from_str::<HierarchySpec>(json).unwrap_err().to_string();
+        let err = serde_json::from_str::<HierarchySpec>(json)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(needle), "{json}: {err}");
     }
 }
@@ -162,7 +178,8 @@ fn json_typos_and_bad_values_are_rejected() {
 
 #[test]
 fn golden_interval_ages_with_coding() {
-    let s = spec(r#"{"type":"interval","width":10,"bottom_coding":20,"top_coding":90,"levels":[2,2]}"#);
+    let s =
+        spec(r#"{"type":"interval","width":10,"bottom_coding":20,"top_coding":90,"levels":[2,2]}"#);
     assert_eq!(
         table(&s, &["95", "19", "20", "33", "47", "89", "90", ""]),
         vec![
@@ -178,7 +195,9 @@ fn golden_interval_ages_with_coding() {
     );
     // Shares: covered range [19, 95] = 76; [20, 30[ → 10/76, [20, 40[ → 20/76, [20, 60[ → 40/76;
     // level 0: 1/8.
-    let h = s.build_values("age", &["95", "19", "20", "33", "47", "89", "90", ""]).unwrap();
+    let h = s
+        .build_values("age", &["95", "19", "20", "33", "47", "89", "90", ""])
+        .unwrap();
     let row = &h.shares().unwrap()[1];
     let expect = [1.0 / 8.0, 10.0 / 76.0, 20.0 / 76.0, 40.0 / 76.0, 1.0];
     for (a, b) in row.iter().zip(expect) {
@@ -301,15 +320,27 @@ fn invalid_intervals_name_the_culprit() {
             r#"{"type":"interval","intervals":[{"from":0,"to":20}]}"#,
             vec!["value '150'", "outside", "[0, 20["],
         ),
-        (r#"{"type":"interval","width":0}"#, vec!["width 0", "positive"]),
+        (
+            r#"{"type":"interval","width":0}"#,
+            vec!["width 0", "positive"],
+        ),
         (
             r#"{"type":"interval","width":5,"intervals":[{"from":0,"to":20}]}"#,
             vec!["exactly one"],
         ),
         (r#"{"type":"interval"}"#, vec!["exactly one"]),
-        (r#"{"type":"interval","width":5,"max":100}"#, vec!["value '150'", "maximum 100"]),
-        (r#"{"type":"interval","width":5,"levels":[[]]}"#, vec!["levels[0]", "empty"]),
-        (r#"{"type":"interval","width":5,"levels":[2,[3,0]]}"#, vec!["levels[1][1]", "group size 0"]),
+        (
+            r#"{"type":"interval","width":5,"max":100}"#,
+            vec!["value '150'", "maximum 100"],
+        ),
+        (
+            r#"{"type":"interval","width":5,"levels":[[]]}"#,
+            vec!["levels[0]", "empty"],
+        ),
+        (
+            r#"{"type":"interval","width":5,"levels":[2,[3,0]]}"#,
+            vec!["levels[1][1]", "group size 0"],
+        ),
         (
             r#"{"type":"interval","width":5,"bottom_coding":50,"top_coding":10}"#,
             vec!["top_coding 10", "bottom_coding 50"],
@@ -342,13 +373,21 @@ fn invalid_other_specs_name_the_culprit() {
             &["a", "zz"],
             &["'zz'", "not in the explicit order"],
         ),
-        (r#"{"type":"order","values":["a","a"]}"#, &["a"], &["'a' is listed twice"]),
+        (
+            r#"{"type":"order","values":["a","a"]}"#,
+            &["a"],
+            &["'a' is listed twice"],
+        ),
         (
             r#"{"type":"order","order":"numeric","levels":[2]}"#,
             &["1", "x"],
             &["value 'x' is not a number"],
         ),
-        (r#"{"type":"order","levels":[0]}"#, &["a"], &["levels[0]", "group size 0"]),
+        (
+            r#"{"type":"order","levels":[0]}"#,
+            &["a"],
+            &["levels[0]", "group size 0"],
+        ),
         (
             r#"{"type":"masking","domain_size":1}"#,
             &["1", "2"],

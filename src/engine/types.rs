@@ -309,7 +309,10 @@ mod tests {
     fn kinds() {
         assert_eq!(kind(&["34", "45", "7"]), ColumnKind::Integer);
         assert_eq!(kind(&["3.4", "45", "-7"]), ColumnKind::Decimal);
-        assert_eq!(kind(&["81667", "81675", "81925"]), ColumnKind::Code { length: 5 });
+        assert_eq!(
+            kind(&["81667", "81675", "81925"]),
+            ColumnKind::Code { length: 5 }
+        );
         assert_eq!(kind(&["012", "345"]), ColumnKind::Code { length: 3 });
         assert_eq!(kind(&["1985", "2001"]), ColumnKind::Integer);
         assert_eq!(
@@ -337,7 +340,10 @@ mod tests {
             }
         );
         // 8 digits that are no plausible dates: a code.
-        assert_eq!(kind(&["12345678", "99999999"]), ColumnKind::Code { length: 8 });
+        assert_eq!(
+            kind(&["12345678", "99999999"]),
+            ColumnKind::Code { length: 8 }
+        );
         assert_eq!(kind(&["male", "female"]), ColumnKind::Text);
         assert_eq!(kind(&["", "?"]), ColumnKind::Text);
     }
@@ -347,7 +353,10 @@ mod tests {
         let p = detect_values("age", &["34", "?", "", "51", "17", "90"]);
         assert_eq!(p.kind, ColumnKind::Integer);
         assert_eq!(p.missing, vec!["".to_string(), "?".to_string()]);
-        assert_eq!((p.min.as_deref(), p.max.as_deref()), (Some("17"), Some("90")));
+        assert_eq!(
+            (p.min.as_deref(), p.max.as_deref()),
+            (Some("17"), Some("90"))
+        );
         let HierarchySpec::Interval(spec) = &p.suggestion else {
             panic!("{:?}", p.suggestion)
         };

@@ -18,7 +18,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LabelRegistry, Rows, clamp_shares, default_missing, invalid, is_missing, require_values};
+use super::{
+    LabelRegistry, Rows, clamp_shares, default_missing, invalid, is_missing, require_values,
+};
 use crate::engine::error::Result;
 
 /// A calendar granularity of a date hierarchy level.
@@ -69,7 +71,11 @@ impl DateGranularity {
                 (format!("{iso_year:04}-W{week:02}"), monday, monday + 7)
             }
             DateGranularity::Month => {
-                let (ny, nm) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
+                let (ny, nm) = if month == 12 {
+                    (year + 1, 1)
+                } else {
+                    (year, month + 1)
+                };
                 (
                     format!("{year:04}-{month:02}"),
                     days_from_civil(year, month, 1),
@@ -79,7 +85,11 @@ impl DateGranularity {
             DateGranularity::Quarter => {
                 let q = (month - 1) / 3 + 1;
                 let first = (q - 1) * 3 + 1;
-                let (ny, nm) = if q == 4 { (year + 1, 1) } else { (year, first + 3) };
+                let (ny, nm) = if q == 4 {
+                    (year + 1, 1)
+                } else {
+                    (year, first + 3)
+                };
                 (
                     format!("{year:04}-Q{q}"),
                     days_from_civil(year, first, 1),
@@ -92,7 +102,11 @@ impl DateGranularity {
                 days_from_civil(year + 1, 1, 1),
             ),
             DateGranularity::Decade | DateGranularity::Century => {
-                let span = if self == DateGranularity::Decade { 10 } else { 100 };
+                let span = if self == DateGranularity::Decade {
+                    10
+                } else {
+                    100
+                };
                 let start = year.div_euclid(span) * span;
                 (
                     format!("{start:04}-{:04}", start + span - 1),
@@ -388,7 +402,11 @@ impl DateFormat {
         if !literal.is_empty() {
             tokens.push(Token::Literal(literal));
         }
-        for (f, name) in [(Field::Year, "yyyy"), (Field::Month, "MM"), (Field::Day, "dd")] {
+        for (f, name) in [
+            (Field::Year, "yyyy"),
+            (Field::Month, "MM"),
+            (Field::Day, "dd"),
+        ] {
             if !seen.contains(&f) {
                 return Err(format!(
                     "date format '{pattern}' has no {name}: expected a year (yyyy), a month (MM) and a day (dd)"
@@ -400,9 +418,12 @@ impl DateFormat {
 
     /// True if the format includes a time of day.
     pub fn has_time(&self) -> bool {
-        self.tokens
-            .iter()
-            .any(|t| matches!(t, Token::Field(Field::Hour | Field::Minute | Field::Second, _, _)))
+        self.tokens.iter().any(|t| {
+            matches!(
+                t,
+                Token::Field(Field::Hour | Field::Minute | Field::Second, _, _)
+            )
+        })
     }
 
     /// Parses `text` (surrounding whitespace ignored); `None` if it does not match or is not a
@@ -489,8 +510,7 @@ pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     // Days before the month in a March-based year: 31,30,31,30,31 repeats every 5 months,
     // i.e. 153 days; (153·m + 2) / 5 reproduces the cumulative lengths.
     let day_of_year = (153 * march_month + 2) / 5 + day as i64 - 1;
-    let day_of_cycle =
-        year_of_cycle * 365 + year_of_cycle / 4 - year_of_cycle / 100 + day_of_year;
+    let day_of_cycle = year_of_cycle * 365 + year_of_cycle / 4 - year_of_cycle / 100 + day_of_year;
     // 719468 = days from 0000-03-01 to 1970-01-01.
     cycle * 146097 + day_of_cycle - 719468
 }
@@ -501,13 +521,17 @@ pub fn civil_from_days(days: i64) -> Date {
     let cycle = z.div_euclid(146097);
     let day_of_cycle = z - cycle * 146097; // 0..=146096
     // Remove the leap days that precede this day in the cycle, then divide by 365.
-    let year_of_cycle = (day_of_cycle - day_of_cycle / 1460 + day_of_cycle / 36524
-        - day_of_cycle / 146096)
-        / 365;
-    let day_of_year = day_of_cycle - (365 * year_of_cycle + year_of_cycle / 4 - year_of_cycle / 100);
+    let year_of_cycle =
+        (day_of_cycle - day_of_cycle / 1460 + day_of_cycle / 36524 - day_of_cycle / 146096) / 365;
+    let day_of_year =
+        day_of_cycle - (365 * year_of_cycle + year_of_cycle / 4 - year_of_cycle / 100);
     let march_month = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * march_month + 2) / 5 + 1) as u32;
-    let month = if march_month < 10 { march_month + 3 } else { march_month - 9 } as u32;
+    let month = if march_month < 10 {
+        march_month + 3
+    } else {
+        march_month - 9
+    } as u32;
     let year = year_of_cycle + cycle * 400 + if month <= 2 { 1 } else { 0 };
     Date { year, month, day }
 }
@@ -569,7 +593,14 @@ mod tests {
     fn formats_parse_and_reject() {
         let f = DateFormat::parse("dd.MM.yyyy").unwrap();
         let dt = f.parse_date("29.02.2024").unwrap();
-        assert_eq!(dt.date, Date { year: 2024, month: 2, day: 29 });
+        assert_eq!(
+            dt.date,
+            Date {
+                year: 2024,
+                month: 2,
+                day: 29
+            }
+        );
         assert!(f.parse_date("29.02.2023").is_none());
         assert!(f.parse_date("1.02.2024").is_none());
         assert!(f.parse_date("01.02.2024x").is_none());
@@ -577,10 +608,24 @@ mod tests {
         assert_eq!(f.parse_date("3/7/2020").unwrap().date.day, 7);
         let f = DateFormat::parse("yyyy-MM-dd'T'HH:mm:ss").unwrap();
         assert!(f.has_time());
-        assert_eq!(f.parse_date("2020-01-02T03:04:05").unwrap().seconds, 3 * 3600 + 4 * 60 + 5);
+        assert_eq!(
+            f.parse_date("2020-01-02T03:04:05").unwrap().seconds,
+            3 * 3600 + 4 * 60 + 5
+        );
         assert!(f.parse_date("2020-01-02T24:00:00").is_none());
-        assert!(DateFormat::parse("yyyyMMdd").unwrap().parse_date("20200131").is_some());
-        for bad in ["yy-MM-dd", "yyyy-MM", "yyyy-MM-dd-dd", "yyyy-MM-dd 'x", "yyyy-QQ-dd"] {
+        assert!(
+            DateFormat::parse("yyyyMMdd")
+                .unwrap()
+                .parse_date("20200131")
+                .is_some()
+        );
+        for bad in [
+            "yy-MM-dd",
+            "yyyy-MM",
+            "yyyy-MM-dd-dd",
+            "yyyy-MM-dd 'x",
+            "yyyy-QQ-dd",
+        ] {
             assert!(DateFormat::parse(bad).is_err(), "{bad}");
         }
     }
@@ -608,7 +653,10 @@ mod tests {
         assert!((s[4] - 3653.0 / 7305.0).abs() < 1e-12, "{s:?}");
         assert_eq!(s[5], 1.0);
         // The missing value keeps the share of one value.
-        assert_eq!(h.shares().unwrap()[3], vec![0.25, 0.25, 0.25, 0.25, 0.25, 1.0]);
+        assert_eq!(
+            h.shares().unwrap()[3],
+            vec![0.25, 0.25, 0.25, 0.25, 0.25, 1.0]
+        );
     }
 
     #[test]
@@ -627,13 +675,23 @@ mod tests {
             levels: vec![DateGranularity::Week, DateGranularity::Year],
             ..DateSpec::default()
         };
-        let err = HierarchySpec::Date(spec).build_values("d", &["2020-01-01"]).unwrap_err();
-        assert!(err.to_string().contains("'year' cannot follow 'week'"), "{err}");
+        let err = HierarchySpec::Date(spec)
+            .build_values("d", &["2020-01-01"])
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("'year' cannot follow 'week'"),
+            "{err}"
+        );
         let spec = DateSpec {
             levels: vec![DateGranularity::Year, DateGranularity::Month],
             ..DateSpec::default()
         };
-        let err = HierarchySpec::Date(spec).build_values("d", &["2020-01-01"]).unwrap_err();
-        assert!(err.to_string().contains("'month' cannot follow 'year'"), "{err}");
+        let err = HierarchySpec::Date(spec)
+            .build_values("d", &["2020-01-01"])
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("'month' cannot follow 'year'"),
+            "{err}"
+        );
     }
 }

@@ -221,8 +221,15 @@ impl IntervalSpec {
                                 if level > 1 {
                                     g = self.levels[level - 2].group_of(g);
                                 }
-                                let (lo, hi, label) =
-                                    tiling.group(column, &self.levels, level - 1, g, b, t, scale)?;
+                                let (lo, hi, label) = tiling.group(
+                                    column,
+                                    &self.levels,
+                                    level - 1,
+                                    g,
+                                    b,
+                                    t,
+                                    scale,
+                                )?;
                                 registry.register(column, level, &label, &(3, g))?;
                                 row.push(label);
                                 ext.push((lo, hi));
@@ -440,9 +447,10 @@ impl Tiling {
     /// Level-1 interval index of `u` (a value in units).
     fn index(&self, column: &str, value: &str, u: i128, scale: u32) -> Result<i128> {
         match self {
-            Tiling::Regular { start, width } => {
-                Ok(u.checked_sub(*start).ok_or_else(|| overflow(column))?.div_euclid(*width))
-            }
+            Tiling::Regular { start, width } => Ok(u
+                .checked_sub(*start)
+                .ok_or_else(|| overflow(column))?
+                .div_euclid(*width)),
             Tiling::Explicit { bounds, .. } => {
                 let k = bounds.partition_point(|&(from, _)| from <= u);
                 if k > 0 && u < bounds[k - 1].1 {
@@ -505,11 +513,7 @@ impl Tiling {
             hi = hi.min(t);
         }
         let label = custom.unwrap_or_else(|| {
-            format!(
-                "[{}, {}[",
-                format_units(lo, scale),
-                format_units(hi, scale)
-            )
+            format!("[{}, {}[", format_units(lo, scale), format_units(hi, scale))
         });
         Ok((lo, hi, label))
     }
@@ -525,7 +529,9 @@ mod tests {
     }
 
     fn table(spec: IntervalSpec, values: &[&str]) -> Vec<String> {
-        let h = HierarchySpec::Interval(spec).build_values("c", values).unwrap();
+        let h = HierarchySpec::Interval(spec)
+            .build_values("c", values)
+            .unwrap();
         h.rows().iter().map(|r| r.join(";")).collect()
     }
 

@@ -51,6 +51,8 @@ pub use order::{OrderLabels, OrderSpec, SortOrder};
 ///
 /// JSON: an object with a `"type"` tag, e.g. `{"type":"interval","width":10}`,
 /// `{"type":"masking","redact_from":"right"}`, `{"type":"suppression"}`.
+// A few hundred bytes per specification, created once per column: boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HierarchySpec {
@@ -203,7 +205,9 @@ impl GroupSizes {
                 return Err(invalid(
                     column,
                     &at,
-                    format!("group size {s} is invalid: expected a number from 1 to {MAX_GROUP_SIZE}"),
+                    format!(
+                        "group size {s} is invalid: expected a number from 1 to {MAX_GROUP_SIZE}"
+                    ),
                 ));
             }
         }
@@ -497,7 +501,13 @@ impl<K: PartialEq + Clone> LabelRegistry<K> {
     }
 
     /// Records that `label` names group `key` at `level`; error if it already names another.
-    pub(crate) fn register(&mut self, column: &str, level: usize, label: &str, key: &K) -> Result<()> {
+    pub(crate) fn register(
+        &mut self,
+        column: &str,
+        level: usize,
+        label: &str,
+        key: &K,
+    ) -> Result<()> {
         match self.levels[level].get(label) {
             Some(k) if k != key => Err(invalid(
                 column,

@@ -202,7 +202,9 @@ mod tests {
     use super::*;
 
     fn table(spec: OrderSpec, values: &[&str]) -> Vec<String> {
-        let h = HierarchySpec::Order(spec).build_values("c", values).unwrap();
+        let h = HierarchySpec::Order(spec)
+            .build_values("c", values)
+            .unwrap();
         h.rows().iter().map(|r| r.join(";")).collect()
     }
 
@@ -225,7 +227,12 @@ mod tests {
     #[test]
     fn explicit_order_with_sets_covers_the_domain() {
         let mut spec = OrderSpec::new(vec![GroupSizes::Cycle(vec![1, 2])]);
-        spec.values = Some(vec!["low".into(), "mid".into(), "high".into(), "top".into()]);
+        spec.values = Some(vec![
+            "low".into(),
+            "mid".into(),
+            "high".into(),
+            "top".into(),
+        ]);
         spec.labels = OrderLabels::Set;
         let h = HierarchySpec::Order(spec)
             .build_values("c", &["high", "low"])
@@ -233,7 +240,12 @@ mod tests {
         let got: Vec<String> = h.rows().iter().map(|r| r.join(";")).collect();
         assert_eq!(
             got,
-            vec!["low;{low};*", "mid;{mid, high};*", "high;{mid, high};*", "top;{top};*"]
+            vec![
+                "low;{low};*",
+                "mid;{mid, high};*",
+                "high;{mid, high};*",
+                "top;{top};*"
+            ]
         );
         let s = h.shares().unwrap();
         assert_eq!(s[1], vec![0.25, 0.5, 1.0]);
