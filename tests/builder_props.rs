@@ -292,7 +292,7 @@ proptest! {
 
     #[test]
     fn suppression(values in prop::collection::vec(".{0,5}", 1..20)) {
-        check(&HierarchySpec::Suppression, &values, Some(2))?;
+        check(&HierarchySpec::Suppression {}, &values, Some(2))?;
     }
 
     /// Whatever the column, the suggested specification builds a valid hierarchy for it.

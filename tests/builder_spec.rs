@@ -113,7 +113,7 @@ fn json_examples_parse_to_the_expected_specs() {
     );
     assert_eq!(
         spec(r#"{"type":"suppression"}"#),
-        HierarchySpec::Suppression
+        HierarchySpec::Suppression {}
     );
 }
 
@@ -166,6 +166,19 @@ fn json_typos_and_bad_values_are_rejected() {
             "unknown variant",
         ),
         (r#"{"width":10}"#, "missing field `type`"),
+        (
+            r#"{"type":"suppression","levels":[2]}"#,
+            "unknown field `levels`",
+        ),
+        (
+            r#"{"type":"order","levels":[-1]}"#,
+            "group size -1 is negative",
+        ),
+        (
+            r#"{"type":"order","levels":[1.5]}"#,
+            "group size 1.5 is not a whole number",
+        ),
+        (r#"{"type":"order","levels":["2"]}"#, "e.g. 2 or [2, 3]"),
     ] {
         let err = serde_json::from_str::<HierarchySpec>(json)
             .unwrap_err()

@@ -9,8 +9,8 @@
 //! 2. **code** if every value is a string of ASCII digits of the same length L ≥ 2 and either
 //!    L ≥ 5 or some value has a leading zero (ZIP codes, not years) → masking from the right;
 //! 3. **integer** / **decimal** if every value is a number (decimal as soon as one value has a
-//!    fraction or exponent) → regular intervals of a "nice" width (1, 2 or 5 × 10^k) giving at
-//!    most 16 intervals over the range, then levels doubling the width (5, 10, 20, …) while
+//!    fraction or exponent) → regular intervals of a "nice" width (1, 2 or 5 × 10^k, at least
+//!    2 units of the finest decimal place) giving at most 16 intervals over the range, then levels doubling the width (5, 10, 20, …) while
 //!    more than one group remains (at most 6), then `*`;
 //! 4. otherwise **text** → order-based grouping (lexicographic, groups of ⌈√d⌉) for 3 to 20
 //!    distinct values, suppression otherwise.
@@ -146,7 +146,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
                 levels.insert(0, DateGranularity::Day);
             }
             let suggestion = if present.len() <= 2 {
-                HierarchySpec::Suppression
+                HierarchySpec::Suppression {}
             } else {
                 HierarchySpec::Date(DateSpec {
                     format: format.to_string(),
@@ -168,7 +168,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
             let lo = present.iter().min().map(|s| s.to_string());
             let hi = present.iter().max().map(|s| s.to_string());
             let suggestion = if present.len() <= 2 {
-                HierarchySpec::Suppression
+                HierarchySpec::Suppression {}
             } else {
                 HierarchySpec::Masking(MaskingSpec::default())
             };
@@ -196,7 +196,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
             ..OrderSpec::new(vec![GroupSizes::Uniform(size)])
         })
     } else {
-        HierarchySpec::Suppression
+        HierarchySpec::Suppression {}
     };
     profile(ColumnKind::Text, None, None, suggestion, Vec::new())
 }
@@ -247,7 +247,7 @@ fn detect_code(values: &[&str]) -> Option<usize> {
 /// Regular intervals with a nice width and doubling levels (see the module rules).
 fn suggest_intervals(numbers: &[Number], missing: Vec<String>) -> HierarchySpec {
     if numbers.len() <= 2 {
-        return HierarchySpec::Suppression;
+        return HierarchySpec::Suppression {};
     }
     let scale = numbers
         .iter()
@@ -262,9 +262,10 @@ fn suggest_intervals(numbers: &[Number], missing: Vec<String>) -> HierarchySpec 
     );
     let range = hi - lo;
     if range <= 0 {
-        return HierarchySpec::Suppression;
+        return HierarchySpec::Suppression {};
     }
-    let target = ((range + TARGET_INTERVALS - 1) / TARGET_INTERVALS).max(1);
+    // At least two units: intervals of one unit would repeat level 0 with other labels.
+    let target = ((range + TARGET_INTERVALS - 1) / TARGET_INTERVALS).max(2);
     let mut width: i128 = 1;
     'nice: loop {
         for m in [1, 2, 5] {
@@ -288,7 +289,7 @@ fn suggest_intervals(numbers: &[Number], missing: Vec<String>) -> HierarchySpec 
         w *= 2;
     }
     let Some(width) = Number::from_units(width, scale) else {
-        return HierarchySpec::Suppression;
+        return HierarchySpec::Suppression {};
     };
     HierarchySpec::Interval(IntervalSpec {
         levels,
@@ -378,13 +379,20 @@ mod tests {
         };
         // Range 49 hundredths / 16 → 4 → nice 5 hundredths.
         assert_eq!(spec.width, Number::parse("0.05"));
+        // Small integer ranges start at width 2 (width 1 would repeat the values).
+        let p = detect_values("x", &["0", "1", "2", "3", "4"]);
+        let HierarchySpec::Interval(spec) = &p.suggestion else {
+            panic!()
+        };
+        assert_eq!(spec.width, Some(Number::from(2)));
+        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2)]);
     }
 
     #[test]
     fn text_suggestions_depend_on_distinct_values() {
         assert_eq!(
             detect_values("s", &["m", "f"]).suggestion,
-            HierarchySpec::Suppression
+            HierarchySpec::Suppression {}
         );
         let p = detect_values("s", &["a", "b", "c", "d", "e"]);
         let HierarchySpec::Order(o) = &p.suggestion else {
@@ -394,7 +402,7 @@ mod tests {
         let many: Vec<String> = (0..30).map(|i| format!("name{i}")).collect();
         assert_eq!(
             detect_values("s", &many).suggestion,
-            HierarchySpec::Suppression
+            HierarchySpec::Suppression {}
         );
     }
 }

@@ -176,6 +176,7 @@ impl IntervalSpec {
         let mut registry: LabelRegistry<(u8, i128)> = LabelRegistry::new(height);
         let mut rows = Vec::with_capacity(values.len());
         let mut extents: Vec<Vec<(i128, i128)>> = Vec::with_capacity(values.len());
+        let mut last: Vec<Option<(i128, i128, i128, String)>> = vec![None; group_levels + 1];
         for &(i, num) in &parsed {
             let value = values[i];
             let mut row = Vec::with_capacity(height);
@@ -221,18 +222,25 @@ impl IntervalSpec {
                                 if level > 1 {
                                     g = self.levels[level - 2].group_of(g);
                                 }
-                                let (lo, hi, label) = tiling.group(
-                                    column,
-                                    &self.levels,
-                                    level - 1,
-                                    g,
-                                    b,
-                                    t,
-                                    scale,
-                                )?;
-                                registry.register(column, level, &label, &(3, g))?;
-                                row.push(label);
-                                ext.push((lo, hi));
+                                // Rows are sorted, so neighbours mostly share groups.
+                                let cached = &mut last[level];
+                                if cached.as_ref().is_none_or(|c| c.0 != g) {
+                                    let (lo, hi, label) = tiling.group(
+                                        column,
+                                        &self.levels,
+                                        level - 1,
+                                        g,
+                                        b,
+                                        t,
+                                        scale,
+                                    )?;
+                                    registry.register(column, level, &label, &(3, g))?;
+                                    *cached = Some((g, lo, hi, label));
+                                }
+                                if let Some((_, lo, hi, label)) = cached {
+                                    row.push(label.clone());
+                                    ext.push((*lo, *hi));
+                                }
                             }
                         }
                     }

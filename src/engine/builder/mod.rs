@@ -54,7 +54,7 @@ pub use order::{OrderLabels, OrderSpec, SortOrder};
 // A few hundred bytes per specification, created once per column: boxing buys nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum HierarchySpec {
     /// Numeric intervals (integers and decimals).
     Interval(IntervalSpec),
@@ -64,8 +64,9 @@ pub enum HierarchySpec {
     Masking(MaskingSpec),
     /// Calendar generalization of dates.
     Date(DateSpec),
-    /// Every value generalizes directly to `*`.
-    Suppression,
+    /// Every value generalizes directly to `*`. (A struct variant without fields, so that
+    /// unknown fields in `{"type":"suppression", …}` are rejected like everywhere else.)
+    Suppression {},
 }
 
 impl HierarchySpec {
@@ -89,7 +90,7 @@ impl HierarchySpec {
             HierarchySpec::Order(spec) => spec.rows(column, &distinct)?,
             HierarchySpec::Masking(spec) => spec.rows(column, &distinct)?,
             HierarchySpec::Date(spec) => spec.rows(column, &distinct)?,
-            HierarchySpec::Suppression => suppression_rows(column, &distinct)?,
+            HierarchySpec::Suppression {} => suppression_rows(column, &distinct)?,
         };
         Hierarchy::with_shares(rows, shares, column)
     }
@@ -101,7 +102,7 @@ impl HierarchySpec {
             HierarchySpec::Order(_) => "order",
             HierarchySpec::Masking(_) => "masking",
             HierarchySpec::Date(_) => "date",
-            HierarchySpec::Suppression => "suppression",
+            HierarchySpec::Suppression {} => "suppression",
         }
     }
 }
@@ -164,13 +165,51 @@ pub(crate) fn clamp_shares(raw: &mut [f64]) {
 
 /// The group sizes of one level: a single size, or a list used round-robin
 /// (`[2, 3]` → groups of 2, 3, 2, 3, … children). JSON: `2` or `[2, 3]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum GroupSizes {
     /// Every group has this many children.
     Uniform(u64),
     /// Group sizes repeated cyclically.
     Cycle(Vec<u64>),
+}
+
+impl<'de> Deserialize<'de> for GroupSizes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        const EXPECTED: &str =
+            "a group size (a positive integer) or a list of group sizes, e.g. 2 or [2, 3]";
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = GroupSizes;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<GroupSizes, E> {
+                Ok(GroupSizes::Uniform(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<GroupSizes, E> {
+                u64::try_from(v).map(GroupSizes::Uniform).map_err(|_| {
+                    E::custom(format!("group size {v} is negative: expected {EXPECTED}"))
+                })
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<GroupSizes, E> {
+                Err(E::custom(format!(
+                    "group size {v} is not a whole number: expected {EXPECTED}"
+                )))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<GroupSizes, A::Error> {
+                let mut sizes = Vec::new();
+                while let Some(s) = seq.next_element::<u64>()? {
+                    sizes.push(s);
+                }
+                Ok(GroupSizes::Cycle(sizes))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Largest group size accepted (keeps the index arithmetic far from overflow).
