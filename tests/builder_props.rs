@@ -139,6 +139,18 @@ fn decimal(scale: u32) -> impl Strategy<Value = String> {
     })
 }
 
+/// Numbers near the limits: up to 19 integer digits or 18 fractional digits.
+fn extreme() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "-?[1-9][0-9]{0,18}",
+        "-?0\\.[0-9]{0,17}[1-9]",
+        "-?[1-9][0-9]{0,9}\\.[0-9]{1,8}",
+        Just("9999999999999999999".to_string()),
+        Just("-9999999999999999999".to_string()),
+        Just("0.000000000000000001".to_string()),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -288,6 +300,28 @@ proptest! {
         }
         let spec = DateSpec { format: format.to_string(), levels: levels.clone(), ..DateSpec::default() };
         check(&HierarchySpec::Date(spec), &values, Some(levels.len() + 2))?;
+    }
+
+    /// Extreme numbers and group sizes give a hierarchy or an InvalidConfig, never a panic
+    /// (run without --release to have overflow checks).
+    #[test]
+    fn extreme_intervals_never_panic(
+        values in prop::collection::vec(extreme(), 1..10),
+        width in extreme(),
+        start in prop::option::of(extreme()),
+        coding in (prop::option::of(extreme()), prop::option::of(extreme())),
+        levels in prop::collection::vec(
+            prop_oneof![Just(1u64), Just(2), Just(1 << 31), 1u64..100].prop_map(GroupSizes::Uniform), 0..5),
+    ) {
+        let mut spec = IntervalSpec::regular(Number::parse(&width).unwrap());
+        spec.start = start.map(|s| Number::parse(&s).unwrap());
+        spec.bottom_coding = coding.0.map(|s| Number::parse(&s).unwrap());
+        spec.top_coding = coding.1.map(|s| Number::parse(&s).unwrap());
+        spec.levels = levels;
+        match HierarchySpec::Interval(spec).build_values("c", &values) {
+            Ok(_) | Err(deid::engine::EngineError::InvalidConfig { .. }) => {}
+            Err(e) => prop_assert!(false, "unexpected error {e:?}"),
+        }
     }
 
     #[test]

@@ -187,6 +187,42 @@ fn json_typos_and_bad_values_are_rejected() {
     }
 }
 
+#[test]
+fn validate_checks_the_spec_without_data() {
+    for (json, needle) in [
+        (
+            r#"{"type":"interval","intervals":[{"from":0,"to":20},{"from":10,"to":30}]}"#,
+            "overlaps",
+        ),
+        (
+            r#"{"type":"interval","width":5,"levels":[0]}"#,
+            "group size 0",
+        ),
+        (r#"{"type":"order","values":["a","a"]}"#, "listed twice"),
+        (r#"{"type":"masking","alphabet_size":0}"#, "alphabet_size 0"),
+        (
+            r#"{"type":"date","format":"dd.MM.yy"}"#,
+            "unsupported pattern 'yy'",
+        ),
+        (
+            r#"{"type":"date","levels":["week","month"]}"#,
+            "cannot follow 'week'",
+        ),
+    ] {
+        let err = spec(json).validate("c").unwrap_err().to_string();
+        assert!(err.contains(needle), "{json}: {err}");
+    }
+    for json in [
+        r#"{"type":"interval","width":5,"bottom_coding":10}"#,
+        r#"{"type":"order","levels":[2]}"#,
+        r#"{"type":"masking"}"#,
+        r#"{"type":"date","format":"yyyyMMdd","levels":["day","week"]}"#,
+        r#"{"type":"suppression"}"#,
+    ] {
+        spec(json).validate("c").unwrap();
+    }
+}
+
 // --- golden tables ------------------------------------------------------------------------
 
 #[test]
@@ -373,6 +409,16 @@ fn invalid_intervals_name_the_culprit() {
             assert!(msg.contains(needle), "{json}: {msg}");
         }
     }
+    let msg = error(
+        &spec(
+            r#"{"type":"interval","width":5,"levels":[[2147483648,2147483648],1048576,2147483648]}"#,
+        ),
+        &["3"],
+    );
+    assert!(
+        msg.contains("levels[2]") && msg.contains("too large"),
+        "{msg}"
+    );
     let msg = error(&spec(r#"{"type":"interval","width":5}"#), &["3", "abc"]);
     assert!(msg.contains("value 'abc' is not a number"), "{msg}");
     assert!(msg.contains("hierarchies.c"), "{msg}");

@@ -10,8 +10,9 @@
 //!    L ≥ 5 or some value has a leading zero (ZIP codes, not years) → masking from the right;
 //! 3. **integer** / **decimal** if every value is a number (decimal as soon as one value has a
 //!    fraction or exponent) → regular intervals of a "nice" width (1, 2 or 5 × 10^k, at least
-//!    2 units of the finest decimal place) giving at most 16 intervals over the range, then levels doubling the width (5, 10, 20, …) while
-//!    more than one group remains (at most 6), then `*`;
+//!    2 units of the finest decimal place) giving at most 16 intervals over the range, then
+//!    levels doubling the width (5, 10, 20, …; ×4, ×8, … where doubling would merge no groups
+//!    of the data) while more than one group remains (at most 6 levels), then `*`;
 //! 4. otherwise **text** → order-based grouping (lexicographic, groups of ⌈√d⌉) for 3 to 20
 //!    distinct values, suppression otherwise.
 //!
@@ -282,11 +283,26 @@ fn suggest_intervals(numbers: &[Number], missing: Vec<String>) -> HierarchySpec 
         g.dedup();
         g.len()
     };
+    // Add levels multiplying the width by 2 (or by 4, 8, … when doubling merges no groups of
+    // the data) while more than one group remains.
     let mut levels = Vec::new();
-    let mut w = width;
-    while levels.len() < MAX_SUGGESTED_LEVELS && groups(w * 2) > 1 {
-        levels.push(GroupSizes::Uniform(2));
-        w *= 2;
+    let (mut w, mut count) = (width, groups(width));
+    let limit = range.saturating_add(width).saturating_mul(4);
+    let mut factor: i128 = 2;
+    while levels.len() < MAX_SUGGESTED_LEVELS {
+        let Some(next_w) = w.checked_mul(factor).filter(|&x| x <= limit) else {
+            break;
+        };
+        let next = groups(next_w);
+        if next <= 1 {
+            break;
+        }
+        if next < count {
+            levels.push(GroupSizes::Uniform(factor as u64));
+            (w, count, factor) = (next_w, next, 2);
+        } else {
+            factor *= 2;
+        }
     }
     let Some(width) = Number::from_units(width, scale) else {
         return HierarchySpec::Suppression {};
@@ -362,13 +378,24 @@ mod tests {
             panic!("{:?}", p.suggestion)
         };
         assert_eq!(spec.missing, p.missing);
-        // Range 73 → width ≥ 73/16 → 5; doubling: 10, 20, 40, 80 (groups over 17..90 at width
-        // 160 would be one).
+        // Range 73 → width ≥ 73/16 → 5. The four values lie in different 10- and 20-wide
+        // groups ({1,3,5,9}, {0,1,2,4}); at 40 they form 3 groups → ×8; at 80, 2 groups → ×2;
+        // at 160 a single group → stop.
         assert_eq!(spec.width, Some(Number::from(5)));
-        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2); 4]);
+        assert_eq!(
+            spec.levels,
+            vec![GroupSizes::Uniform(8), GroupSizes::Uniform(2)]
+        );
         p.suggestion
             .build_values("age", &["34", "?", "", "51", "17", "90"])
             .unwrap();
+        // Dense ages 17..=90: 5, 10, 20, 40, 80.
+        let ages: Vec<String> = (17..=90).map(|a| a.to_string()).collect();
+        let HierarchySpec::Interval(spec) = detect_values("age", &ages).suggestion else {
+            panic!()
+        };
+        assert_eq!(spec.width, Some(Number::from(5)));
+        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2); 4]);
     }
 
     #[test]
@@ -386,6 +413,14 @@ mod tests {
         };
         assert_eq!(spec.width, Some(Number::from(2)));
         assert_eq!(spec.levels, vec![GroupSizes::Uniform(2)]);
+        // Around zero, doubling stops once only "negative" and "non-negative" remain:
+        // width 2 → 6 intervals, 4 → 4 groups, 8 → 2 groups ({-8..-1}, {0..7}), 16 → still 2.
+        let values: Vec<String> = (-5..=5).map(|v| v.to_string()).collect();
+        let HierarchySpec::Interval(spec) = detect_values("x", &values).suggestion else {
+            panic!()
+        };
+        assert_eq!(spec.width, Some(Number::from(2)));
+        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2); 2]);
     }
 
     #[test]

@@ -160,9 +160,9 @@ impl Default for DateSpec {
 }
 
 impl DateSpec {
-    /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        require_values(column, values)?;
+    /// Data-independent checks (see [`super::HierarchySpec::validate`]); returns the compiled
+    /// format.
+    pub(crate) fn check(&self, column: &str) -> Result<DateFormat> {
         let format = DateFormat::parse(&self.format)
             .map_err(|message| invalid(column, "format", message))?;
         for (i, pair) in self.levels.windows(2).enumerate() {
@@ -189,6 +189,13 @@ impl DateSpec {
                 ));
             }
         }
+        Ok(format)
+    }
+
+    /// Builds rows and shares for distinct `values`.
+    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
+        let format = self.check(column)?;
+        require_values(column, values)?;
         let mut parsed: Vec<(&str, Option<DateTime>)> = Vec::with_capacity(values.len());
         for v in values {
             if is_missing(&self.missing, v) {

@@ -106,11 +106,18 @@ impl IntervalSpec {
         }
     }
 
-    /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        require_values(column, values)?;
+    /// Data-independent checks (see [`super::HierarchySpec::validate`]).
+    pub(crate) fn check(&self, column: &str) -> Result<()> {
         validate_levels(column, &self.levels)?;
         self.validate_bounds(column)?;
+        let scale = self.spec_numbers().map(|n| n.scale()).max().unwrap_or(0);
+        self.tiling(column, scale).map(|_| ())
+    }
+
+    /// Builds rows and shares for distinct `values`.
+    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
+        self.check(column)?;
+        require_values(column, values)?;
         // Parse the values first: their scale decides the common unit.
         let mut parsed: Vec<(usize, Option<Number>)> = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {

@@ -76,8 +76,26 @@ impl Default for MaskingSpec {
 }
 
 impl MaskingSpec {
+    /// Data-independent checks (see [`super::HierarchySpec::validate`]).
+    pub(crate) fn check(&self, column: &str) -> Result<()> {
+        for (name, v) in [
+            ("alphabet_size", self.alphabet_size),
+            ("domain_size", self.domain_size),
+        ] {
+            if v == Some(0) {
+                return Err(invalid(
+                    column,
+                    name,
+                    format!("{name} 0 is invalid: expected at least 1"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Builds rows and shares for distinct `values`.
     pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
+        self.check(column)?;
         require_values(column, values)?;
         let mut sorted = values.to_vec();
         sorted.sort_unstable();
@@ -113,13 +131,6 @@ impl MaskingSpec {
             None => n,
         };
         let alphabet = match self.alphabet_size {
-            Some(0) => {
-                return Err(invalid(
-                    column,
-                    "alphabet_size",
-                    "alphabet_size 0 is invalid: expected at least 1",
-                ));
-            }
             Some(a) => a,
             None => padded.iter().flatten().collect::<BTreeSet<_>>().len() as u64,
         };

@@ -95,6 +95,19 @@ impl HierarchySpec {
         Hierarchy::with_shares(rows, shares, column)
     }
 
+    /// Checks everything that does not depend on the data (interval definitions, bounds, group
+    /// sizes, explicit orders, date formats and chains), e.g. when a job is submitted.
+    /// [`HierarchySpec::build`] runs the same checks, plus those against the values.
+    pub fn validate(&self, column: &str) -> Result<()> {
+        match self {
+            HierarchySpec::Interval(spec) => spec.check(column),
+            HierarchySpec::Order(spec) => spec.check(column),
+            HierarchySpec::Masking(spec) => spec.check(column),
+            HierarchySpec::Date(spec) => spec.check(column).map(|_| ()),
+            HierarchySpec::Suppression {} => Ok(()),
+        }
+    }
+
     /// The `"type"` tag of this specification (`interval`, `order`, …).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -279,10 +292,25 @@ impl GroupSizes {
     }
 }
 
+/// Largest product of the periods (sums of sizes) of all levels: keeps every child index of a
+/// group far from overflowing.
+const MAX_PERIOD_PRODUCT: u128 = 1 << 62;
+
 /// Validates a list of levels of group sizes (`levels[i]`).
 pub(crate) fn validate_levels(column: &str, levels: &[GroupSizes]) -> Result<()> {
+    let mut product: u128 = 1;
     for (i, level) in levels.iter().enumerate() {
-        level.validate(column, &format!("levels[{i}]"))?;
+        let path = format!("levels[{i}]");
+        level.validate(column, &path)?;
+        let period: u128 = level.sizes().iter().map(|&s| s as u128).sum();
+        product = product.saturating_mul(period);
+        if product > MAX_PERIOD_PRODUCT {
+            return Err(invalid(
+                column,
+                &path,
+                "the group sizes are too large: one group of the top level would hold more than 2^62 values; expected smaller sizes or fewer levels",
+            ));
+        }
     }
     Ok(())
 }

@@ -79,35 +79,44 @@ impl OrderSpec {
         }
     }
 
+    /// Data-independent checks (see [`super::HierarchySpec::validate`]).
+    pub(crate) fn check(&self, column: &str) -> Result<()> {
+        validate_levels(column, &self.levels)?;
+        if let Some(list) = &self.values {
+            if self.order != SortOrder::Auto {
+                return Err(invalid(
+                    column,
+                    "order",
+                    "\"order\" cannot be combined with an explicit order in \"values\"",
+                ));
+            }
+            if list.is_empty() {
+                return Err(invalid(
+                    column,
+                    "values",
+                    "the explicit order is empty: expected every value of the column in order",
+                ));
+            }
+            let mut seen = HashSet::with_capacity(list.len());
+            for (i, v) in list.iter().enumerate() {
+                if !seen.insert(v.as_str()) {
+                    return Err(invalid(
+                        column,
+                        &format!("values[{i}]"),
+                        format!("value '{v}' is listed twice: expected each value once"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Builds rows and shares for distinct `values`.
     pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        validate_levels(column, &self.levels)?;
+        self.check(column)?;
         let domain: Vec<&str> = match &self.values {
             Some(list) => {
-                if self.order != SortOrder::Auto {
-                    return Err(invalid(
-                        column,
-                        "order",
-                        "\"order\" cannot be combined with an explicit order in \"values\"",
-                    ));
-                }
-                if list.is_empty() {
-                    return Err(invalid(
-                        column,
-                        "values",
-                        "the explicit order is empty: expected every value of the column in order",
-                    ));
-                }
-                let mut seen = HashSet::with_capacity(list.len());
-                for (i, v) in list.iter().enumerate() {
-                    if !seen.insert(v.as_str()) {
-                        return Err(invalid(
-                            column,
-                            &format!("values[{i}]"),
-                            format!("value '{v}' is listed twice: expected each value once"),
-                        ));
-                    }
-                }
+                let seen: HashSet<&str> = list.iter().map(String::as_str).collect();
                 let mut absent: Vec<&str> = values
                     .iter()
                     .copied()
