@@ -39,11 +39,7 @@ fn check(
     prop_assert!(rows.iter().all(|r| r.len() == width));
     // Covers every value.
     for v in column.dict.values() {
-        prop_assert!(
-            rows.iter().any(|r| *r[0] == **v),
-            "value {:?} not covered",
-            v
-        );
+        prop_assert!(rows.iter().any(|r| r[0] == v), "value {:?} not covered", v);
     }
     // Monotone (re-validated from scratch) and encodable.
     Hierarchy::from_rows(rows.to_vec(), "c").map_err(|e| TestCaseError::fail(e.to_string()))?;

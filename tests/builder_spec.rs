@@ -304,9 +304,7 @@ fn golden_masking_test_dataset_zip_codes() {
     let mut expected: Vec<String> = zip
         .dict
         .values()
-        .iter()
         .map(|z| {
-            let z: &str = z;
             (0..=5)
                 .map(|j| {
                     if j == 0 {

@@ -107,7 +107,7 @@ pub struct ColumnProfile {
 
 /// Profiles every distinct value of `column`.
 pub fn detect(column: &Column) -> ColumnProfile {
-    let values: Vec<&str> = column.dict.values().iter().map(|v| &**v).collect();
+    let values: Vec<&str> = column.dict.values().collect();
     detect_values(&column.name, &values)
 }
 

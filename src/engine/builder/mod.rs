@@ -72,7 +72,7 @@ pub enum HierarchySpec {
 impl HierarchySpec {
     /// Builds the hierarchy for every distinct value of `column`.
     pub fn build(&self, column: &Column) -> Result<Hierarchy> {
-        let values: Vec<&str> = column.dict.values().iter().map(|v| &**v).collect();
+        let values: Vec<&str> = column.dict.values().collect();
         self.build_values(&column.name, &values)
     }
 
