@@ -24,8 +24,8 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
     for (c, (&count, &supp)) in view.counts.iter().zip(view.suppressed).enumerate() {
         let codes = &view.codes[c * q..c * q + q];
         let mut area = 1.0f64;
-        for i in 0..q {
-            area *= p.columns[i].area[view.levels[i] as usize][codes[i] as usize];
+        for ((col, &level), &code) in p.columns.iter().zip(view.levels).zip(codes) {
+            area *= col.area[level as usize][code as usize];
         }
         let area = area.min(f64::MAX);
         bound.add(count as u64, area);

@@ -77,7 +77,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
 }
 
 /// n·KL of the unchanged data (0 up to the rounding of log2 of the level-0 areas).
-fn kl_unchanged(p: &PreparedQuality) -> i128 {
+pub(super) fn kl_unchanged(p: &PreparedQuality) -> i128 {
     p.columns
         .iter()
         .map(|c| c.log_area_sum[0])
@@ -86,11 +86,16 @@ fn kl_unchanged(p: &PreparedQuality) -> i128 {
 }
 
 /// n·KL when everything is removed: Σ k_x log k_x + n·log2 ∏ leaves − n·log2 n.
-fn kl_max(p: &PreparedQuality) -> i128 {
+pub(super) fn kl_max(p: &PreparedQuality) -> i128 {
     p.base.k_log_k + p.n as i128 * p.base.log_domain_area - fixed_k_log_k(p.n)
 }
 
-/// max_i of the per-column marginal bound, divided by n.
+/// max_i of the per-column marginal bound, divided by n, lowered by 10^-9 (relative and absolute).
+///
+/// The marginal bound and the score are computed from different terms, so where they are equal in
+/// exact arithmetic (small integer counts make that common) rounding may put the bound a few 10^-13
+/// above the score. The margin is far above that rounding error; an increasing affine map keeps
+/// the bound monotone.
 pub(super) fn lower_bound(p: &PreparedQuality, levels: &[u8]) -> f64 {
     let best = p
         .columns
@@ -99,5 +104,5 @@ pub(super) fn lower_bound(p: &PreparedQuality, levels: &[u8]) -> f64 {
         .map(|(col, &l)| col.kl_bound[l as usize])
         .max()
         .unwrap_or(0);
-    from_fixed(best) / p.n as f64
+    (from_fixed(best) / p.n as f64 * (1.0 - 1e-9) - 1e-9).max(0.0)
 }

@@ -141,7 +141,10 @@ impl QualityModel {
     pub fn uses_gs_factor(self) -> bool {
         matches!(
             self,
-            QualityModel::Loss | QualityModel::Aecs | QualityModel::Precision | QualityModel::Entropy
+            QualityModel::Loss
+                | QualityModel::Aecs
+                | QualityModel::Precision
+                | QualityModel::Entropy
         )
     }
 }
@@ -479,7 +482,9 @@ impl PreparedQuality {
 
     /// Aggregates per-attribute values for `model`.
     fn aggregate(&self, model: QualityModel, values: &[f64]) -> f64 {
-        self.config.aggregate_for(model).apply(values, &self.weights)
+        self.config
+            .aggregate_for(model)
+            .apply(values, &self.weights)
     }
 
     /// Utility of a multi-dimensional model from per-attribute values normalised to [0, 1]

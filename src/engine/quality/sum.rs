@@ -105,7 +105,11 @@ impl WideSum {
         let parts = if off == 0 {
             [lo, hi, 0]
         } else {
-            [lo << off, (lo >> (64 - off)) | (hi << off), hi >> (64 - off)]
+            [
+                lo << off,
+                (lo >> (64 - off)) | (hi << off),
+                hi >> (64 - off),
+            ]
         };
         let mut carry = 0u64;
         for part in parts {

@@ -70,13 +70,13 @@ impl ColumnTables {
         let values_k_log_k: i128 = counts.iter().map(|&c| fixed_k_log_k(c as u64)).sum();
         let mut entropy_prev = 0i128;
         let mut kl_prev = 0i128;
-        for level in 0..height {
+        for (level, level_areas) in area.iter().enumerate() {
             let map = &encoded.map[level];
             let level_share: Vec<i64> = encoded.share[level]
                 .iter()
                 .map(|&s| to_fixed(s.clamp(0.0, 1.0)) as i64)
                 .collect();
-            let level_log_area: Vec<i64> = area[level]
+            let level_log_area: Vec<i64> = level_areas
                 .iter()
                 .map(|&a| to_fixed(a.max(1.0).log2()) as i64)
                 .collect();
