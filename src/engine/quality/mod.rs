@@ -2,10 +2,10 @@
 //! loss), gives a lower bound that is monotone in the lattice (for pruning) and a user-facing
 //! utility in [0, 1] (1 = data unchanged).
 //!
-//! Layout: [`sum`] (order-independent accumulators), [`tables`] (per column and level, computed
-//! once in [`PreparedQuality::prepare`]), one file per family of models ([`loss`],
-//! [`classes`]: AECS, DM, DM*; [`precision`]: Precision, Height; [`entropy`]: non-uniform and
-//! normalised entropy; [`kl`]; [`ambiguity`]).
+//! Layout: `sum` (order-independent accumulators), `tables` (per column and level, computed
+//! once in `PreparedQuality::prepare`), one file per family of models (`loss`,
+//! `classes`: AECS, DM, DM*; `precision`: Precision, Height; `entropy`: non-uniform and
+//! normalised entropy; `kl`; `ambiguity`).
 //!
 //! Conventions shared by all models (n = records, s = suppressed records, gF/sF = generalization
 //! and suppression factors derived from the gs-factor, see [`QualityConfig`]):
@@ -14,7 +14,7 @@
 //! * **Lower bounds** are valid for the transformation *and all its generalizations* and are
 //!   non-decreasing in the lattice bit for bit: they are computed from exact integer or fixed-point
 //!   tables, and scores are computed as `bound + non-negative excess` so that `bound ≤ score` holds
-//!   in floating point too. [`PreparedQuality::lower_bound`] gives a (weaker) bound without
+//!   in floating point too. `PreparedQuality::lower_bound` gives a (weaker) bound without
 //!   grouping the data.
 //! * **Utility** = 1 − (v − v_min)/(v_max − v_min), clipped to [0, 1], where v is the model's value
 //!   with neutral factors (gs-factor 0.5) and the configured attribute weights, v_min its value on
@@ -23,7 +23,7 @@
 //!   the whole domain). Multi-dimensional models normalise each attribute to [0, 1] first and
 //!   divide the aggregate by the aggregate of all-ones. If a model cannot tell the two extremes
 //!   apart (e.g. all records identical), utility falls back to 1 − s/n.
-//! * Sums over classes are order-independent ([`ExactSum`], [`sum::WideSum`], integers), because
+//! * Sums over classes are order-independent ([`ExactSum`], `sum::WideSum`, integers), because
 //!   the order of classes varies with the check's reuse of earlier results.
 
 mod ambiguity;
