@@ -59,7 +59,19 @@ fn evaluate_reports_and_writes_output() {
     assert_eq!(report["transformation"]["age"], 1);
     assert_eq!(report["classes"], 2);
     assert_eq!(report["suppressed_rows"], 0);
-    assert!(report["quality"]["loss"].is_number());
+    assert_eq!(report["quality"]["loss"]["score"], report["score"]);
+    for m in [
+        "aecs",
+        "discernibility",
+        "precision",
+        "height",
+        "entropy",
+        "kl-divergence",
+        "ambiguity",
+    ] {
+        let u = report["quality"][m]["utility"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&u), "{m}: {u}");
+    }
     assert!(report["per_attribute"]["age"].is_number());
     assert_eq!(report["risk"]["input"]["sample_uniques"], 4);
     assert_eq!(report["risk"]["output"]["highest_risk"], 0.5);

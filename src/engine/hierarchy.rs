@@ -201,6 +201,7 @@ impl Hierarchy {
         let mut labels = Vec::with_capacity(height);
         let mut share = Vec::with_capacity(height);
         let mut distinct = Vec::with_capacity(height);
+        let mut leaves = Vec::with_capacity(height);
         for level in 0..height {
             // Rows of the full table under each label (distinct leaves only).
             let mut under: HashMap<&str, u32> = HashMap::new();
@@ -210,6 +211,7 @@ impl Hierarchy {
             let mut codes: HashMap<&str, u32> = HashMap::new();
             let mut level_labels: Vec<Box<str>> = Vec::new();
             let mut level_share: Vec<f64> = Vec::new();
+            let mut level_leaves: Vec<u32> = Vec::new();
             let mut level_map = Vec::with_capacity(data_rows.len());
             for &r in &data_rows {
                 let label = self.rows[r][level].as_str();
@@ -220,6 +222,7 @@ impl Hierarchy {
                         None => under[label] as f64 / domain_size as f64,
                     };
                     level_share.push(s);
+                    level_leaves.push(under[label]);
                     (level_labels.len() - 1) as u32
                 });
                 level_map.push(code);
@@ -232,6 +235,7 @@ impl Hierarchy {
             }
             labels.push(level_labels);
             share.push(level_share);
+            leaves.push(level_leaves);
         }
         // up[from][to][code at `from`] = code at `to` (for to ≥ from), via a representative leaf.
         let mut up = Vec::with_capacity(height);
@@ -258,6 +262,7 @@ impl Hierarchy {
             up,
             labels,
             share,
+            leaves,
             domain_size,
         })
     }
@@ -280,6 +285,8 @@ pub struct EncodedHierarchy {
     /// `share[level][code]` = domain share of a generalized value: rows of the hierarchy table under
     /// it divided by all rows (or the builder's analytic share).
     pub share: Vec<Vec<f64>>,
+    /// `leaves[level][code]` = distinct leaves of the hierarchy table under a generalized value.
+    pub leaves: Vec<Vec<u32>>,
     /// Number of distinct leaves of the hierarchy table (the attribute's domain size).
     pub domain_size: usize,
 }

@@ -225,6 +225,7 @@ impl IntervalSpec {
                             }
                         }
                         Class::Index(mut g) => {
+                            #[allow(clippy::needless_range_loop)] // `level` indexes two tables
                             for level in 1..=group_levels {
                                 if level > 1 {
                                     g = self.levels[level - 2].group_of(g);

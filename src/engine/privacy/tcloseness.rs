@@ -693,7 +693,9 @@ mod tests {
         }
         let share = labels.iter().map(|l| vec![0.0; l.len()]).collect();
         let distinct = labels.iter().map(|l| l.len()).collect();
+        let leaves = labels.iter().map(|l| vec![0; l.len()]).collect();
         EncodedHierarchy {
+            leaves,
             map,
             distinct,
             up: Vec::new(),
