@@ -153,3 +153,77 @@ fn config_errors_name_the_field() {
         &["'disease'", "sensitive"],
     );
 }
+
+#[test]
+fn builder_specifications_work_as_hierarchies() {
+    let dir = setup("builder", DATA.as_bytes(), AGE);
+    std::fs::write(dir.join("age.json"), r#"{"type": "interval", "width": 50}"#).unwrap();
+    std::fs::write(dir.join("zip.json"), r#"{"type": "masking"}"#).unwrap();
+    let (code, stdout, stderr) = deid(
+        &[
+            "evaluate",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.json",
+            "--hierarchy",
+            "zip=zip.json",
+            "--identifying",
+            "name",
+            "--privacy",
+            "k-anonymity(k=2)",
+            "--levels",
+            "age=1,zip=2",
+            "--output",
+            "out.csv",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["anonymous"], true);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert_eq!(
+        out,
+        "age,zip,disease\n\"[0, 50[\",816**,flu\n\"[0, 50[\",816**,cold\n\"[50, 100[\",819**,flu\n\"[50, 100[\",819**,cold\n"
+    );
+    // `deid hierarchy` prints the table; an invalid specification names the problem.
+    let (code, stdout, _) = deid(
+        &[
+            "hierarchy",
+            "--input",
+            "data.csv",
+            "--column",
+            "zip",
+            "--spec",
+            "zip.json",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("81667;8166*;816**;81***;8****;*****\n"),
+        "{stdout}"
+    );
+    std::fs::write(dir.join("bad.json"), r#"{"type": "interval", "widht": 5}"#).unwrap();
+    let (code, _, stderr) = deid(
+        &[
+            "hierarchy",
+            "--input",
+            "data.csv",
+            "--column",
+            "age",
+            "--spec",
+            "bad.json",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("widht"), "{stderr}");
+    // `deid profile` detects types.
+    let (code, stdout, _) = deid(&["profile", "--input", "data.csv"], &dir);
+    assert_eq!(code, 0);
+    let profiles: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(profiles[1]["name"], "age");
+    assert_eq!(profiles[1]["kind"]["type"], "integer");
+}

@@ -245,6 +245,15 @@ pub fn load_hierarchy(
             } else {
                 base.join(file)
             };
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    SpecError::new(&field, format!("cannot read {}: {e}", path.display()))
+                })?;
+                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                    SpecError::new(&field, format!("{} is not valid JSON: {e}", path.display()))
+                })?;
+                return build_from_spec(table, column, &value, &field);
+            }
             let d = match delimiter {
                 Some(c) => delimiter_byte(*c, &field)?,
                 None => sniff_delimiter(&path),
