@@ -4,7 +4,8 @@
 //! Layout: [`data`] (dictionary-encoded tables) → [`hierarchy`] (generalization hierarchies) →
 //! [`problem`] (a validated, encoded problem) → [`check`] (decide and score one transformation)
 //! using [`privacy`] and [`quality`] models over the [`lattice`] of transformations; [`output`]
-//! writes the anonymized table and [`risk`] reports re-identification risks.
+//! writes the anonymized table and [`risk`] reports re-identification risks; [`search`] finds
+//! the best anonymous transformation.
 
 pub mod check;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod privacy;
 pub mod problem;
 pub mod quality;
 pub mod risk;
+pub mod search;
 
 pub use check::{CheckResult, Checker, Evaluation};
 pub use config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};
@@ -27,3 +29,7 @@ pub use lattice::{Lattice, Levels};
 pub use privacy::PrivacyModel;
 pub use problem::Problem;
 pub use quality::{QualityConfig, QualityModel};
+pub use search::{
+    Algorithm, CancelFlag, GeneticParams, Improvement, Progress, ProgressObserver, SearchConfig,
+    SearchOutcome, search,
+};
