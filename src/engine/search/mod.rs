@@ -24,7 +24,8 @@
 //! Pruning rules used by the algorithms (each only where valid):
 //! - *lower bound*: `CheckResult::lower_bound` bounds the score of a transformation and all its
 //!   generalizations, so an up-set whose bound cannot beat the current optimum (in the total
-//!   order above) is skipped — always valid;
+//!   order above) is skipped — valid unless suppression is cheaper than generalization (see
+//!   [`lower_bound_valid`]);
 //! - *anonymity*: anonymous ⇒ generalizations anonymous and not anonymous ⇒ specializations not
 //!   anonymous only if [`Problem::privacy_monotonicity`] is `Full`; the minimal class size alone
 //!   is monotone when it is `Partial`;
@@ -500,6 +501,7 @@ pub fn search(
     let assumptions = Assumptions {
         privacy: problem.privacy_monotonicity(),
         utility_monotone: utility_monotone(problem),
+        lower_bound_valid: lower_bound_valid(problem),
     };
     search_with(problem, config, cancel, observer, assumptions)
 }
@@ -513,6 +515,8 @@ pub(crate) struct Assumptions {
     pub privacy: PrivacyMonotonicity,
     /// See [`utility_monotone`].
     pub utility_monotone: bool,
+    /// See [`lower_bound_valid`].
+    pub lower_bound_valid: bool,
 }
 
 /// [`search`] with explicit monotonicity assumptions.
@@ -560,6 +564,7 @@ pub(crate) fn search_with(
             stop: None,
             privacy: assumptions.privacy,
             utility_monotone: assumptions.utility_monotone,
+            lower_bound_valid: assumptions.lower_bound_valid,
         };
         let complete = match algorithm {
             Algorithm::Flash | Algorithm::Auto => flash::run(&mut ctx),
@@ -599,6 +604,15 @@ pub(crate) fn search_with(
 /// models flagged monotone with suppression are.
 pub(crate) fn utility_monotone(problem: &Problem) -> bool {
     problem.max_suppressed() == 0 || problem.quality_config().model.monotone_with_suppression()
+}
+
+/// True if `CheckResult::lower_bound` bounds the scores of all generalizations. It does not when
+/// suppressed records cost less than generalized ones (gs-factor < 0.5, i.e. suppression factor
+/// < 1) and records may be suppressed: a generalization can then suppress more cheaply than the
+/// generalization-only bound assumes (found by comparison with exhaustive search). Lower-bound
+/// pruning is disabled in that case.
+pub(crate) fn lower_bound_valid(problem: &Problem) -> bool {
+    problem.max_suppressed() == 0 || problem.quality_config().suppression_factor() >= 1.0
 }
 
 /// Order of two transformations with the same score: lower rank, then lexicographically smaller.
@@ -777,6 +791,7 @@ pub(crate) struct Ctx<'a, 'p> {
     privacy: PrivacyMonotonicity,
     /// See [`utility_monotone`].
     pub utility_monotone: bool,
+    lower_bound_valid: bool,
 }
 
 impl<'a, 'p> Ctx<'a, 'p> {
@@ -948,6 +963,9 @@ impl<'a, 'p> Ctx<'a, 'p> {
     /// True if no transformation in the up-set of `levels` (including itself) can beat the
     /// optimum, given a lower bound `lb` of their scores.
     pub fn cannot_improve(&self, lb: f64, levels: &[u8]) -> bool {
+        if !self.lower_bound_valid {
+            return false;
+        }
         let Some(b) = &self.best else {
             return false;
         };
