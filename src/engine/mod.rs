@@ -4,7 +4,7 @@
 //! Layout: [`data`] (dictionary-encoded tables) → [`hierarchy`] (generalization hierarchies) →
 //! [`problem`] (a validated, encoded problem) → [`check`] (decide and score one transformation)
 //! using [`privacy`] and [`quality`] models over the [`lattice`] of transformations; [`output`]
-//! writes the anonymized table and [`risk`] reports re-identification risks; [`search`] finds
+//! writes the anonymized table and [`risk`] reports re-identification risks; [`mod@search`] finds
 //! the best anonymous transformation.
 
 pub mod check;

@@ -11,9 +11,9 @@
 //! - *linear phase*: depth-first over every transformation above a node, checking each, then
 //!   marking the node done.
 //!
-//! Which phases run depends on the monotonicity of the privacy models ([`Problem::
-//! privacy_monotonicity`]) and of the score ([`super::utility_monotone`]), giving the six
-//! configurations of ARX:
+//! Which phases run depends on the monotonicity of the privacy models
+//! ([`Problem::privacy_monotonicity`]) and of the score (every model without suppression; with
+//! suppression only models monotone with suppression), giving the six configurations of ARX:
 //!
 //! | privacy \ utility | monotone | not monotone |
 //! |---|---|---|

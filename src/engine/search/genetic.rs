@@ -89,7 +89,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
         }
         if params.immigration_interval > 0
             && iteration > 0
-            && iteration % params.immigration_interval == 0
+            && iteration.is_multiple_of(params.immigration_interval)
             && immigrants > 0
         {
             let best1: Vec<Levels> = pops[0][..immigrants].to_vec();
@@ -166,7 +166,10 @@ impl Genetic<'_> {
         let scores: Vec<f64> = parents.iter().map(|p| self.cache[p].score).collect();
         let lo = scores.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+        if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater)
+            || !lo.is_finite()
+            || !hi.is_finite()
+        {
             return vec![1.0; scores.len()];
         }
         scores.iter().map(|s| 1.0 - (s - lo) / (hi - lo)).collect()
@@ -175,7 +178,7 @@ impl Genetic<'_> {
     /// Roulette-wheel selection of an index.
     fn pick(&mut self, weights: &[f64]) -> usize {
         let total: f64 = weights.iter().sum();
-        if !(total > 0.0) {
+        if total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return self.rng.random_range(0..weights.len());
         }
         let mut x = self.rng.random_range(0.0..total);

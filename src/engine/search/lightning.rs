@@ -203,7 +203,7 @@ pub(crate) fn run_bottom_up(ctx: &mut Ctx<'_, '_>) -> bool {
             continue;
         }
         step += 1;
-        if step % stepping == 0 {
+        if step.is_multiple_of(stepping) {
             s.greedy(ctx, item.levels);
         } else {
             s.expand(ctx, &item.levels);

@@ -1,6 +1,6 @@
 //! Search strategies over the generalization lattice, all behind one entry point: [`search`].
 //!
-//! Every algorithm works on the same [`Ctx`]: it asks the context to check batches of
+//! Every algorithm works on the same search context (`Ctx`): it asks the context to check batches of
 //! transformations (in parallel on a rayon pool, results processed in input order so that the
 //! outcome never depends on the number of threads), the context keeps the best anonymous
 //! transformation found so far, enforces the time limit, the check limit and cancellation, and
@@ -25,7 +25,7 @@
 //! - *lower bound*: `CheckResult::lower_bound` bounds the score of a transformation and all its
 //!   generalizations, so an up-set whose bound cannot beat the current optimum (in the total
 //!   order above) is skipped — valid unless suppression is cheaper than generalization (see
-//!   [`lower_bound_valid`]);
+//!   `lower_bound_valid`);
 //! - *anonymity*: anonymous ⇒ generalizations anonymous and not anonymous ⇒ specializations not
 //!   anonymous only if [`Problem::privacy_monotonicity`] is `Full`; the minimal class size alone
 //!   is monotone when it is `Partial`;
@@ -489,7 +489,7 @@ pub struct SearchOutcome {
 /// 1. validate the configuration and resolve `Auto`;
 /// 2. create a [`Checker`] and, if requested, a dedicated rayon pool;
 /// 3. start a progress ticker thread (snapshots every 100 ms);
-/// 4. run the algorithm; it checks transformations through [`Ctx`], which tracks the optimum and
+/// 4. run the algorithm; it checks transformations through the context, which tracks the optimum and
 ///    the limits;
 /// 5. stop the ticker, send a final snapshot and return the outcome.
 pub fn search(
