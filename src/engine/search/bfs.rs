@@ -215,8 +215,8 @@ pub(crate) fn canonical_children(lattice: &Lattice, levels: &[u8]) -> Vec<Levels
 /// 2. pop the best; skip it if its up-set is known to be insufficient or its lower bound cannot
 ///    beat the optimum (then record it in the antichain); if it is anonymous and the score is
 ///    monotone, its proper generalizations cannot win either (record it);
-/// 3. otherwise check its canonical children that are not covered by the antichain (in parallel)
-///    and queue them;
+/// 3. otherwise check its canonical children that are neither covered by the antichain nor
+///    hopeless by the quality model's generalization-only bound (in parallel) and queue them;
 /// 4. repeat until the queue is empty (optimal) or a limit is hit (anytime result).
 pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     ctx.set_phase(Phase::Searching);
@@ -240,10 +240,17 @@ pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
             insufficient.insert(node);
             continue;
         }
-        let children: Vec<Levels> = canonical_children(lattice, node)
-            .into_iter()
-            .filter(|c| !insufficient.covers(c))
-            .collect();
+        let mut children: Vec<Levels> = Vec::new();
+        for c in canonical_children(lattice, node) {
+            if insufficient.covers(&c) {
+                continue;
+            }
+            if ctx.cannot_improve_unchecked(&c) {
+                insufficient.insert(&c);
+            } else {
+                children.push(c);
+            }
+        }
         ctx.add_expansions(1);
         let results = ctx.check_all(&children);
         explored += results.len() as u64;

@@ -363,44 +363,31 @@ impl Flash {
     /// Calls `f` with the strategy key of every transformation whose digits sum to `rank`.
     fn for_rank(&self, rank: usize, mut f: impl FnMut(StrategyKey)) {
         let dims = self.min.len();
-        // suffix[i] = max digit sum of dims i.. .
+        // suffix[i] = largest digit sum of the QIs i.. .
         let mut suffix = vec![0usize; dims + 1];
         for i in (0..dims).rev() {
             suffix[i] = suffix[i + 1] + self.range[i] - 1;
         }
-        let mut digits = vec![0usize; dims];
         fn rec(
             this: &Flash,
             i: usize,
             left: usize,
             id: usize,
             suffix: &[usize],
-            digits: &mut Vec<usize>,
             f: &mut dyn FnMut(StrategyKey),
         ) {
-            if i == digits.len() {
-                if left == 0 {
-                    f(this.key(id));
-                }
+            if i == this.min.len() {
+                f(this.key(id));
                 return;
             }
             let lo = left.saturating_sub(suffix[i + 1]);
             let hi = left.min(this.range[i] - 1);
             for d in lo..=hi {
-                digits[i] = d;
-                rec(
-                    this,
-                    i + 1,
-                    left - d,
-                    id + d * this.strides[i],
-                    suffix,
-                    digits,
-                    f,
-                );
+                rec(this, i + 1, left - d, id + d * this.strides[i], suffix, f);
             }
         }
         if rank <= suffix[0] {
-            rec(self, 0, rank, 0, &suffix, &mut digits, &mut f);
+            rec(self, 0, rank, 0, &suffix, &mut f);
         }
     }
 
@@ -443,6 +430,12 @@ impl Flash {
                 true
             } else if self.has(id, no) {
                 false
+            } else if self.uses_linear() && ctx.cannot_improve_unchecked(&self.levels(id)) {
+                // Not for Full/Full: there checks of non-anonymous transformations classify
+                // their whole down-sets, which pays off more than skipping them.
+                self.tag_up(id, PRUNED);
+                hi = mid as isize - 1;
+                continue;
             } else {
                 let r = self.check(ctx, id)?;
                 let p = match self.privacy {
@@ -506,6 +499,10 @@ impl Flash {
             return Ok(None);
         }
         if !self.has(id, CHECKED) && !self.known_not_anonymous(id) {
+            if ctx.cannot_improve_unchecked(&self.levels(id)) {
+                self.tag_up(id, PRUNED);
+                return Ok(None);
+            }
             self.check(ctx, id)?;
         } else {
             self.retest(ctx, id);
@@ -519,11 +516,18 @@ impl Flash {
             .into_iter()
             .filter(|&s| !self.has(s, PRUNED))
             .collect();
-        let to_check: Vec<Levels> = children
-            .iter()
-            .filter(|&&s| !self.has(s, CHECKED) && !self.known_not_anonymous(s))
-            .map(|&s| self.levels(s))
-            .collect();
+        let mut to_check: Vec<Levels> = Vec::new();
+        for &s in &children {
+            if self.has(s, CHECKED) || self.known_not_anonymous(s) {
+                continue;
+            }
+            let levels = self.levels(s);
+            if ctx.cannot_improve_unchecked(&levels) {
+                self.tag_up(s, PRUNED);
+            } else {
+                to_check.push(levels);
+            }
+        }
         if !to_check.is_empty() {
             let results = ctx.check_all(&to_check);
             for r in &results {

@@ -141,10 +141,19 @@ impl Search {
         } else {
             lattice.successors(levels)
         };
-        let neighbours: Vec<Levels> = neighbours
-            .into_iter()
-            .filter(|n| !self.nodes.get(n).is_some_and(|s| s.expanded) && !self.pruned.covers(n))
-            .collect();
+        let mut kept: Vec<Levels> = Vec::with_capacity(neighbours.len());
+        for n in neighbours {
+            if self.nodes.get(&n).is_some_and(|s| s.expanded) || self.pruned.covers(&n) {
+                continue;
+            }
+            if !self.top_down && !self.nodes.contains_key(&n) && ctx.cannot_improve_unchecked(&n) {
+                // Skip the check: the bound alone shows that nothing above can win.
+                self.pruned.insert(&n);
+                continue;
+            }
+            kept.push(n);
+        }
+        let neighbours = kept;
         let to_check: Vec<Levels> = neighbours
             .iter()
             .filter(|n| !self.nodes.contains_key(*n))

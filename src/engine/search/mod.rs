@@ -546,6 +546,7 @@ pub(crate) fn search_with(
     let checker = Checker::new(problem);
     let shared = Shared::new(algorithm, problem.lattice().size_f64());
     let start = Instant::now();
+    observer.progress(&shared.snapshot(&checker, config, start));
     std::thread::scope(|scope| {
         let ticker = scope.spawn(|| shared.tick(&checker, config, start, observer));
         let mut ctx = Ctx {
@@ -958,6 +959,22 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.shared.has_best.store(true, AtomicOrdering::Release);
         self.observer.improved(&imp);
         self.trace.push(imp);
+    }
+
+    /// Like [`Ctx::cannot_improve`] for a transformation that was not checked, using the
+    /// data-independent (generalization-only) bound of the quality model. That bound is never
+    /// below `CheckResult::lower_bound` and also bounds the up-set whenever
+    /// [`lower_bound_valid`] holds (a suppressed record then costs at least as much as a fully
+    /// generalized one).
+    pub fn cannot_improve_unchecked(&self, levels: &[u8]) -> bool {
+        if !self.lower_bound_valid || self.best.is_none() {
+            return false;
+        }
+        let lb = self
+            .problem
+            .prepared_quality()
+            .lower_bound(self.problem, levels);
+        self.cannot_improve(lb, levels)
     }
 
     /// True if no transformation in the up-set of `levels` (including itself) can beat the
