@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
-use super::{Ctx, GeneticParams, Phase, key_cmp};
+use super::{Ctx, GeneticParams, Phase, exact_cmp};
 use crate::engine::lattice::Levels;
 
 #[derive(Debug, Clone, Copy)]
@@ -158,7 +158,7 @@ impl Genetic<'_> {
     }
 
     fn sort(&self, pop: &mut [Levels]) {
-        pop.sort_by(|a, b| key_cmp(self.cache[a].score, a, self.cache[b].score, b));
+        pop.sort_by(|a, b| exact_cmp(self.cache[a].score, a, self.cache[b].score, b));
     }
 
     /// Selection weights 1 − (score − min)/(max − min) over the candidate parents.

@@ -22,7 +22,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::bfs::{Antichain, Direction};
-use super::{Ctx, Phase, Scored, key_cmp};
+use super::{Ctx, Phase, Scored, exact_cmp};
 use crate::engine::check::CheckResult;
 use crate::engine::lattice::Levels;
 use crate::engine::problem::PrivacyMonotonicity;
@@ -172,7 +172,7 @@ impl Search {
             let score = self.nodes[&n].score;
             if best
                 .as_ref()
-                .is_none_or(|(s, l)| key_cmp(score, &n, *s, l).is_lt())
+                .is_none_or(|(s, l)| exact_cmp(score, &n, *s, l).is_lt())
             {
                 best = Some((score, n));
             }

@@ -6,9 +6,10 @@
 //! transformation found so far, enforces the time limit, the check limit and cancellation, and
 //! reports progress and improvements to a [`ProgressObserver`].
 //!
-//! The optimum is defined by a total order (REFERENCE.md §3.2, made deterministic): lower score;
-//! ties → lower rank (sum of levels); then lexicographically smaller levels. Only anonymous
-//! transformations can be the result.
+//! The optimum is defined by an order (REFERENCE.md §3.2, made deterministic): lower score;
+//! ties → lower rank (sum of levels); then lexicographically smaller levels. Scores within a
+//! relative 1e-9 count as ties: normalised quality values carry rounding noise of about 1e-10.
+//! Only anonymous transformations can be the result.
 //!
 //! Algorithms (REFERENCE.md §3):
 //! - [`Algorithm::Flash`] — globally optimal (`flash`), for spaces up to
@@ -623,14 +624,36 @@ pub(crate) fn levels_cmp(a: &[u8], b: &[u8]) -> Ordering {
         .then_with(|| a.cmp(b))
 }
 
-/// Compares two scores; `-0.0 == 0.0`, NaN sorts last.
+/// Relative tolerance for comparing scores. Normalised quality values are truncated to 10
+/// digits and summed in different orders along different code paths (per class for the score,
+/// per value for the generalization-only bound), so mathematically equal scores can differ by
+/// about 1e-10; such differences must not decide between two transformations.
+pub(crate) const SCORE_TOLERANCE: f64 = 1e-9;
+
+fn tolerance(a: f64, b: f64) -> f64 {
+    SCORE_TOLERANCE * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Compares two scores for the optimum: equal within [`SCORE_TOLERANCE`] (relative, at least
+/// absolute), NaN sorts last.
 pub(crate) fn score_cmp(a: f64, b: f64) -> Ordering {
+    if (a - b).abs() <= tolerance(a, b) {
+        return Ordering::Equal;
+    }
     a.partial_cmp(&b).unwrap_or_else(|| a.total_cmp(&b))
 }
 
-/// The optimum order: score, then rank, then levels.
+/// The optimum order: score (with tolerance), then rank, then levels. Decides what the result
+/// is; not a total order in the strict sense (tolerance is not transitive), so heaps and sorts use
+/// [`exact_cmp`].
 pub(crate) fn key_cmp(a_score: f64, a: &[u8], b_score: f64, b: &[u8]) -> Ordering {
     score_cmp(a_score, b_score).then_with(|| levels_cmp(a, b))
+}
+
+/// A strict total order consistent with [`key_cmp`] up to the tolerance: exact score, then rank,
+/// then levels. Used to order queues and populations.
+pub(crate) fn exact_cmp(a_score: f64, a: &[u8], b_score: f64, b: &[u8]) -> Ordering {
+    a_score.total_cmp(&b_score).then_with(|| levels_cmp(a, b))
 }
 
 /// A checked transformation as a heap entry, ordered by (score, rank, levels) only; wrap in
@@ -668,7 +691,7 @@ impl PartialOrd for Scored {
 }
 impl Ord for Scored {
     fn cmp(&self, other: &Self) -> Ordering {
-        key_cmp(self.score, &self.levels, other.score, &other.levels)
+        exact_cmp(self.score, &self.levels, other.score, &other.levels)
     }
 }
 
@@ -986,6 +1009,8 @@ impl<'a, 'p> Ctx<'a, 'p> {
         let Some(b) = &self.best else {
             return false;
         };
+        // `lb` itself may exceed a generalization's score by rounding (see SCORE_TOLERANCE).
+        let lb = lb - tolerance(lb, b.score);
         match score_cmp(lb, b.score) {
             Ordering::Greater => true,
             // Every generalization has a higher rank, so ties are lost if `levels` is not before
