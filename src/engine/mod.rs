@@ -30,6 +30,6 @@ pub use privacy::PrivacyModel;
 pub use problem::Problem;
 pub use quality::{QualityConfig, QualityModel};
 pub use search::{
-    Algorithm, CancelFlag, GeneticParams, Improvement, Progress, ProgressObserver, SearchConfig,
-    SearchOutcome, search,
+    Algorithm, CancelFlag, GeneticParams, Improvement, NoObserver, Phase, Progress,
+    ProgressObserver, SearchConfig, SearchOutcome, StopReason, search,
 };
