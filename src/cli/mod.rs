@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
+pub mod anonymize;
 pub mod bench;
 
 use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
@@ -36,6 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Check one transformation and print a JSON report.
     Evaluate(EvaluateArgs),
+    /// Search the best transformation within a time limit; write the CSV and a JSON report.
+    Anonymize(anonymize::AnonymizeArgs),
     /// Run benchmark problems on a directory of datasets and print a table.
     Bench(bench::BenchArgs),
     /// Build a hierarchy from a builder specification (or the suggested one) and print it as CSV.
@@ -129,6 +132,7 @@ pub struct EvaluateArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
+        Some(Command::Anonymize(args)) => anonymize::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
@@ -213,7 +217,7 @@ fn sniff_delimiter(path: &Path) -> u8 {
         .unwrap_or(b';')
 }
 
-fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
+pub(crate) fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
     u8::try_from(c)
         .ok()
         .filter(|b| b.is_ascii())
