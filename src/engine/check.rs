@@ -121,9 +121,9 @@ enum Source {
 }
 
 impl<'p> Checker<'p> {
-    /// A checker with a snapshot cache of 32 Mi words (128 MiB) per worker thread.
+    /// A checker with a snapshot cache of 8 Mi words (32 MiB) per worker thread.
     pub fn new(problem: &'p Problem) -> Self {
-        Self::with_snapshot_budget(problem, 32 << 20)
+        Self::with_snapshot_budget(problem, 8 << 20)
     }
 
     /// A checker whose per-thread snapshot cache holds at most `words` 4-byte words (0 disables
@@ -469,10 +469,8 @@ impl<'p> Checker<'p> {
 
     /// Keeps `groups` as a snapshot if it is small enough to be worth regrouping from.
     fn store_snapshot(&self, ws: &mut Workspace, levels: &[u8], groups: Groups) {
-        let n = self.problem.rows();
         let words = groups.words();
         if self.snapshot_budget_words == 0
-            || groups.len() * 5 > n
             || groups.len() * 5 > self.problem.base_groups().len() * 4
             || words > self.snapshot_budget_words
             || ws.snapshots.iter().any(|s| s.levels == levels)
