@@ -169,17 +169,7 @@ impl<'p> Checker<'p> {
                 }
                 None => self.group_from(ws, self.problem.base_groups(), None, levels),
             };
-            let (suppressed, suppressed_records) = self.suppress(&groups);
-            let view = ClassView {
-                problem: self.problem,
-                levels,
-                codes: &groups.codes,
-                counts: &groups.counts,
-                suppressed: &suppressed,
-                groups: &groups,
-            };
-            let quality = self.problem.prepared_quality().evaluate(&view);
-            let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
+            let (result, _, _) = self.judge(levels, &groups);
             self.store_snapshot(ws, levels, groups);
             result
         })
@@ -193,17 +183,7 @@ impl<'p> Checker<'p> {
             let groups = self.group_from(ws, self.problem.base_groups(), None, levels);
             (groups, ws.class_of_src.clone())
         });
-        let (suppressed, suppressed_records) = self.suppress(&groups);
-        let view = ClassView {
-            problem: self.problem,
-            levels,
-            codes: &groups.codes,
-            counts: &groups.counts,
-            suppressed: &suppressed,
-            groups: &groups,
-        };
-        let quality = self.problem.prepared_quality().evaluate(&view);
-        let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
+        let (result, quality, suppressed) = self.judge(levels, &groups);
         Evaluation {
             result,
             quality,
@@ -211,6 +191,22 @@ impl<'p> Checker<'p> {
             suppressed,
             class_of_base,
         }
+    }
+
+    /// Suppresses violating classes, scores the result and decides.
+    fn judge(&self, levels: &[u8], groups: &Groups) -> (CheckResult, Quality, Vec<bool>) {
+        let (suppressed, suppressed_records) = self.suppress(groups);
+        let view = ClassView {
+            problem: self.problem,
+            levels,
+            codes: &groups.codes,
+            counts: &groups.counts,
+            suppressed: &suppressed,
+            groups,
+        };
+        let quality = self.problem.prepared_quality().evaluate(&view);
+        let result = self.verdict(levels, groups, &suppressed, suppressed_records, &quality);
+        (result, quality, suppressed)
     }
 
     fn verdict(
