@@ -34,6 +34,10 @@ pub struct Cli {
 pub enum Command {
     /// Check one transformation and print a JSON report.
     Evaluate(EvaluateArgs),
+    /// Run the HTTP service (what `deid` does without arguments).
+    Serve(crate::config::ServeArgs),
+    /// Measure `GET /v1/jobs/{id}` throughput against a running service while two jobs run.
+    BenchApi(crate::bench::BenchArgs),
 }
 
 /// Flags describing the data and the problem (shared by evaluate and anonymize).
@@ -90,12 +94,23 @@ pub struct EvaluateArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
-        None => {
-            use clap::CommandFactory;
-            Cli::command().print_help()?;
-            Ok(())
-        }
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::BenchApi(args)) => crate::bench::run(args),
+        None => serve(crate::config::ServeArgs::default()),
     }
+}
+
+/// Runs the service until Ctrl-C or SIGTERM.
+fn serve(args: crate::config::ServeArgs) -> anyhow::Result<()> {
+    crate::telemetry::init_logging(&args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("deid-io")
+        .build()?;
+    runtime.block_on(async move {
+        let app = crate::app::App::build(args).await?;
+        app.run(crate::app::shutdown_signal()).await
+    })
 }
 
 /// Reads the job specification from `--config` and applies the flags on top.
