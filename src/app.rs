@@ -182,3 +182,33 @@ pub async fn shutdown_signal() {
         _ = term => {}
     }
 }
+
+/// Flags of `deid healthcheck`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HealthcheckArgs {
+    /// Address the service listens on (an unspecified IP means loopback).
+    #[arg(long, env = "DEID_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+}
+
+/// `GET /healthz` over plain TCP (the runtime image has no curl); fails unless the answer is 200.
+pub fn healthcheck(args: &HealthcheckArgs) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let mut addr = args.bind;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let timeout = std::time::Duration::from_secs(3);
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)
+        .with_context(|| format!("cannot connect to {addr}"))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let status = answer.lines().next().unwrap_or_default();
+    if status.split_whitespace().nth(1) == Some("200") {
+        Ok(())
+    } else {
+        bail!("unhealthy: {status}")
+    }
+}

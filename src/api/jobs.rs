@@ -227,7 +227,7 @@ async fn validate_problem(
     let checked = tokio::task::spawn_blocking(move || -> Result<()> {
         let mut config = spec.problem_config(crate::jobs::load_hierarchy).map_err(|e| {
             let mut err = ApiError::from(e.clone());
-            if e.field.ends_with(".hierarchy") || e.message.contains("hierarchy") {
+            if e.field.ends_with(".hierarchy") {
                 err.code = "invalid_hierarchy";
             }
             err

@@ -36,6 +36,8 @@ pub enum Command {
     Evaluate(EvaluateArgs),
     /// Run the HTTP service (what `deid` does without arguments).
     Serve(crate::config::ServeArgs),
+    /// Exit 0 if the local service answers `/healthz` (container health checks).
+    Healthcheck(crate::app::HealthcheckArgs),
     /// Measure `GET /v1/jobs/{id}` throughput against a running service while two jobs run.
     BenchApi(crate::bench::BenchArgs),
 }
@@ -96,6 +98,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Evaluate(args)) => evaluate(args),
         Some(Command::Serve(args)) => serve(args),
         Some(Command::BenchApi(args)) => crate::bench::run(args),
+        Some(Command::Healthcheck(args)) => crate::app::healthcheck(&args),
         None => serve(crate::config::ServeArgs::default()),
     }
 }

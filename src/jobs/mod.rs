@@ -34,7 +34,8 @@ pub fn load_hierarchy(column: &str, source: Option<&HierarchySource>) -> Result<
                 }
                 None => sniff_delimiter(csv.as_bytes()),
             };
-            Ok(Hierarchy::read_csv(csv.as_bytes(), d, column)?)
+            Hierarchy::read_csv(csv.as_bytes(), d, column)
+                .map_err(|e| SpecError::new(field, e.to_string()))
         }
         Some(HierarchySource::Stored { .. }) => Err(SpecError::new(
             field,
