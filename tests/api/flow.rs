@@ -26,7 +26,7 @@ async fn full_flow(kind: Db) {
     let (k, limit) = (5, 0.02);
     let job = app.create_job(&adult_job(&dataset, k, limit)).await;
     let id = job["id"].as_str().unwrap();
-    assert_eq!(job["status"], "queued");
+    assert!(job["status"] == "queued" || job["status"] == "running", "{job}");
     let events = app.events(id, Duration::from_secs(120)).await;
     assert_eq!(events.first().unwrap().0, "progress", "{events:?}");
     let (last, view) = events.last().unwrap();
@@ -195,12 +195,19 @@ async fn webhook_is_retried_until_delivered() {
 async fn multipart_upload_and_paging() {
     let app = spawn_app(Db::Sqlite).await.unwrap();
     for i in 0..3 {
-        let form = reqwest::multipart::Form::new().part(
-            "file",
-            reqwest::multipart::Part::text(format!("a;b\n{i};x\n{i};y\n")).file_name(format!("f{i}.csv")),
+        // A form with a text field before the file, written by hand.
+        let boundary = "deid-test-boundary";
+        let form = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nignored\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f{i}.csv\"\r\n\
+             Content-Type: text/csv\r\n\r\na;b\n{i};x\n{i};y\n\r\n--{boundary}--\r\n"
         );
         let r = app
-            .send(app.request(reqwest::Method::POST, "/v1/datasets?delimiter=;").multipart(form))
+            .send(
+                app.request(reqwest::Method::POST, "/v1/datasets?delimiter=;")
+                    .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+                    .body(form),
+            )
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
         let v = r.json();

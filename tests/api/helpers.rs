@@ -63,7 +63,7 @@ impl TestDb {
                         );
                     }
                 };
-                let name = format!("deid_test_{}", uuid::Uuid::new_v4().simple());
+                let name = format!("deid_test_{}", uuid::Uuid::now_v7().simple());
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
                     .execute(&mut conn)
                     .await

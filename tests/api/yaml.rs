@@ -93,7 +93,7 @@ fn split_key(text: &str) -> Option<(&str, &str)> {
             Some(q) if c == q => quote = None,
             Some(_) => {}
             None if (c == b'"' || c == b'\'') && k == 0 => quote = Some(c),
-            None if c == b'[' || c == b'{' => return None,
+            None if (c == b'[' || c == b'{') && k == 0 => return None,
             None if c == b':' && (k + 1 == bytes.len() || bytes[k + 1] == b' ') => {
                 return Some((text[..k].trim(), text[k + 1..].trim()));
             }
