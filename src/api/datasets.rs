@@ -24,7 +24,7 @@ use super::error::{ApiError, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
 use crate::engine::data::Column;
-use crate::engine::{CsvOptions, EngineError, Hierarchy, Table};
+use crate::engine::{CsvOptions, EngineError, Hierarchy};
 use crate::jobs::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
@@ -177,47 +177,149 @@ struct Profile {
     values: Vec<(i64, String)>,
 }
 
-/// Guesses `integer`, `decimal` or `text` from a column's distinct values (empty values ignored).
-pub fn detect_type(values: &[Box<str>]) -> &'static str {
-    let non_empty = values.iter().map(|v| v.trim()).filter(|v| !v.is_empty());
-    let mut any = false;
-    let mut integer = true;
-    for v in non_empty {
-        any = true;
-        if v.parse::<i64>().is_err() {
-            integer = false;
-            if !v.parse::<f64>().is_ok_and(f64::is_finite) {
-                return "text";
+/// Streaming profile of one column: exact distinct count through 64-bit hashes, the values
+/// themselves only while there are at most [`MAX_STORED_VALUES`] of them.
+struct ColumnStats {
+    name: String,
+    hashes: std::collections::HashSet<u64>,
+    values: Option<Vec<Box<str>>>,
+    any: bool,
+    integer: bool,
+    number: bool,
+}
+
+impl ColumnStats {
+    fn add(&mut self, value: &str) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        value.hash(&mut h);
+        if !self.hashes.insert(h.finish()) {
+            return;
+        }
+        if let Some(v) = &mut self.values {
+            if v.len() < MAX_STORED_VALUES {
+                v.push(value.into());
+            } else {
+                self.values = None;
+            }
+        }
+        let t = value.trim();
+        if !t.is_empty() {
+            self.any = true;
+            if self.integer && t.parse::<i64>().is_err() {
+                self.integer = false;
+            }
+            if self.number && !self.integer && !t.parse::<f64>().is_ok_and(f64::is_finite) {
+                self.number = false;
             }
         }
     }
-    match (any, integer) {
-        (false, _) => "text",
-        (true, true) => "integer",
-        (true, false) => "decimal",
+
+    fn detected_type(&self) -> &'static str {
+        match (self.any, self.integer, self.number) {
+            (true, true, _) => "integer",
+            (true, false, true) => "decimal",
+            _ => "text",
+        }
     }
 }
 
-fn profile(table: &Table) -> Profile {
-    let mut columns = Vec::new();
-    let mut values = Vec::new();
-    for (i, col) in table.columns().iter().enumerate() {
-        let dict = col.dict.values();
-        columns.push(ColumnProfile {
-            name: col.name.clone(),
-            detected_type: detect_type(dict).to_string(),
-            distinct_count: dict.len() as u64,
+/// Validates and profiles a CSV with the same rules as the engine's import (`Table::read_csv`:
+/// unique non-empty header names, equal row lengths, UTF-8, at least one data row) but without
+/// encoding the table, so memory grows with the number of distinct values only.
+fn profile_csv<R: Read>(input: R, options: CsvOptions) -> std::result::Result<Profile, EngineError> {
+    use crate::engine::data::{csv_error, csv_reader, field_str};
+    let source = "dataset";
+    let mut reader = csv_reader(input, options.delimiter);
+    let mut record = csv::ByteRecord::new();
+    let mut columns: Vec<ColumnStats> = Vec::new();
+    let mut record_no: u64 = 0;
+    let mut rows = 0usize;
+    while reader.read_byte_record(&mut record).map_err(|e| csv_error(source, e))? {
+        record_no += 1;
+        let bom = |i: usize, raw: &'_ [u8]| -> Vec<u8> {
+            if record_no == 1 && i == 0 {
+                raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw).to_vec()
+            } else {
+                raw.to_vec()
+            }
+        };
+        if record_no == 1 {
+            for (i, raw) in record.iter().enumerate() {
+                let name = if options.has_header {
+                    let raw = bom(i, raw);
+                    let name = field_str(source, record_no, i, &raw)?.to_string();
+                    if name.is_empty() {
+                        return Err(EngineError::Csv {
+                            source_name: source.into(),
+                            message: format!("header column {} has an empty name", i + 1),
+                        });
+                    }
+                    if columns.iter().any(|c| c.name == name) {
+                        return Err(EngineError::DuplicateColumn { name });
+                    }
+                    name
+                } else {
+                    format!("column{}", i + 1)
+                };
+                columns.push(ColumnStats {
+                    name,
+                    hashes: Default::default(),
+                    values: Some(Vec::new()),
+                    any: false,
+                    integer: true,
+                    number: true,
+                });
+            }
+            if options.has_header {
+                continue;
+            }
+        }
+        if record.len() != columns.len() {
+            return Err(EngineError::RaggedRow {
+                source_name: source.into(),
+                row: record_no,
+                expected: columns.len(),
+                found: record.len(),
+            });
+        }
+        for (i, raw) in record.iter().enumerate() {
+            if record_no == 1 && i == 0 {
+                let raw = bom(i, raw);
+                columns[i].add(field_str(source, record_no, i, &raw)?);
+            } else {
+                columns[i].add(field_str(source, record_no, i, raw)?);
+            }
+        }
+        rows += 1;
+    }
+    if columns.is_empty() {
+        return Err(EngineError::EmptyInput { source_name: source.into() });
+    }
+    if rows == 0 {
+        return Err(EngineError::Csv {
+            source_name: source.into(),
+            message: "the file has a header but no data rows".into(),
         });
-        if dict.len() <= MAX_STORED_VALUES {
-            let list: Vec<&str> = dict.iter().map(|v| &**v).collect();
+    }
+    let mut profiles = Vec::with_capacity(columns.len());
+    let mut values = Vec::new();
+    for (i, c) in columns.into_iter().enumerate() {
+        profiles.push(ColumnProfile {
+            name: c.name.clone(),
+            detected_type: c.detected_type().to_string(),
+            distinct_count: c.hashes.len() as u64,
+        });
+        if let Some(v) = &c.values {
+            let list: Vec<&str> = v.iter().map(|s| &**s).collect();
             values.push((i as i64, serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())));
         }
     }
-    Profile {
-        rows: table.rows(),
-        columns,
+    Ok(Profile {
+        rows,
+        columns: profiles,
         values,
-    }
+    })
 }
 
 /// One upload in progress.
@@ -294,15 +396,13 @@ pub async fn create_dataset(
             rx,
             current: Bytes::new(),
         };
-        Table::read_csv(
+        profile_csv(
             std::io::BufReader::with_capacity(1 << 16, reader),
             CsvOptions {
                 delimiter,
                 has_header,
             },
-            "dataset",
         )
-        .map(|t| profile(&t))
     });
     let mut upload = Upload {
         store: store.clone(),
@@ -645,13 +745,32 @@ pub async fn get_hierarchy(
 mod tests {
     use super::*;
 
+    fn profile(text: &str) -> Profile {
+        profile_csv(text.as_bytes(), CsvOptions::default()).unwrap()
+    }
+
     #[test]
-    fn type_detection() {
-        let b = |v: &[&str]| v.iter().map(|s| Box::<str>::from(*s)).collect::<Vec<_>>();
-        assert_eq!(detect_type(&b(&["1", "22", "-3", ""])), "integer");
-        assert_eq!(detect_type(&b(&["1", "2.5"])), "decimal");
-        assert_eq!(detect_type(&b(&["1", "x"])), "text");
-        assert_eq!(detect_type(&b(&[""])), "text");
-        assert_eq!(detect_type(&b(&["NaN"])), "text");
+    fn profiles_like_the_engine_reads() {
+        let p = profile("\u{feff}i,d,t,e\n1,2.5,x,\n22,3,y,\n-3,3,x,\n1,2.5,\"a,b\",\n");
+        assert_eq!(p.rows, 4);
+        let types: Vec<&str> = p.columns.iter().map(|c| c.detected_type.as_str()).collect();
+        assert_eq!(types, ["integer", "decimal", "text", "text"]);
+        let distinct: Vec<u64> = p.columns.iter().map(|c| c.distinct_count).collect();
+        assert_eq!(distinct, [3, 2, 3, 1]);
+        assert_eq!(p.columns[0].name, "i", "the byte order mark is stripped");
+        assert_eq!(p.values[2], (2, r#"["x","y","a,b"]"#.to_string()));
+        // The same data through the engine gives the same distinct counts.
+        let t = crate::engine::Table::read_csv(
+            "i,d,t,e\n1,2.5,x,\n22,3,y,\n-3,3,x,\n1,2.5,\"a,b\",\n".as_bytes(),
+            CsvOptions::default(),
+            "t",
+        )
+        .unwrap();
+        for (c, col) in p.columns.iter().zip(t.columns()) {
+            assert_eq!(c.distinct_count as usize, col.dict.len());
+        }
+        for bad in ["", "a,a\n1,2\n", "a,b\n1\n", "a,b\n", ",b\n1,2\n"] {
+            assert!(profile_csv(bad.as_bytes(), CsvOptions::default()).is_err(), "{bad:?}");
+        }
     }
 }
