@@ -59,7 +59,8 @@ impl App {
         .await
         .context("cannot open the database")?;
         let engine_threads = config.engine_threads();
-        let pool = Arc::new(EnginePool::new(engine_threads).context("cannot start the engine pool")?);
+        let pool =
+            Arc::new(EnginePool::new(engine_threads).context("cannot start the engine pool")?);
         let token = CancellationToken::new();
         let tracker = TaskTracker::new();
         let live = Arc::new(DashMap::new());
@@ -103,7 +104,9 @@ impl App {
 
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     /// The bound port.
@@ -117,7 +120,10 @@ impl App {
     }
 
     /// Starts the worker and serves until `shutdown` completes; then shuts down gracefully.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let App {
             listener,
             router,
@@ -126,9 +132,15 @@ impl App {
             tracker,
         } = self;
         let addr = listener.local_addr()?;
-        state.runner.start().await.context("cannot start the job worker")?;
+        state
+            .runner
+            .start()
+            .await
+            .context("cannot start the job worker")?;
         if state.keys.is_empty() {
-            tracing::warn!("no API keys configured: listening on loopback only, every request is tenant 'default'");
+            tracing::warn!(
+                "no API keys configured: listening on loopback only, every request is tenant 'default'"
+            );
         }
         tracing::info!(
             %addr,

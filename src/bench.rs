@@ -87,7 +87,8 @@ impl Server {
 
     /// (current, peak) resident memory in bytes.
     fn memory(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         let field = |name: &str| {
             status
                 .lines()
@@ -109,7 +110,9 @@ impl Drop for Server {
 
 /// Runs the benchmarks and prints a report.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         if args.upload_mb > 0 {
             memory_benchmark(&args).await?;
@@ -173,21 +176,35 @@ async fn memory_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
     }
     let elapsed = start.elapsed();
     let (rss_after, peak) = server.memory();
-    println!("## Upload of a {} MB CSV ({} rows)", args.upload_mb, body["rows"]);
+    println!(
+        "## Upload of a {} MB CSV ({} rows)",
+        args.upload_mb, body["rows"]
+    );
     println!();
     println!("| measure | value |");
     println!("|---|---|");
-    println!("| upload time | {:.1} s ({:.0} MB/s) |", elapsed.as_secs_f64(), args.upload_mb as f64 / elapsed.as_secs_f64());
+    println!(
+        "| upload time | {:.1} s ({:.0} MB/s) |",
+        elapsed.as_secs_f64(),
+        args.upload_mb as f64 / elapsed.as_secs_f64()
+    );
     println!("| server RSS before | {:.0} MiB |", mb(rss_before));
     println!("| server peak RSS (VmHWM) | {:.0} MiB |", mb(peak));
     println!("| server RSS after | {:.0} MiB |", mb(rss_after));
-    println!("| peak RSS / file size | {:.2} |", peak as f64 / total as f64);
+    println!(
+        "| peak RSS / file size | {:.2} |",
+        peak as f64 / total as f64
+    );
     println!();
     Ok(())
 }
 
 fn slow_dataset() -> String {
-    let mut s = (0..10).map(|i| format!("q{i}")).collect::<Vec<_>>().join(",") + "\n";
+    let mut s = (0..10)
+        .map(|i| format!("q{i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n";
     let mut x: u64 = 7;
     for _ in 0..3000 {
         let row: Vec<String> = (0..10)
@@ -209,7 +226,12 @@ fn slow_job(dataset: &str, seconds: u64) -> Value {
         .map(|v| format!("{v};{}-{};*\n", v / 5 * 5, v / 5 * 5 + 4))
         .collect();
     let attributes: serde_json::Map<String, Value> = (0..10)
-        .map(|i| (format!("q{i}"), json!({"type": "quasi_identifying", "hierarchy": {"csv": hierarchy}})))
+        .map(|i| {
+            (
+                format!("q{i}"),
+                json!({"type": "quasi_identifying", "hierarchy": {"csv": hierarchy}}),
+            )
+        })
         .collect();
     json!({
         "dataset_id": dataset,
@@ -223,7 +245,9 @@ fn slow_job(dataset: &str, seconds: u64) -> Value {
 
 async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
     let server = Server::start(args)?;
-    let client = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
     let base = server.base.clone();
     let ds: Value = client
         .post(format!("{base}/v1/datasets"))
@@ -247,7 +271,12 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
     let running = |client: reqwest::Client, base: String, jobs: Vec<String>| async move {
         let mut n = 0;
         for id in &jobs {
-            let j: Value = client.get(format!("{base}/v1/jobs/{id}")).send().await?.json().await?;
+            let j: Value = client
+                .get(format!("{base}/v1/jobs/{id}"))
+                .send()
+                .await?
+                .json()
+                .await?;
             n += usize::from(j["status"] == "running");
         }
         anyhow::Ok(n)
@@ -292,10 +321,18 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
     let elapsed = measured.elapsed().as_secs_f64();
     let still_running = running(client.clone(), base.clone(), jobs.clone()).await?;
     for id in &jobs {
-        let _ = client.post(format!("{base}/v1/jobs/{id}/cancel")).send().await;
+        let _ = client
+            .post(format!("{base}/v1/jobs/{id}/cancel"))
+            .send()
+            .await;
     }
     all.sort_unstable();
-    let pct = |p: f64| all.get(((all.len() as f64 - 1.0) * p) as usize).copied().unwrap_or(0) as f64 / 1000.0;
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
     println!(
         "## GET /v1/jobs/{{id}} while two jobs run ({} clients, {} s, {} CPUs)",
         args.concurrency,
@@ -305,8 +342,15 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
     println!();
     println!("| measure | value |");
     println!("|---|---|");
-    println!("| requests | {} ({} errors) |", all.len(), errors.load(Ordering::Relaxed));
-    println!("| throughput | {:.0} requests/s |", all.len() as f64 / elapsed);
+    println!(
+        "| requests | {} ({} errors) |",
+        all.len(),
+        errors.load(Ordering::Relaxed)
+    );
+    println!(
+        "| throughput | {:.0} requests/s |",
+        all.len() as f64 / elapsed
+    );
     println!("| latency p50 | {:.2} ms |", pct(0.50));
     println!("| latency p90 | {:.2} ms |", pct(0.90));
     println!("| latency p99 | {:.2} ms |", pct(0.99));

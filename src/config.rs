@@ -25,7 +25,12 @@ pub struct ServeArgs {
     #[arg(long, env = "DEID_DB_CONNECTIONS", default_value_t = 16)]
     pub db_connections: u32,
     /// API keys as `tenant:key` pairs separated by commas. Keys are kept only as SHA-256 hashes.
-    #[arg(long, env = "DEID_API_KEYS", hide_env_values = true, value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "DEID_API_KEYS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
     pub api_keys: Vec<String>,
     /// Jobs this process runs at once.
     #[arg(long, env = "DEID_WORKERS", default_value_t = 1)]
@@ -103,6 +108,7 @@ impl ServeArgs {
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    crate::spec::parse_duration(text)
-        .ok_or_else(|| format!("cannot read '{text}' as a duration; expected e.g. 500ms, 30s, 5m, 1h"))
+    crate::spec::parse_duration(text).ok_or_else(|| {
+        format!("cannot read '{text}' as a duration; expected e.g. 500ms, 30s, 5m, 1h")
+    })
 }

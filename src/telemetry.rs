@@ -9,7 +9,9 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 pub fn init_logging(format: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = if format == "json" {
         builder.json().try_init()
     } else {

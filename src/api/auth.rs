@@ -26,7 +26,9 @@ pub struct ApiKeys {
 
 /// A configuration error in `DEID_API_KEYS`.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid API key entry #{index}: expected tenant:key with a non-empty tenant and a key of at least 16 characters")]
+#[error(
+    "invalid API key entry #{index}: expected tenant:key with a non-empty tenant and a key of at least 16 characters"
+)]
 pub struct KeyConfigError {
     /// 1-based position in the list.
     pub index: usize,
@@ -86,7 +88,10 @@ pub async fn require_api_key(
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
             .map(str::trim);
         match presented.and_then(|k| state.keys.tenant_of(k)) {

@@ -109,8 +109,11 @@ pub fn page_limit(limit: Option<i64>) -> Result<i64> {
     match limit {
         None => Ok(20),
         Some(l) if (1..=100).contains(&l) => Ok(l),
-        Some(l) => Err(ApiError::new("invalid_query", format!("limit must be in 1..=100, got {l}"))
-            .with_details(json!({"field": "limit"}))),
+        Some(l) => Err(ApiError::new(
+            "invalid_query",
+            format!("limit must be in 1..=100, got {l}"),
+        )
+        .with_details(json!({"field": "limit"}))),
     }
 }
 
@@ -119,7 +122,9 @@ pub fn parse_delimiter(text: Option<&str>, default: u8, field: &str) -> Result<u
     match text {
         None => Ok(default),
         Some("tab") | Some("\t") => Ok(b'\t'),
-        Some(t) if t.len() == 1 && t.is_ascii() && !matches!(t, "\"" | "\n" | "\r") => Ok(t.as_bytes()[0]),
+        Some(t) if t.len() == 1 && t.is_ascii() && !matches!(t, "\"" | "\n" | "\r") => {
+            Ok(t.as_bytes()[0])
+        }
         Some(t) => Err(ApiError::new(
             "invalid_query",
             format!("{field} must be one ASCII character or 'tab', got '{t}'"),
@@ -227,7 +232,10 @@ impl ColumnStats {
 /// Validates and profiles a CSV with the same rules as the engine's import (`Table::read_csv`:
 /// unique non-empty header names, equal row lengths, UTF-8, at least one data row) but without
 /// encoding the table, so memory grows with the number of distinct values only.
-fn profile_csv<R: Read>(input: R, options: CsvOptions) -> std::result::Result<Profile, EngineError> {
+fn profile_csv<R: Read>(
+    input: R,
+    options: CsvOptions,
+) -> std::result::Result<Profile, EngineError> {
     use crate::engine::data::{csv_error, csv_reader, field_str};
     let source = "dataset";
     let mut reader = csv_reader(input, options.delimiter);
@@ -235,7 +243,10 @@ fn profile_csv<R: Read>(input: R, options: CsvOptions) -> std::result::Result<Pr
     let mut columns: Vec<ColumnStats> = Vec::new();
     let mut record_no: u64 = 0;
     let mut rows = 0usize;
-    while reader.read_byte_record(&mut record).map_err(|e| csv_error(source, e))? {
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| csv_error(source, e))?
+    {
         record_no += 1;
         let bom = |i: usize, raw: &'_ [u8]| -> Vec<u8> {
             if record_no == 1 && i == 0 {
@@ -294,7 +305,9 @@ fn profile_csv<R: Read>(input: R, options: CsvOptions) -> std::result::Result<Pr
         rows += 1;
     }
     if columns.is_empty() {
-        return Err(EngineError::EmptyInput { source_name: source.into() });
+        return Err(EngineError::EmptyInput {
+            source_name: source.into(),
+        });
     }
     if rows == 0 {
         return Err(EngineError::Csv {
@@ -312,7 +325,10 @@ fn profile_csv<R: Read>(input: R, options: CsvOptions) -> std::result::Result<Pr
         });
         if let Some(v) = &c.values {
             let list: Vec<&str> = v.iter().map(|s| &**s).collect();
-            values.push((i as i64, serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())));
+            values.push((
+                i as i64,
+                serde_json::to_string(&list).unwrap_or_else(|_| "[]".into()),
+            ));
         }
     }
     Ok(Profile {
@@ -359,8 +375,13 @@ impl Upload {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES)));
-        self.store.insert_dataset_chunk(&self.id, self.seq, &chunk).await?;
+        let chunk = Bytes::from(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(CHUNK_BYTES),
+        ));
+        self.store
+            .insert_dataset_chunk(&self.id, self.seq, &chunk)
+            .await?;
         self.seq += 1;
         if let Some(tx) = &self.tx
             && tx.send(chunk).await.is_err()
@@ -421,7 +442,12 @@ pub async fn create_dataset(
     };
     let created = |name: &str| {
         let store = store.clone();
-        let (id, tenant, name, d) = (id.clone(), tenant.clone(), name.to_string(), delimiter_text.clone());
+        let (id, tenant, name, d) = (
+            id.clone(),
+            tenant.clone(),
+            name.to_string(),
+            delimiter_text.clone(),
+        );
         async move {
             store
                 .create_dataset(&NewDataset {
@@ -478,7 +504,10 @@ pub async fn create_dataset(
         let mut body = req.into_body().into_data_stream();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| {
-                ApiError::new("upload_interrupted", format!("reading the upload failed: {e}"))
+                ApiError::new(
+                    "upload_interrupted",
+                    format!("reading the upload failed: {e}"),
+                )
             })?;
             upload.push(&chunk).await?;
         }
@@ -493,7 +522,10 @@ pub async fn create_dataset(
     if profile.rows as u64 > state.config.max_rows {
         return Err(ApiError::new(
             "too_many_rows",
-            format!("the data has {} rows; the limit is {}", profile.rows, state.config.max_rows),
+            format!(
+                "the data has {} rows; the limit is {}",
+                profile.rows, state.config.max_rows
+            ),
         )
         .with_details(json!({"rows": profile.rows, "limit": state.config.max_rows})));
     }
@@ -506,7 +538,9 @@ pub async fn create_dataset(
                 state.config.max_columns
             ),
         )
-        .with_details(json!({"columns": profile.columns.len(), "limit": state.config.max_columns})));
+        .with_details(
+            json!({"columns": profile.columns.len(), "limit": state.config.max_columns}),
+        ));
     }
     let columns_json = serde_json::to_string(&profile.columns).map_err(ApiError::internal)?;
     store
@@ -530,7 +564,12 @@ pub async fn create_dataset(
     if let Ok(v) = format!("/v1/datasets/{id}").parse() {
         headers.insert(header::LOCATION, v);
     }
-    Ok((StatusCode::CREATED, headers, Json(DatasetView::new(&row, vec![]))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        headers,
+        Json(DatasetView::new(&row, vec![])),
+    )
+        .into_response())
 }
 
 fn csv_error(e: EngineError) -> ApiError {
@@ -563,7 +602,11 @@ pub async fn list_datasets(
         let h = state.store.hierarchy_levels(&row.id).await?;
         items.push(DatasetView::new(row, h));
     }
-    let next_cursor = if more { items.last().map(|d| d.id.clone()) } else { None };
+    let next_cursor = if more {
+        items.last().map(|d| d.id.clone())
+    } else {
+        None
+    };
     Ok(Json(Page { items, next_cursor }))
 }
 
@@ -628,12 +671,20 @@ pub struct HierarchyView {
 
 /// Builds a column holding the stored distinct values of a dataset column, or `None` if they
 /// were not kept (too many).
-pub async fn stored_column(state: &AppState, dataset: &DatasetRow, column: &str) -> Result<Option<Column>> {
+pub async fn stored_column(
+    state: &AppState,
+    dataset: &DatasetRow,
+    column: &str,
+) -> Result<Option<Column>> {
     let columns: Vec<ColumnProfile> = serde_json::from_str(&dataset.columns).unwrap_or_default();
     let Some(position) = columns.iter().position(|c| c.name == column) else {
         return Ok(None);
     };
-    let Some(json) = state.store.column_values(&dataset.id, position as i64).await? else {
+    let Some(json) = state
+        .store
+        .column_values(&dataset.id, position as i64)
+        .await?
+    else {
         return Ok(None);
     };
     let values: Vec<String> = serde_json::from_str(&json).map_err(ApiError::internal)?;
@@ -681,7 +732,11 @@ pub async fn put_hierarchy(
             "column_not_found",
             format!(
                 "the dataset has no column '{column}'; its columns are: {}",
-                columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ));
     }
@@ -696,7 +751,10 @@ pub async fn put_hierarchy(
         ApiError::new("invalid_hierarchy", e.to_string()).with_details(json!({"column": column}))
     })?;
     if hierarchy.rows().is_empty() {
-        return Err(ApiError::new("invalid_hierarchy", "the hierarchy has no rows"));
+        return Err(ApiError::new(
+            "invalid_hierarchy",
+            "the hierarchy has no rows",
+        ));
     }
     if let Some(col) = stored_column(&state, &dataset, &column).await? {
         hierarchy
@@ -770,7 +828,10 @@ mod tests {
             assert_eq!(c.distinct_count as usize, col.dict.len());
         }
         for bad in ["", "a,a\n1,2\n", "a,b\n1\n", "a,b\n", ",b\n1,2\n"] {
-            assert!(profile_csv(bad.as_bytes(), CsvOptions::default()).is_err(), "{bad:?}");
+            assert!(
+                profile_csv(bad.as_bytes(), CsvOptions::default()).is_err(),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -90,7 +90,10 @@ impl ApiError {
     /// A 500 for an unexpected failure; `error` is logged, not sent.
     pub fn internal(error: impl std::fmt::Display) -> ApiError {
         tracing::error!(error = %error, "internal error");
-        ApiError::new("internal_error", "an internal error occurred; see the server log")
+        ApiError::new(
+            "internal_error",
+            "an internal error occurred; see the server log",
+        )
     }
 
     /// The HTTP status.
@@ -117,9 +120,14 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::warn!(code = self.code, "request failed");
         } else {
-            tracing::debug!(code = self.code, status = status.as_u16(), "request rejected");
+            tracing::debug!(
+                code = self.code,
+                status = status.as_u16(),
+                "request rejected"
+            );
         }
-        let body = json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
+        let body =
+            json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
         let mut response = (status, axum::Json(body)).into_response();
         if let Some(s) = self.retry_after
             && let Ok(v) = HeaderValue::from_str(&s.to_string())

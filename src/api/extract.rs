@@ -15,7 +15,10 @@ pub struct ApiJson<T>(pub T);
 
 /// Parses a JSON body: syntax errors are 400 `malformed_json`, type and field errors are 422
 /// with `invalid_code`.
-pub fn parse_json<T: DeserializeOwned>(body: &[u8], invalid_code: &'static str) -> Result<T, ApiError> {
+pub fn parse_json<T: DeserializeOwned>(
+    body: &[u8],
+    invalid_code: &'static str,
+) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
@@ -34,7 +37,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(body_rejection)?;
         parse_json(&bytes, "invalid_spec").map(ApiJson)
     }
 }
@@ -45,7 +50,10 @@ pub fn body_rejection(e: axum::extract::rejection::BytesRejection) -> ApiError {
     if status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new("payload_too_large", "the request body is too large")
     } else {
-        ApiError::new("invalid_request", format!("cannot read the request body: {e}"))
+        ApiError::new(
+            "invalid_request",
+            format!("cannot read the request body: {e}"),
+        )
     }
 }
 

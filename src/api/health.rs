@@ -17,7 +17,9 @@ pub async fn healthz() -> impl IntoResponse {
 /// Readiness: the database answers.
 pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     match tokio::time::timeout(std::time::Duration::from_secs(2), state.store.ping()).await {
-        Ok(Ok(())) => Ok(axum::Json(json!({"status": "ready", "database": state.store.backend_name()}))),
+        Ok(Ok(())) => Ok(axum::Json(
+            json!({"status": "ready", "database": state.store.backend_name()}),
+        )),
         _ => Err(ApiError::new("not_ready", "the database does not answer").retry_after(5)),
     }
 }
@@ -26,7 +28,10 @@ pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, 
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     if let Ok(counts) = state.store.count_jobs_by_status().await {
         for status in crate::store::jobs::STATUSES {
-            let n = counts.iter().find(|(s, _)| s == status).map_or(0, |(_, n)| *n);
+            let n = counts
+                .iter()
+                .find(|(s, _)| s == status)
+                .map_or(0, |(_, n)| *n);
             metrics::gauge!("deid_jobs", "state" => status).set(n as f64);
         }
     }

@@ -52,11 +52,17 @@ pub async fn create_job(
         ("levels", spec.levels.is_some()),
     ] {
         if present {
-            return Err(spec_error(field, "only the command line accepts this field; the service uses dataset_id"));
+            return Err(spec_error(
+                field,
+                "only the command line accepts this field; the service uses dataset_id",
+            ));
         }
     }
     let Some(dataset_id) = spec.dataset_id.clone() else {
-        return Err(spec_error("dataset_id", "required: the id of an uploaded dataset"));
+        return Err(spec_error(
+            "dataset_id",
+            "required: the id of an uploaded dataset",
+        ));
     };
     let dataset = state
         .store
@@ -70,7 +76,11 @@ pub async fn create_job(
                 &format!("attributes.{name}"),
                 format!(
                     "the dataset has no column '{name}'; its columns are: {}",
-                    columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                    columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
@@ -147,13 +157,21 @@ pub async fn create_job(
                     "https callbacks are not supported by this build; use http (e.g. through a local TLS proxy)",
                 ));
             }
-            _ => return Err(spec_error("callback_url", format!("not an http URL: '{url}'"))),
+            _ => {
+                return Err(spec_error(
+                    "callback_url",
+                    format!("not an http URL: '{url}'"),
+                ));
+            }
         }
     }
     if let Some(t) = spec.risk_threshold
         && !(t > 0.0 && t <= 1.0)
     {
-        return Err(spec_error("risk_threshold", format!("expected a share in (0, 1], got {t}")));
+        return Err(spec_error(
+            "risk_threshold",
+            format!("expected a share in (0, 1], got {t}"),
+        ));
     }
     validate_problem(&state, &dataset, &spec, &columns).await?;
 
@@ -176,7 +194,10 @@ pub async fn create_job(
     if !queued {
         return Err(ApiError::new(
             "queue_full",
-            format!("{} jobs are waiting already; try again later", state.config.max_queued_jobs),
+            format!(
+                "{} jobs are waiting already; try again later",
+                state.config.max_queued_jobs
+            ),
         )
         .retry_after(10));
     }
@@ -192,7 +213,12 @@ pub async fn create_job(
     if let Ok(v) = format!("/v1/jobs/{id}").parse() {
         headers.insert(header::LOCATION, v);
     }
-    Ok((StatusCode::ACCEPTED, headers, Json(JobView::new(&row, None))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        headers,
+        Json(JobView::new(&row, None)),
+    )
+        .into_response())
 }
 
 /// Validates the whole problem before queueing: the engine's `Problem::new` runs on a small
@@ -211,7 +237,9 @@ async fn validate_problem(
     for c in columns {
         if spec.attributes.contains_key(&c.name) {
             match stored_column(state, dataset, &c.name).await? {
-                Some(col) => values.push(Some(col.dict.values().iter().map(|v| v.to_string()).collect())),
+                Some(col) => values.push(Some(
+                    col.dict.values().iter().map(|v| v.to_string()).collect(),
+                )),
                 None => {
                     complete = false;
                     values.push(None);
@@ -224,19 +252,26 @@ async fn validate_problem(
     let spec = spec.clone();
     let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let rows = dataset.row_count as usize;
-    let checked = tokio::task::spawn_blocking(move || -> Result<()> {
-        let mut config = spec.problem_config(crate::jobs::load_hierarchy).map_err(|e| {
-            let mut err = ApiError::from(e.clone());
-            if e.field.ends_with(".hierarchy") {
-                err.code = "invalid_hierarchy";
-            }
-            err
-        })?;
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        let mut config = spec
+            .problem_config(crate::jobs::load_hierarchy)
+            .map_err(|e| {
+                let mut err = ApiError::from(e.clone());
+                if e.field.ends_with(".hierarchy") {
+                    err.code = "invalid_hierarchy";
+                }
+                err
+            })?;
         if !complete {
             return Ok(());
         }
         // As many rows as the largest domain, or the largest minimal class size the data allows.
-        let k = config.privacy.iter().filter_map(|p| p.min_class_size()).max().unwrap_or(1) as usize;
+        let k = config
+            .privacy
+            .iter()
+            .filter_map(|p| p.min_class_size())
+            .max()
+            .unwrap_or(1) as usize;
         let domain = values.iter().flatten().map(Vec::len).max().unwrap_or(1);
         let n = domain.max(k.min(rows)).max(1);
         let data: Vec<Vec<String>> = (0..n)
@@ -251,26 +286,32 @@ async fn validate_problem(
             })
             .collect();
         let header: Vec<&str> = names.iter().map(String::as_str).collect();
-        let table = Table::from_rows(&header, &data).map_err(|e| ApiError::internal(e))?;
+        let table = Table::from_rows(&header, &data).map_err(ApiError::internal)?;
         crate::spec::order_by_table(&mut config, &table);
         match Problem::new(table, config) {
             Ok(_) => Ok(()),
             Err(e @ EngineError::HierarchyMissingValues { .. }) => {
                 let field = match &e {
-                    EngineError::HierarchyMissingValues { column, .. } => format!("attributes.{column}.hierarchy"),
+                    EngineError::HierarchyMissingValues { column, .. } => {
+                        format!("attributes.{column}.hierarchy")
+                    }
                     _ => unreachable!(),
                 };
                 Err(missing_values_error(e, &field))
             }
-            Err(EngineError::InvalidConfig { field, message }) if message.contains("but the data has only") => {
-                Err(spec_error(&field, message.replace(&format!("only {n}"), &format!("only {rows}"))))
+            Err(EngineError::InvalidConfig { field, message })
+                if message.contains("but the data has only") =>
+            {
+                Err(spec_error(
+                    &field,
+                    message.replace(&format!("only {n}"), &format!("only {rows}")),
+                ))
             }
             Err(e) => Err(SpecError::from(e).into()),
         }
     })
     .await
-    .map_err(ApiError::internal)?;
-    checked
+    .map_err(ApiError::internal)?
 }
 
 /// Query parameters of `GET /v1/jobs`.
@@ -297,13 +338,21 @@ pub async fn list_jobs(
     {
         return Err(ApiError::new(
             "invalid_query",
-            format!("unknown status '{s}'; expected one of {}", STATUSES.join(", ")),
+            format!(
+                "unknown status '{s}'; expected one of {}",
+                STATUSES.join(", ")
+            ),
         )
         .with_details(json!({"field": "status"})));
     }
     let rows = state
         .store
-        .list_jobs(&tenant, params.status.as_deref(), params.cursor.as_deref(), limit + 1)
+        .list_jobs(
+            &tenant,
+            params.status.as_deref(),
+            params.cursor.as_deref(),
+            limit + 1,
+        )
         .await?;
     let more = rows.len() as i64 > limit;
     let items: Vec<JobView> = rows
@@ -311,7 +360,11 @@ pub async fn list_jobs(
         .take(limit as usize)
         .map(|r| view_with_live(&state, r))
         .collect();
-    let next_cursor = if more { items.last().map(|j| j.id.clone()) } else { None };
+    let next_cursor = if more {
+        items.last().map(|j| j.id.clone())
+    } else {
+        None
+    };
     Ok(Json(Page { items, next_cursor }))
 }
 
@@ -324,7 +377,11 @@ fn view_with_live(state: &AppState, row: &JobRow) -> JobView {
 }
 
 async fn find_job(state: &AppState, tenant: &str, id: &str) -> Result<JobRow> {
-    state.store.job(tenant, id).await?.ok_or_else(|| job_not_found(id))
+    state
+        .store
+        .job(tenant, id)
+        .await?
+        .ok_or_else(|| job_not_found(id))
 }
 
 /// `GET /v1/jobs/{id}`.
@@ -373,11 +430,7 @@ pub async fn get_result(
         .await?
         .ok_or_else(|| job_not_found(&id))?;
     match result {
-        Some(report) => Ok((
-            [(header::CONTENT_TYPE, "application/json")],
-            report,
-        )
-            .into_response()),
+        Some(report) => Ok(([(header::CONTENT_TYPE, "application/json")], report).into_response()),
         None => Err(not_available(&status)),
     }
 }
@@ -483,14 +536,16 @@ impl EventState {
             }
         } else {
             match &mut self.source {
-                Source::Local(rx) => match tokio::time::timeout(Duration::from_secs(1), rx.changed()).await {
-                    Ok(Ok(())) => {
-                        snapshot = Some((**rx.borrow_and_update()).clone());
-                        self.row.status = "running".into();
+                Source::Local(rx) => {
+                    match tokio::time::timeout(Duration::from_secs(1), rx.changed()).await {
+                        Ok(Ok(())) => {
+                            snapshot = Some((**rx.borrow_and_update()).clone());
+                            self.row.status = "running".into();
+                        }
+                        // The job ended here (channel closed) or is silent: read the row.
+                        Ok(Err(_)) | Err(_) => self.source = Source::Remote,
                     }
-                    // The job ended here (channel closed) or is silent: read the row.
-                    Ok(Err(_)) | Err(_) => self.source = Source::Remote,
-                },
+                }
                 Source::Remote => tokio::time::sleep(POLL).await,
             }
             if matches!(self.source, Source::Remote) {
@@ -517,8 +572,8 @@ impl EventState {
         let progress = self.event("progress", &view);
         self.pending.push_back(progress);
         if snap.trace.len() > self.trace_seen {
-            for b in snap.trace[self.trace_seen..].to_vec() {
-                let e = self.event("improvement", &b);
+            for i in self.trace_seen..snap.trace.len() {
+                let e = self.event("improvement", &snap.trace[i]);
                 self.pending.push_back(e);
             }
             self.trace_seen = snap.trace.len();

@@ -54,7 +54,9 @@ pub const ROUTES: &[(&str, &str)] = &[
 pub fn router(state: AppState) -> Router {
     let quick = state.config.request_timeout;
     let upload = state.config.upload_timeout;
-    let timeout = move |d: Duration| middleware::from_fn(move |req: Request, next: Next| with_timeout(d, req, next));
+    let timeout = move |d: Duration| {
+        middleware::from_fn(move |req: Request, next: Next| with_timeout(d, req, next))
+    };
 
     let list: MethodRouter<AppState> = get(datasets::list_datasets).layer(timeout(quick));
     let create: MethodRouter<AppState> = post(datasets::create_dataset)
@@ -76,14 +78,25 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/v1/jobs",
-            get(jobs::list_jobs).post(jobs::create_job).layer(timeout(quick)),
+            get(jobs::list_jobs)
+                .post(jobs::create_job)
+                .layer(timeout(quick)),
         )
         .route("/v1/jobs/{id}", get(jobs::get_job).layer(timeout(quick)))
         .route("/v1/jobs/{id}/events", get(jobs::job_events))
-        .route("/v1/jobs/{id}/cancel", post(jobs::cancel_job).layer(timeout(quick)))
-        .route("/v1/jobs/{id}/result", get(jobs::get_result).layer(timeout(quick)))
+        .route(
+            "/v1/jobs/{id}/cancel",
+            post(jobs::cancel_job).layer(timeout(quick)),
+        )
+        .route(
+            "/v1/jobs/{id}/result",
+            get(jobs::get_result).layer(timeout(quick)),
+        )
         .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_api_key));
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_api_key,
+        ));
 
     Router::new()
         .route("/healthz", get(health::healthz))
@@ -92,13 +105,18 @@ pub fn router(state: AppState) -> Router {
         .merge(v1)
         .fallback(|| async { ApiError::new("route_not_found", "no such route") })
         .method_not_allowed_fallback(|| async {
-            ApiError::new("method_not_allowed", "this method is not allowed on this route")
+            ApiError::new(
+                "method_not_allowed",
+                "this method is not allowed on this route",
+            )
         })
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .layer(middleware::from_fn(track_metrics))
-        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-            ApiError::internal("a request handler panicked").into_response()
-        }))
+        .layer(CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| {
+                ApiError::internal("a request handler panicked").into_response()
+            },
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -49,7 +49,10 @@ impl Read for ChunkReader {
                 .ok_or_else(|| {
                     io::Error::new(
                         io::ErrorKind::NotFound,
-                        format!("chunk {} of the dataset is missing (was it deleted?)", self.next),
+                        format!(
+                            "chunk {} of the dataset is missing (was it deleted?)",
+                            self.next
+                        ),
                     )
                 })?;
             self.buf = chunk;

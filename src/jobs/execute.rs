@@ -235,10 +235,16 @@ mod tests {
     use crate::engine::{Hierarchy, PrivacyModel, ProblemConfig, QuasiIdentifier, Table};
 
     fn problem() -> Problem {
-        let rows: Vec<Vec<String>> = [("20", "a"), ("21", "a"), ("30", "b"), ("31", "b"), ("32", "a")]
-            .iter()
-            .map(|(x, y)| vec![x.to_string(), y.to_string()])
-            .collect();
+        let rows: Vec<Vec<String>> = [
+            ("20", "a"),
+            ("21", "a"),
+            ("30", "b"),
+            ("31", "b"),
+            ("32", "a"),
+        ]
+        .iter()
+        .map(|(x, y)| vec![x.to_string(), y.to_string()])
+        .collect();
         let table = Table::from_rows(&["age", "g"], &rows).unwrap();
         let age = Hierarchy::from_rows(
             ["20", "21", "30", "31", "32"]
@@ -254,7 +260,10 @@ mod tests {
         )
         .unwrap();
         let config = ProblemConfig {
-            quasi_identifiers: vec![QuasiIdentifier::new("age", age), QuasiIdentifier::new("g", g)],
+            quasi_identifiers: vec![
+                QuasiIdentifier::new("age", age),
+                QuasiIdentifier::new("g", g),
+            ],
             privacy: vec![PrivacyModel::KAnonymity { k: 2 }],
             ..ProblemConfig::default()
         };

@@ -15,7 +15,10 @@ use crate::spec::{HierarchySource, SpecError};
 
 /// Resolves the hierarchy sources a job may contain once stored hierarchies have been inlined
 /// (inline CSV; builder specifications once the builders exist).
-pub fn load_hierarchy(column: &str, source: Option<&HierarchySource>) -> Result<Hierarchy, SpecError> {
+pub fn load_hierarchy(
+    column: &str,
+    source: Option<&HierarchySource>,
+) -> Result<Hierarchy, SpecError> {
     let field = format!("attributes.{column}.hierarchy");
     match source {
         None => Err(SpecError::new(

@@ -222,7 +222,11 @@ impl Runner {
             {
                 Ok((0, 0)) => {}
                 Ok((requeued, failed)) => {
-                    tracing::warn!(requeued, failed, "re-queued jobs whose worker stopped heartbeating");
+                    tracing::warn!(
+                        requeued,
+                        failed,
+                        "re-queued jobs whose worker stopped heartbeating"
+                    );
                     self.wake();
                 }
                 Err(e) => tracing::error!(error = %e, "reaping expired leases failed"),
@@ -269,7 +273,14 @@ impl Runner {
                 tracing::info!("shutting down: job released to the queue");
                 self.store.release_job(&job.id, &self.owner).await
             }
-            (Ok(Processed::Finished { outcome, report, chunks }), _) => {
+            (
+                Ok(Processed::Finished {
+                    outcome,
+                    report,
+                    chunks,
+                }),
+                _,
+            ) => {
                 let (status, error) = if cause == StopCause::User {
                     ("cancelled", None)
                 } else if outcome.best.is_some() {
@@ -307,7 +318,9 @@ impl Runner {
             (Err(f), _) if f.retryable && job.attempts < job.max_attempts => {
                 let delay = 1000i64 << job.attempts.clamp(0, 6);
                 tracing::warn!(code = f.code, error = %f.message, delay_ms = delay, "job failed, will retry");
-                self.store.retry_job(&job.id, &self.owner, delay, &f.json()).await
+                self.store
+                    .retry_job(&job.id, &self.owner, delay, &f.json())
+                    .await
             }
             (Err(f), _) => {
                 tracing::warn!(code = f.code, error = %f.message, "job failed");
@@ -346,7 +359,16 @@ impl Runner {
                     let me = self.clone();
                     let id = job.id.clone();
                     self.tracker.spawn(async move {
-                        super::webhook::deliver(&me.store, &me.http, &id, &url, me.settings.webhook_attempts, me.settings.webhook_backoff, &me.token).await
+                        super::webhook::deliver(
+                            &me.store,
+                            &me.http,
+                            &id,
+                            &url,
+                            me.settings.webhook_attempts,
+                            me.settings.webhook_backoff,
+                            &me.token,
+                        )
+                        .await
                     });
                 }
             }
@@ -381,8 +403,9 @@ impl Runner {
                 });
             }
         };
-        let settings = search_settings(&spec, self.settings.default_time_limit, self.pool.threads())
-            .map_err(Failure::spec)?;
+        let settings =
+            search_settings(&spec, self.settings.default_time_limit, self.pool.threads())
+                .map_err(Failure::spec)?;
         let ctx = EngineJob {
             store: self.store.clone(),
             handle: Handle::current(),
@@ -535,7 +558,11 @@ impl EngineJob {
             &eval,
             self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
         );
-        let trace: Vec<BestView> = outcome.trace.iter().map(|b| BestView::new(&problem, b)).collect();
+        let trace: Vec<BestView> = outcome
+            .trace
+            .iter()
+            .map(|b| BestView::new(&problem, b))
+            .collect();
         if let Some(obj) = report.as_object_mut() {
             obj.insert("job_id".into(), self.job_id.clone().into());
             obj.insert("dataset_id".into(), self.dataset.id.clone().into());
@@ -551,7 +578,10 @@ impl EngineJob {
                     "time_limit_ms": self.settings.time_limit.as_millis() as u64,
                 }),
             );
-            obj.insert("trace".into(), serde_json::to_value(&trace).unwrap_or_default());
+            obj.insert(
+                "trace".into(),
+                serde_json::to_value(&trace).unwrap_or_default(),
+            );
         }
         let mut writer = ResultWriter::new(
             self.store.clone(),
@@ -615,7 +645,8 @@ async fn heartbeat(
             live.stop(StopCause::Shutdown);
         }
         let snapshot: Snapshot = live.publish();
-        metrics::counter!("deid_checks_total").increment(snapshot.checks.saturating_sub(last_checks));
+        metrics::counter!("deid_checks_total")
+            .increment(snapshot.checks.saturating_sub(last_checks));
         last_checks = snapshot.checks;
         let json = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
         match store.heartbeat(&id, &owner, lease_ms, &json).await {

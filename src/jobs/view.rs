@@ -114,7 +114,10 @@ impl JobView {
                 explored_share: snap.explored_share,
             },
             best: snap.best.clone(),
-            error: row.error.as_deref().and_then(|e| serde_json::from_str(e).ok()),
+            error: row
+                .error
+                .as_deref()
+                .and_then(|e| serde_json::from_str(e).ok()),
             webhook: row.webhook.clone(),
             created_at: rfc3339(row.created_at),
             started_at: row.started_at.map(rfc3339),

@@ -39,7 +39,12 @@ pub async fn deliver(
                 metrics::counter!("deid_webhooks_total", "outcome" => "delivered").increment(1);
                 return;
             }
-            Ok(r) => tracing::warn!(job = id, attempt, status = r.status().as_u16(), "webhook rejected"),
+            Ok(r) => tracing::warn!(
+                job = id,
+                attempt,
+                status = r.status().as_u16(),
+                "webhook rejected"
+            ),
             Err(e) => tracing::warn!(job = id, attempt, error = %e, "webhook failed"),
         }
         if attempt < attempts {

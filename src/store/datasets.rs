@@ -87,7 +87,12 @@ impl Store {
     }
 
     /// Stores chunk `seq` of a dataset's bytes.
-    pub async fn insert_dataset_chunk(&self, dataset_id: &str, seq: i64, data: &[u8]) -> Result<()> {
+    pub async fn insert_dataset_chunk(
+        &self,
+        dataset_id: &str,
+        seq: i64,
+        data: &[u8],
+    ) -> Result<()> {
         const SQL: &str = "INSERT INTO dataset_chunks (dataset_id, seq, data) VALUES ($1, $2, $3)";
         on_pool!(self, pool => sqlx::query(SQL).bind(dataset_id).bind(seq).bind(data).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(())
@@ -161,7 +166,9 @@ impl Store {
     /// A tenant's dataset in state `ready`.
     pub async fn dataset(&self, tenant: &str, dataset_id: &str) -> Result<Option<DatasetRow>> {
         const SQL: &str = select_dataset!("WHERE id = $1 AND tenant = $2 AND status = 'ready'");
-        Ok(on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(SQL).bind(dataset_id).bind(tenant).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(SQL).bind(dataset_id).bind(tenant).fetch_optional(pool).await)?,
+        )
     }
 
     /// A page of a tenant's datasets, newest first, strictly older than `before` (an id).
@@ -177,22 +184,30 @@ impl Store {
             "WHERE tenant = $1 AND status = 'ready' AND id < $3 ORDER BY id DESC LIMIT $2"
         );
         Ok(match before {
-            None => on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(FIRST).bind(tenant).bind(limit).fetch_all(pool).await)?,
-            Some(b) => on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(NEXT).bind(tenant).bind(limit).bind(b).fetch_all(pool).await)?,
+            None => {
+                on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(FIRST).bind(tenant).bind(limit).fetch_all(pool).await)?
+            }
+            Some(b) => {
+                on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(NEXT).bind(tenant).bind(limit).bind(b).fetch_all(pool).await)?
+            }
         })
     }
 
     /// Chunk `seq` of a dataset's bytes.
     pub async fn dataset_chunk(&self, dataset_id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
         const SQL: &str = "SELECT data FROM dataset_chunks WHERE dataset_id = $1 AND seq = $2";
-        Ok(on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(dataset_id).bind(seq).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(dataset_id).bind(seq).fetch_optional(pool).await)?,
+        )
     }
 
     /// The distinct values of column `position` (JSON array), if they were kept.
     pub async fn column_values(&self, dataset_id: &str, position: i64) -> Result<Option<String>> {
         const SQL: &str =
             "SELECT dict_values FROM dataset_values WHERE dataset_id = $1 AND position = $2";
-        Ok(on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(dataset_id).bind(position).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(dataset_id).bind(position).fetch_optional(pool).await)?,
+        )
     }
 
     /// Stores (or replaces) the hierarchy of a column.
@@ -223,13 +238,17 @@ impl Store {
     /// The hierarchy of a column, if one was stored.
     pub async fn hierarchy(&self, dataset_id: &str, column: &str) -> Result<Option<HierarchyRow>> {
         const SQL: &str = "SELECT column_name, delimiter, csv, levels, created_at FROM hierarchies WHERE dataset_id = $1 AND column_name = $2";
-        Ok(on_pool!(self, pool => sqlx::query_as::<_, HierarchyRow>(SQL).bind(dataset_id).bind(column).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, HierarchyRow>(SQL).bind(dataset_id).bind(column).fetch_optional(pool).await)?,
+        )
     }
 
     /// Columns with a stored hierarchy and their number of levels.
     pub async fn hierarchy_levels(&self, dataset_id: &str) -> Result<Vec<(String, i64)>> {
         const SQL: &str = "SELECT column_name, levels FROM hierarchies WHERE dataset_id = $1 ORDER BY column_name";
-        Ok(on_pool!(self, pool => sqlx::query_as::<_, (String, i64)>(SQL).bind(dataset_id).fetch_all(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, (String, i64)>(SQL).bind(dataset_id).fetch_all(pool).await)?,
+        )
     }
 
     /// Deletes uploads that never completed (after a crash), older than `older_than_ms`.

@@ -149,7 +149,9 @@ impl Store {
     /// A tenant's job.
     pub async fn job(&self, tenant: &str, id: &str) -> Result<Option<JobRow>> {
         const SQL: &str = select_job!("WHERE id = $1 AND tenant = $2");
-        Ok(on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
+        )
     }
 
     /// A page of a tenant's jobs, newest first, optionally with one status, older than `before`.
@@ -174,9 +176,15 @@ impl Store {
     }
 
     /// The result report JSON of a tenant's job (None if the job does not exist).
-    pub async fn job_result(&self, tenant: &str, id: &str) -> Result<Option<(String, Option<String>)>> {
+    pub async fn job_result(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(String, Option<String>)>> {
         const SQL: &str = "SELECT status, result FROM jobs WHERE id = $1 AND tenant = $2";
-        Ok(on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
+        )
     }
 
     /// Claims the oldest due job for `owner` with a lease of `lease_ms`.
@@ -238,7 +246,13 @@ impl Store {
 
     /// Stores chunk `seq` of a job's result CSV, fenced by the lease. Returns false if the lease
     /// was lost.
-    pub async fn insert_result_chunk(&self, id: &str, owner: &str, seq: i64, data: &[u8]) -> Result<bool> {
+    pub async fn insert_result_chunk(
+        &self,
+        id: &str,
+        owner: &str,
+        seq: i64,
+        data: &[u8],
+    ) -> Result<bool> {
         const SQL: &str = "INSERT INTO result_chunks (job_id, seq, data) SELECT $1, $2, $3 \
              WHERE EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND lease_owner = $4 AND status = 'running') \
              ON CONFLICT (job_id, seq) DO UPDATE SET data = excluded.data";
@@ -249,7 +263,9 @@ impl Store {
     /// Chunk `seq` of a job's result CSV.
     pub async fn result_chunk(&self, id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
         const SQL: &str = "SELECT data FROM result_chunks WHERE job_id = $1 AND seq = $2";
-        Ok(on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(id).bind(seq).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(id).bind(seq).fetch_optional(pool).await)?,
+        )
     }
 
     /// Ends a running job (fenced). Returns false if the lease was lost.
@@ -279,7 +295,13 @@ impl Store {
 
     /// Puts a running job back in the queue after a failure that may pass (fenced): due again
     /// after `delay_ms`, or failed with `error` if its attempts are used up.
-    pub async fn retry_job(&self, id: &str, owner: &str, delay_ms: i64, error: &str) -> Result<bool> {
+    pub async fn retry_job(
+        &self,
+        id: &str,
+        owner: &str,
+        delay_ms: i64,
+        error: &str,
+    ) -> Result<bool> {
         const SQL: &str = "UPDATE jobs SET \
              status = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END, \
              run_at = $3, error = $4, \
@@ -343,13 +365,17 @@ impl Store {
     /// The specification JSON of a job (for webhooks).
     pub async fn job_spec(&self, id: &str) -> Result<Option<String>> {
         const SQL: &str = "SELECT spec FROM jobs WHERE id = $1";
-        Ok(on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(id).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(id).fetch_optional(pool).await)?,
+        )
     }
 
     /// A job by id regardless of tenant (workers and webhooks).
     pub async fn job_by_id(&self, id: &str) -> Result<Option<JobRow>> {
         const SQL: &str = select_job!("WHERE id = $1");
-        Ok(on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).fetch_optional(pool).await)?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).fetch_optional(pool).await)?,
+        )
     }
 
     /// Records the webhook delivery state.

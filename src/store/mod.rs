@@ -17,7 +17,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +78,8 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 
 /// The migrations of `migrations/`, embedded: (version, description, SQL). Every file of the
 /// folder must be listed here (a unit test checks it).
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "init", include_str!("../../migrations/0001_init.sql"))];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).
 fn migrator() -> sqlx::migrate::Migrator {
@@ -112,7 +115,11 @@ impl Store {
     /// Connects to `url` (or to `<data_dir>/deid.db` when `url` is `None`) and applies the
     /// migrations. SQLite runs in WAL mode with a busy timeout; sqlx serializes concurrent
     /// migrators on PostgreSQL with an advisory lock, so several replicas may start at once.
-    pub async fn connect(url: Option<&str>, data_dir: &Path, max_connections: u32) -> Result<Store> {
+    pub async fn connect(
+        url: Option<&str>,
+        data_dir: &Path,
+        max_connections: u32,
+    ) -> Result<Store> {
         let url = match url {
             Some(u) if !u.trim().is_empty() => u.trim().to_string(),
             _ => {
@@ -214,7 +221,10 @@ mod tests {
 
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(redact_url("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact_url("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db"
+        );
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
     }
 }

@@ -9,7 +9,9 @@ use crate::both_databases;
 use crate::helpers::*;
 
 async fn full_flow(kind: Db) {
-    let Some(app) = spawn_app(kind).await else { return };
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
     let dataset = upload_adult(&app).await;
     let ds = app.get(&format!("/v1/datasets/{dataset}")).await.json();
     assert_eq!(ds["columns"].as_array().unwrap().len(), 9);
@@ -19,21 +21,33 @@ async fn full_flow(kind: Db) {
     assert_eq!(age["distinct_count"], 72);
     assert_eq!(ds["hierarchies"]["age"], 5);
     // The stored hierarchy comes back as uploaded.
-    let h = app.get(&format!("/v1/datasets/{dataset}/hierarchies/sex")).await;
+    let h = app
+        .get(&format!("/v1/datasets/{dataset}/hierarchies/sex"))
+        .await;
     assert_eq!(h.status, 200);
-    assert_eq!(h.text, std::fs::read_to_string(repo("examples/adult/adult_hierarchy_sex.csv")).unwrap());
+    assert_eq!(
+        h.text,
+        std::fs::read_to_string(repo("examples/adult/adult_hierarchy_sex.csv")).unwrap()
+    );
 
     let (k, limit) = (5, 0.02);
     let job = app.create_job(&adult_job(&dataset, k, limit)).await;
     let id = job["id"].as_str().unwrap();
-    assert!(job["status"] == "queued" || job["status"] == "running", "{job}");
+    assert!(
+        job["status"] == "queued" || job["status"] == "running",
+        "{job}"
+    );
     let events = app.events(id, Duration::from_secs(120)).await;
     assert_eq!(events.first().unwrap().0, "progress", "{events:?}");
     let (last, view) = events.last().unwrap();
     assert_eq!(last, "done", "{events:?}");
     assert_eq!(view["status"], "succeeded");
     // Event ids and names are well-formed; the final view carries the best transformation.
-    assert!(events.iter().all(|(n, _)| ["progress", "improvement", "done"].contains(&n.as_str())));
+    assert!(
+        events
+            .iter()
+            .all(|(n, _)| ["progress", "improvement", "done"].contains(&n.as_str()))
+    );
     let best = view["best"].clone();
     assert!(best["transformation"].is_object());
 
@@ -55,11 +69,20 @@ async fn full_flow(kind: Db) {
 
     let csv = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
     assert_eq!(csv.status, 200);
-    assert!(csv.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+    assert!(
+        csv.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
     let max_suppressed = (limit * 30162.0f64).floor() as usize;
-    let (rows, suppressed) = check_k_anonymity(&csv.text, b';', &ADULT_QIS, k as usize, max_suppressed);
+    let (rows, suppressed) =
+        check_k_anonymity(&csv.text, b';', &ADULT_QIS, k as usize, max_suppressed);
     assert_eq!(rows, 30162);
-    assert_eq!(suppressed as u64, report["suppressed_rows"].as_u64().unwrap());
+    assert_eq!(
+        suppressed as u64,
+        report["suppressed_rows"].as_u64().unwrap()
+    );
     // Non-QI columns are unchanged, row by row.
     let original = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
     for (a, b) in original.lines().zip(csv.text.lines()).skip(1).take(200) {
@@ -67,9 +90,13 @@ async fn full_flow(kind: Db) {
     }
 
     // The result stays downloadable after the dataset is deleted.
-    let del = app.send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{dataset}"))).await;
+    let del = app
+        .send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{dataset}")))
+        .await;
     assert_eq!(del.status, 204, "{}", del.text);
-    app.get(&format!("/v1/datasets/{dataset}")).await.assert_error(404, "dataset_not_found");
+    app.get(&format!("/v1/datasets/{dataset}"))
+        .await
+        .assert_error(404, "dataset_not_found");
     let again = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
     assert_eq!(again.text, csv.text);
     app.stop().await;
@@ -77,7 +104,9 @@ async fn full_flow(kind: Db) {
 both_databases!(full_flow, full_flow_sqlite, full_flow_postgres);
 
 async fn live_events_and_cancel(kind: Db) {
-    let Some(app) = spawn_app(kind).await else { return };
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
     let ds = app.upload(slow_csv(3000), "name=slow").await;
     let dataset = ds["id"].as_str().unwrap();
     let job = app.create_job(&slow_job(dataset, "60s")).await;
@@ -85,21 +114,28 @@ async fn live_events_and_cancel(kind: Db) {
     // A second job waits in the queue (one worker) and can be cancelled at once.
     let queued = app.create_job(&slow_job(dataset, "60s")).await;
     let qid = queued["id"].as_str().unwrap();
-    let j = app.wait_job(&id, Duration::from_secs(30), |j| j["best"].is_object()).await;
+    let j = app
+        .wait_job(&id, Duration::from_secs(30), |j| j["best"].is_object())
+        .await;
     assert_eq!(j["status"], "running");
     let r = app.post_raw(&format!("/v1/jobs/{qid}/cancel"), "").await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["status"], "cancelled");
     // The dataset is in use by the running job.
-    let del = app.send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{dataset}"))).await;
+    let del = app
+        .send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{dataset}")))
+        .await;
     del.assert_error(409, "dataset_in_use");
     // The result is not there yet.
-    app.get(&format!("/v1/jobs/{id}/result")).await.assert_error(409, "result_not_available");
+    app.get(&format!("/v1/jobs/{id}/result"))
+        .await
+        .assert_error(409, "result_not_available");
 
     // Live events: collect for a while from a second client while the job runs, then cancel.
     let events_app = app.api.clone();
     let id2 = id.clone();
-    let reader = tokio::spawn(async move { events_app.events(&id2, Duration::from_secs(60)).await });
+    let reader =
+        tokio::spawn(async move { events_app.events(&id2, Duration::from_secs(60)).await });
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let r = app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
     assert_eq!(r.status, 202, "{}", r.text);
@@ -131,7 +167,9 @@ async fn live_events_and_cancel(kind: Db) {
     let (rows, _) = check_k_anonymity(&csv, b',', &qis, 3, 3000);
     assert_eq!(rows, 3000);
     // Cancelling again is a conflict.
-    app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await.assert_error(409, "job_finished");
+    app.post_raw(&format!("/v1/jobs/{id}/cancel"), "")
+        .await
+        .assert_error(409, "job_finished");
     // A late subscriber gets the current state and the final event at once.
     let late = app.events(&id, Duration::from_secs(10)).await;
     let late_names: Vec<&str> = late.iter().map(|(n, _)| n.as_str()).collect();
@@ -142,12 +180,19 @@ async fn live_events_and_cancel(kind: Db) {
     let page = app.get("/v1/jobs?limit=1").await.json();
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
     let cursor = page["next_cursor"].as_str().unwrap();
-    let page2 = app.get(&format!("/v1/jobs?limit=1&cursor={cursor}")).await.json();
+    let page2 = app
+        .get(&format!("/v1/jobs?limit=1&cursor={cursor}"))
+        .await
+        .json();
     assert_ne!(page2["items"][0]["id"], page["items"][0]["id"]);
     assert!(page2["next_cursor"].is_null());
     app.stop().await;
 }
-both_databases!(live_events_and_cancel, live_events_and_cancel_sqlite, live_events_and_cancel_postgres);
+both_databases!(
+    live_events_and_cancel,
+    live_events_and_cancel_sqlite,
+    live_events_and_cancel_postgres
+);
 
 /// Webhooks are retried until the receiver accepts them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +208,11 @@ async fn webhook_is_retried_until_delivered() {
                 let mut got = r2.lock().unwrap();
                 got.push(v);
                 // Reject the first attempt.
-                if got.len() == 1 { axum::http::StatusCode::INTERNAL_SERVER_ERROR } else { axum::http::StatusCode::OK }
+                if got.len() == 1 {
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    axum::http::StatusCode::OK
+                }
             }
         }),
     );
@@ -205,7 +254,10 @@ async fn multipart_upload_and_paging() {
         let r = app
             .send(
                 app.request(reqwest::Method::POST, "/v1/datasets?delimiter=;")
-                    .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+                    .header(
+                        "content-type",
+                        format!("multipart/form-data; boundary={boundary}"),
+                    )
                     .body(form),
             )
             .await;
@@ -219,7 +271,10 @@ async fn multipart_upload_and_paging() {
     assert_eq!(p1["items"].as_array().unwrap().len(), 2);
     assert_eq!(p1["items"][0]["name"], "f2.csv", "newest first");
     let cursor = p1["next_cursor"].as_str().unwrap();
-    let p2 = app.get(&format!("/v1/datasets?limit=2&cursor={cursor}")).await.json();
+    let p2 = app
+        .get(&format!("/v1/datasets?limit=2&cursor={cursor}"))
+        .await
+        .json();
     assert_eq!(p2["items"].as_array().unwrap().len(), 1);
     assert_eq!(p2["items"][0]["name"], "f0.csv");
     assert!(p2["next_cursor"].is_null());

@@ -69,7 +69,10 @@ impl TestDb {
                     .await
                     .unwrap();
                 let _ = conn.close().await;
-                let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b).to_string();
+                let base = admin
+                    .rsplit_once('/')
+                    .map_or(admin.as_str(), |(b, _)| b)
+                    .to_string();
                 Some(TestDb {
                     url: format!("{base}/{name}"),
                     dir,
@@ -86,7 +89,10 @@ impl Drop for TestDb {
         if let Some(name) = self.pg_name.take() {
             // Dropping needs async I/O; do it on a thread with its own runtime.
             let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 rt.block_on(async {
                     if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url()).await {
                         let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -104,19 +110,20 @@ impl Drop for TestDb {
 
 /// Test configuration: loopback, random port, small pool, short lease, fast polling.
 pub fn config(db: &TestDb) -> ServeArgs {
-    let mut c = ServeArgs::default();
-    c.bind = "127.0.0.1:0".parse().unwrap();
-    c.database_url = Some(db.url.clone());
-    c.data_dir = db.dir.clone();
-    c.db_connections = 8;
-    c.api_keys = vec![];
-    c.workers = 1;
-    c.engine_threads = Some(1);
-    c.lease = Duration::from_secs(2);
-    c.poll_interval = Duration::from_millis(200);
-    c.webhook_backoff = Duration::from_millis(100);
-    c.shutdown_grace = Duration::from_secs(5);
-    c
+    ServeArgs {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        database_url: Some(db.url.clone()),
+        data_dir: db.dir.clone(),
+        db_connections: 8,
+        api_keys: vec![],
+        workers: 1,
+        engine_threads: Some(1),
+        lease: Duration::from_secs(2),
+        poll_interval: Duration::from_millis(200),
+        webhook_backoff: Duration::from_millis(100),
+        shutdown_grace: Duration::from_secs(5),
+        ..ServeArgs::default()
+    }
 }
 
 /// A client of the API (base URL, optional API key).
@@ -183,10 +190,20 @@ impl Reply {
 
     /// Asserts an error response with `status` and `code` in the API's shape.
     pub fn assert_error(&self, status: u16, code: &str) -> Value {
-        assert_eq!(self.status, status, "expected {status} {code}, got: {}", self.text);
+        assert_eq!(
+            self.status, status,
+            "expected {status} {code}, got: {}",
+            self.text
+        );
         let v = self.json();
         assert_eq!(v["error"]["code"], code, "{}", self.text);
-        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{}", self.text);
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{}",
+            self.text
+        );
         assert!(v["error"]["details"].is_object(), "{}", self.text);
         v
     }
@@ -227,7 +244,11 @@ impl ApiClient {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let text = resp.text().await.unwrap_or_default();
-        Reply { status, headers, text }
+        Reply {
+            status,
+            headers,
+            text,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -235,11 +256,16 @@ impl ApiClient {
     }
 
     pub async fn post_json(&self, path: &str, body: &Value) -> Reply {
-        self.send(self.request(reqwest::Method::POST, path).body(body.to_string())).await
+        self.send(
+            self.request(reqwest::Method::POST, path)
+                .body(body.to_string()),
+        )
+        .await
     }
 
     pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
-        self.send(self.request(reqwest::Method::POST, path).body(body)).await
+        self.send(self.request(reqwest::Method::POST, path).body(body))
+            .await
     }
 
     /// Uploads CSV text; returns the dataset JSON (asserting 201).
@@ -259,8 +285,11 @@ impl ApiClient {
     pub async fn put_hierarchy(&self, dataset: &str, column: &str, csv: &str) {
         let r = self
             .send(
-                self.request(reqwest::Method::PUT, &format!("/v1/datasets/{dataset}/hierarchies/{column}"))
-                    .body(csv.to_string()),
+                self.request(
+                    reqwest::Method::PUT,
+                    &format!("/v1/datasets/{dataset}/hierarchies/{column}"),
+                )
+                .body(csv.to_string()),
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
@@ -283,14 +312,22 @@ impl ApiClient {
     }
 
     /// Polls until `pred` holds for the job (panics after `timeout`).
-    pub async fn wait_job(&self, id: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    pub async fn wait_job(
+        &self,
+        id: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let start = Instant::now();
         loop {
             let j = self.job(id).await;
             if pred(&j) {
                 return j;
             }
-            assert!(start.elapsed() < timeout, "timed out waiting for job {id}: {j}");
+            assert!(
+                start.elapsed() < timeout,
+                "timed out waiting for job {id}: {j}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -303,7 +340,12 @@ impl ApiClient {
             .await
             .unwrap();
         assert_eq!(resp.status(), 200);
-        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        assert!(
+            resp.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
         let mut stream = resp.bytes_stream();
         let mut buf = String::new();
         let mut out = Vec::new();
@@ -311,7 +353,9 @@ impl ApiClient {
         loop {
             let next = tokio::time::timeout_at(deadline, stream.next())
                 .await
-                .unwrap_or_else(|_| panic!("event stream of {id} did not end; got {} events", out.len()));
+                .unwrap_or_else(|_| {
+                    panic!("event stream of {id} did not end; got {} events", out.len())
+                });
             let Some(chunk) = next else { break };
             buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
             while let Some(end) = buf.find("\n\n") {
@@ -332,7 +376,6 @@ impl ApiClient {
         }
         out
     }
-
 }
 
 impl TestApp {
@@ -366,7 +409,8 @@ pub async fn upload_adult(app: &TestApp) -> String {
     let id = ds["id"].as_str().unwrap().to_string();
     assert_eq!(ds["rows"], 30162);
     for q in ADULT_QIS {
-        let h = std::fs::read_to_string(repo(&format!("examples/adult/adult_hierarchy_{q}.csv"))).unwrap();
+        let h = std::fs::read_to_string(repo(&format!("examples/adult/adult_hierarchy_{q}.csv")))
+            .unwrap();
         app.put_hierarchy(&id, q, &h).await;
     }
     id
@@ -376,7 +420,10 @@ pub async fn upload_adult(app: &TestApp) -> String {
 pub fn adult_job(dataset: &str, k: u32, suppression: f64) -> Value {
     let mut attributes = serde_json::Map::new();
     for q in ADULT_QIS {
-        attributes.insert(q.into(), json!({"type": "quasi_identifying", "hierarchy": {"stored": true}}));
+        attributes.insert(
+            q.into(),
+            json!({"type": "quasi_identifying", "hierarchy": {"stored": true}}),
+        );
     }
     attributes.insert("salary-class".into(), json!({"type": "sensitive"}));
     json!({
@@ -393,7 +440,10 @@ pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1)
+        Rng(seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407)
+            | 1)
     }
     pub fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
@@ -410,7 +460,10 @@ pub const SLOW_QIS: usize = 10;
 /// test waits: `rows` rows of `SLOW_QIS` columns `q0..` with values 0..19 plus a `value` column.
 pub fn slow_csv(rows: usize) -> String {
     let mut rng = Rng::new(7);
-    let mut s = (0..SLOW_QIS).map(|i| format!("q{i}")).collect::<Vec<_>>().join(",");
+    let mut s = (0..SLOW_QIS)
+        .map(|i| format!("q{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
     s.push_str(",value\n");
     for r in 0..rows {
         for _ in 0..SLOW_QIS {
@@ -425,7 +478,15 @@ pub fn slow_csv(rows: usize) -> String {
 /// The hierarchy of a slow column: value, band of 5, band of 10, `*`.
 pub fn slow_hierarchy() -> String {
     (0..20)
-        .map(|v| format!("{v};{}-{};{}-{};*\n", v / 5 * 5, v / 5 * 5 + 4, v / 10 * 10, v / 10 * 10 + 9))
+        .map(|v| {
+            format!(
+                "{v};{}-{};{}-{};*\n",
+                v / 5 * 5,
+                v / 5 * 5 + 4,
+                v / 10 * 10,
+                v / 10 * 10 + 9
+            )
+        })
         .collect()
 }
 
@@ -451,12 +512,25 @@ pub fn slow_job(dataset: &str, time_limit: &str) -> Value {
 /// Independent k-anonymity check of an anonymized CSV: rows grouped by their quasi-identifier
 /// values; rows whose quasi-identifiers are all `*` are suppressed; every other group needs at
 /// least `k` rows, and at most `max_suppressed` rows may be suppressed. Returns (rows, suppressed).
-pub fn check_k_anonymity(csv: &str, delimiter: u8, qis: &[&str], k: usize, max_suppressed: usize) -> (usize, usize) {
-    let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).from_reader(csv.as_bytes());
+pub fn check_k_anonymity(
+    csv: &str,
+    delimiter: u8,
+    qis: &[&str],
+    k: usize,
+    max_suppressed: usize,
+) -> (usize, usize) {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .from_reader(csv.as_bytes());
     let header = reader.headers().unwrap().clone();
     let idx: Vec<usize> = qis
         .iter()
-        .map(|q| header.iter().position(|h| h == *q).unwrap_or_else(|| panic!("no column {q}")))
+        .map(|q| {
+            header
+                .iter()
+                .position(|h| h == *q)
+                .unwrap_or_else(|| panic!("no column {q}"))
+        })
         .collect();
     let mut groups: HashMap<Vec<String>, usize> = HashMap::new();
     let mut rows = 0;
@@ -474,7 +548,10 @@ pub fn check_k_anonymity(csv: &str, delimiter: u8, qis: &[&str], k: usize, max_s
     for (key, n) in &groups {
         assert!(*n >= k, "class {key:?} has {n} < {k} rows");
     }
-    assert!(suppressed <= max_suppressed, "{suppressed} rows suppressed, at most {max_suppressed} allowed");
+    assert!(
+        suppressed <= max_suppressed,
+        "{suppressed} rows suppressed, at most {max_suppressed} allowed"
+    );
     (rows, suppressed)
 }
 
@@ -492,7 +569,14 @@ impl ChildServer {
         let file = std::fs::File::create(&log).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_deid"));
         cmd.arg("serve")
-            .args(["--bind", "127.0.0.1:0", "--engine-threads", "1", "--workers", "1"])
+            .args([
+                "--bind",
+                "127.0.0.1:0",
+                "--engine-threads",
+                "1",
+                "--workers",
+                "1",
+            ])
             .args(["--lease", "1s", "--poll-interval", "200ms"])
             .arg("--database-url")
             .arg(&db.url)
@@ -505,6 +589,7 @@ impl ChildServer {
             .env_remove("DATABASE_URL")
             .stdout(Stdio::null())
             .stderr(file);
+        #[allow(clippy::zombie_processes)] // Waited for in `kill` (also on drop).
         let child = cmd.spawn().expect("the deid binary starts");
         let start = Instant::now();
         loop {
@@ -515,7 +600,10 @@ impl ChildServer {
                 let base = rest[..end].to_string();
                 return ChildServer { child, base, log };
             }
-            assert!(start.elapsed() < Duration::from_secs(30), "the server did not start:\n{text}");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the server did not start:\n{text}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -559,5 +647,8 @@ impl Drop for ChildServer {
 
 /// True for a terminal job status.
 pub fn finished(j: &Value) -> bool {
-    matches!(j["status"].as_str(), Some("succeeded" | "failed" | "cancelled"))
+    matches!(
+        j["status"].as_str(),
+        Some("succeeded" | "failed" | "cancelled")
+    )
 }

@@ -15,7 +15,9 @@ async fn upload_slow(api: &ApiClient, rows: usize) -> String {
 }
 
 async fn killed_mid_job(kind: Db) {
-    let Some(db) = TestDb::new(kind).await else { return };
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
     let mut first = ChildServer::start(&db, "first", &[]);
     let api = first.api();
     let dataset = upload_slow(&api, 2000).await;
@@ -50,25 +52,38 @@ async fn killed_mid_job(kind: Db) {
     assert_eq!(ds.json()["rows"], 2000);
     let again = api.create_job(&slow_job(&dataset, "300ms")).await;
     let j2 = api
-        .wait_job(again["id"].as_str().unwrap(), Duration::from_secs(60), finished)
+        .wait_job(
+            again["id"].as_str().unwrap(),
+            Duration::from_secs(60),
+            finished,
+        )
         .await;
     assert_eq!(j2["status"], "succeeded", "{j2}");
     let log = second.log_text();
     assert!(log.contains(&id), "the second process ran the job:\n{log}");
 }
-both_databases!(killed_mid_job, killed_mid_job_sqlite, killed_mid_job_postgres);
+both_databases!(
+    killed_mid_job,
+    killed_mid_job_sqlite,
+    killed_mid_job_postgres
+);
 
 /// Two processes on one PostgreSQL database: every job is claimed and run exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_share_the_queue() {
-    let Some(db) = TestDb::new(Db::Postgres).await else { return };
+    let Some(db) = TestDb::new(Db::Postgres).await else {
+        return;
+    };
     let a = ChildServer::start(&db, "a", &[]);
     let b = ChildServer::start(&db, "b", &[]);
     let api_a = a.api();
     let api_b = b.api();
     let dataset = upload_slow(&api_a, 500).await;
     // Both processes see the same data.
-    assert_eq!(api_b.get(&format!("/v1/datasets/{dataset}")).await.json()["rows"], 500);
+    assert_eq!(
+        api_b.get(&format!("/v1/datasets/{dataset}")).await.json()["rows"],
+        500
+    );
     let mut ids = Vec::new();
     for i in 0..6 {
         let api = if i % 2 == 0 { &api_a } else { &api_b };
@@ -82,13 +97,24 @@ async fn two_processes_share_the_queue() {
     }
     // Each job was started by exactly one of the processes, and both did work.
     let (log_a, log_b) = (a.log_text(), b.log_text());
-    let started = |log: &str, id: &str| log.lines().filter(|l| l.contains("job started") && l.contains(id)).count();
+    let started = |log: &str, id: &str| {
+        log.lines()
+            .filter(|l| l.contains("job started") && l.contains(id))
+            .count()
+    };
     let mut per_process = (0, 0);
     for id in &ids {
         let (na, nb) = (started(&log_a, id), started(&log_b, id));
-        assert_eq!(na + nb, 1, "job {id} started {na} times in a and {nb} times in b");
+        assert_eq!(
+            na + nb,
+            1,
+            "job {id} started {na} times in a and {nb} times in b"
+        );
         per_process.0 += na;
         per_process.1 += nb;
     }
-    assert!(per_process.0 > 0 && per_process.1 > 0, "work was shared: {per_process:?}");
+    assert!(
+        per_process.0 > 0 && per_process.1 > 0,
+        "work was shared: {per_process:?}"
+    );
 }

@@ -23,7 +23,12 @@ pub fn parse(text: &str) -> Value {
     let mut i = 0;
     let indent = lines.first().map_or(0, |l| l.indent);
     let v = block(&mut lines, &mut i, indent);
-    assert_eq!(i, lines.len(), "unparsed YAML from line {:?}", lines.get(i).map(|l| &l.text));
+    assert_eq!(
+        i,
+        lines.len(),
+        "unparsed YAML from line {:?}",
+        lines.get(i).map(|l| &l.text)
+    );
     v
 }
 
@@ -50,7 +55,10 @@ fn sequence(lines: &mut Vec<Line>, i: &mut usize, indent: usize) -> Value {
         } else if split_key(&rest).is_some() {
             // A mapping that starts on the item's line: continue it at the item's content column.
             let inner = indent + 2;
-            lines[*i] = Line { indent: inner, text: rest };
+            lines[*i] = Line {
+                indent: inner,
+                text: rest,
+            };
             items.push(mapping(lines, i, inner));
         } else {
             items.push(scalar(&rest));
@@ -64,7 +72,8 @@ fn mapping(lines: &mut Vec<Line>, i: &mut usize, indent: usize) -> Value {
     let mut map = Map::new();
     while *i < lines.len() && lines[*i].indent == indent && !is_item(&lines[*i].text) {
         let text = lines[*i].text.clone();
-        let (key, value) = split_key(&text).unwrap_or_else(|| panic!("expected 'key: value', got '{text}'"));
+        let (key, value) =
+            split_key(&text).unwrap_or_else(|| panic!("expected 'key: value', got '{text}'"));
         *i += 1;
         let v = if !value.is_empty() {
             scalar(value)
