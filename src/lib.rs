@@ -8,8 +8,8 @@
 //!   (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
 
 pub mod api;
+pub mod api_bench;
 pub mod app;
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod dataset;

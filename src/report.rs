@@ -30,8 +30,15 @@ pub fn evaluation_report(problem: &Problem, eval: &Evaluation, risk_threshold: f
         .zip(&eval.quality.per_attribute)
         .map(|(q, v)| (q.column.clone(), json!(v)))
         .collect();
-    let mut quality = Map::new();
-    quality.insert(model.name().to_string(), json!(eval.quality.score));
+    let quality: Map<String, Value> = crate::engine::quality::evaluate_all(problem, eval)
+        .into_iter()
+        .map(|(m, q)| {
+            (
+                m.name().to_string(),
+                json!({"score": q.score, "utility": q.utility}),
+            )
+        })
+        .collect();
     json!({
         "anonymous": eval.result.anonymous,
         "transformation": transformation_json(problem, &eval.result.levels),

@@ -162,6 +162,21 @@ impl PrivacySpec {
     }
 }
 
+/// Parses a builder specification (`{"type": "interval", …}`) with an error naming `field`.
+pub fn parse_builder(
+    value: &serde_json::Value,
+    field: &str,
+) -> Result<crate::engine::HierarchySpec, SpecError> {
+    serde_json::from_value(value.clone()).map_err(|e| {
+        SpecError::new(
+            field,
+            format!(
+                "invalid hierarchy specification: {e}; expected an object with \"type\": interval, order, masking, date or suppression"
+            ),
+        )
+    })
+}
+
 /// Keeps the parameter part of an engine field path (`privacy.k` → `.k`).
 fn suffix(f: &str) -> String {
     match f.find('.') {

@@ -691,7 +691,7 @@ pub async fn stored_column(
     let mut col = Column {
         name: column.to_string(),
         dict: Default::default(),
-        codes: Vec::new(),
+        codes: Default::default(),
     };
     for v in &values {
         col.dict.encode(v);

@@ -237,9 +237,7 @@ async fn validate_problem(
     for c in columns {
         if spec.attributes.contains_key(&c.name) {
             match stored_column(state, dataset, &c.name).await? {
-                Some(col) => values.push(Some(
-                    col.dict.values().iter().map(|v| v.to_string()).collect(),
-                )),
+                Some(col) => values.push(Some(col.dict.values().map(|v| v.to_string()).collect())),
                 None => {
                     complete = false;
                     values.push(None);
@@ -253,23 +251,13 @@ async fn validate_problem(
     let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let rows = dataset.row_count as usize;
     tokio::task::spawn_blocking(move || -> Result<()> {
-        let mut config = spec
-            .problem_config(crate::jobs::load_hierarchy)
-            .map_err(|e| {
-                let mut err = ApiError::from(e.clone());
-                if e.field.ends_with(".hierarchy") {
-                    err.code = "invalid_hierarchy";
-                }
-                err
-            })?;
-        if !complete {
-            return Ok(());
-        }
         // As many rows as the largest domain, or the largest minimal class size the data allows.
-        let k = config
+        let k = spec
             .privacy
             .iter()
-            .filter_map(|p| p.min_class_size())
+            .enumerate()
+            .filter_map(|(i, p)| p.parse(&format!("privacy[{i}]")).ok())
+            .filter_map(|m| m.min_class_size())
             .max()
             .unwrap_or(1) as usize;
         let domain = values.iter().flatten().map(Vec::len).max().unwrap_or(1);
@@ -287,6 +275,24 @@ async fn validate_problem(
             .collect();
         let header: Vec<&str> = names.iter().map(String::as_str).collect();
         let table = Table::from_rows(&header, &data).map_err(ApiError::internal)?;
+        let mut config = spec
+            .problem_config(|c, s| {
+                let known = names
+                    .iter()
+                    .position(|n| n == c)
+                    .is_some_and(|i| values[i].is_some());
+                crate::jobs::load_hierarchy(known.then_some(&table), c, s)
+            })
+            .map_err(|e| {
+                let mut err = ApiError::from(e.clone());
+                if e.field.ends_with(".hierarchy") {
+                    err.code = "invalid_hierarchy";
+                }
+                err
+            })?;
+        if !complete {
+            return Ok(());
+        }
         crate::spec::order_by_table(&mut config, &table);
         match Problem::new(table, config) {
             Ok(_) => Ok(()),

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
+pub mod bench;
+
 use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
 use crate::spec::{
@@ -39,7 +41,44 @@ pub enum Command {
     /// Exit 0 if the local service answers `/healthz` (container health checks).
     Healthcheck(crate::app::HealthcheckArgs),
     /// Measure `GET /v1/jobs/{id}` throughput against a running service while two jobs run.
-    BenchApi(crate::bench::BenchArgs),
+    BenchApi(crate::api_bench::BenchArgs),
+    /// Run benchmark problems on a directory of datasets and print a table.
+    Bench(bench::BenchArgs),
+    /// Build a hierarchy from a builder specification (or the suggested one) and print it as CSV.
+    Hierarchy(HierarchyArgs),
+    /// Detect the type of every column and print it with a suggested hierarchy specification.
+    Profile(ProfileArgs),
+}
+
+/// Flags of `deid hierarchy`.
+#[derive(Debug, Args)]
+pub struct HierarchyArgs {
+    /// Input CSV file.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Field delimiter of the input (default `,`).
+    #[arg(long)]
+    pub delimiter: Option<char>,
+    /// The column to build a hierarchy for.
+    #[arg(long)]
+    pub column: String,
+    /// Builder specification JSON (default: the suggestion of the type detection).
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    /// Delimiter of the printed hierarchy (default `;`, ARX's format).
+    #[arg(long, default_value_t = ';')]
+    pub output_delimiter: char,
+}
+
+/// Flags of `deid profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Input CSV file.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Field delimiter of the input (default `,`).
+    #[arg(long)]
+    pub delimiter: Option<char>,
 }
 
 /// Flags describing the data and the problem (shared by evaluate and anonymize).
@@ -97,9 +136,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
         Some(Command::Serve(args)) => serve(args),
-        Some(Command::BenchApi(args)) => crate::bench::run(args),
+        Some(Command::BenchApi(args)) => crate::api_bench::run(args),
         Some(Command::Healthcheck(args)) => crate::app::healthcheck(&args),
         None => serve(crate::config::ServeArgs::default()),
+        Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::Hierarchy(args)) => hierarchy(args),
+        Some(Command::Profile(args)) => profile(args),
     }
 }
 
@@ -201,9 +243,11 @@ fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
         })
 }
 
-/// Resolves a hierarchy source of the CLI (files and inline CSV).
+/// Resolves a hierarchy source of the CLI: ARX CSV files (a `.json` file holds a builder
+/// specification), inline CSV and builder specifications (built against the column's values).
 pub fn load_hierarchy(
     base: &Path,
+    table: &Table,
     column: &str,
     source: Option<&HierarchySource>,
 ) -> Result<Hierarchy, SpecError> {
@@ -219,6 +263,15 @@ pub fn load_hierarchy(
             } else {
                 base.join(file)
             };
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    SpecError::new(&field, format!("cannot read {}: {e}", path.display()))
+                })?;
+                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                    SpecError::new(&field, format!("{} is not valid JSON: {e}", path.display()))
+                })?;
+                return build_from_spec(table, column, &value, &field);
+            }
             let d = match delimiter {
                 Some(c) => delimiter_byte(*c, &field)?,
                 None => sniff_delimiter(&path),
@@ -236,11 +289,22 @@ pub fn load_hierarchy(
             field,
             "stored hierarchies exist only in the service; give a file or inline CSV",
         )),
-        Some(HierarchySource::Builder(_)) => Err(SpecError::new(
-            field,
-            "hierarchy builder specifications are not supported yet",
-        )),
+        Some(HierarchySource::Builder(value)) => build_from_spec(table, column, value, &field),
     }
+}
+
+/// Builds a hierarchy for `column` of `table` from a builder specification.
+pub fn build_from_spec(
+    table: &Table,
+    column: &str,
+    value: &serde_json::Value,
+    field: &str,
+) -> Result<Hierarchy, SpecError> {
+    let spec = crate::spec::parse_builder(value, field)?;
+    let idx = table
+        .column_index(column)
+        .ok_or_else(|| SpecError::new(field, format!("unknown column '{column}'")))?;
+    Ok(spec.build(table.column(idx))?)
 }
 
 /// Loads the input and builds the problem described by `spec`. Relative paths in a config
@@ -249,20 +313,59 @@ pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
     let Some(input) = &spec.input else {
         bail!("no input: give --input FILE or \"input\" in the configuration");
     };
-    let delimiter = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
-    let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
-    let table = Table::read_csv(
+    let table = read_table(input, spec.delimiter)?;
+    let base = Path::new(".");
+    let mut config = spec.problem_config(|col, src| load_hierarchy(base, &table, col, src))?;
+    crate::spec::order_by_table(&mut config, &table);
+    Ok(Problem::new(table, config)?)
+}
+
+/// Reads a CSV file with a header.
+fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
+    let delimiter = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(Table::read_csv(
         BufReader::new(file),
         CsvOptions {
             delimiter,
             has_header: true,
         },
-        &input.display().to_string(),
-    )?;
-    let base = Path::new(".");
-    let mut config = spec.problem_config(|col, src| load_hierarchy(base, col, src))?;
-    crate::spec::order_by_table(&mut config, &table);
-    Ok(Problem::new(table, config)?)
+        &path.display().to_string(),
+    )?)
+}
+
+fn hierarchy(args: HierarchyArgs) -> anyhow::Result<()> {
+    let table = read_table(&args.input, args.delimiter)?;
+    let idx = table.require_column(&args.column, "--column")?;
+    let field = format!("hierarchies.{}", args.column);
+    let value: serde_json::Value = match &args.spec {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid JSON", path.display()))?
+        }
+        None => {
+            let profile = crate::engine::types::detect(table.column(idx));
+            let suggestion = serde_json::to_value(&profile.suggestion)?;
+            eprintln!("suggested specification: {suggestion}");
+            suggestion
+        }
+    };
+    let h = build_from_spec(&table, &args.column, &value, &field)?;
+    let d = delimiter_byte(args.output_delimiter, "--output-delimiter")?;
+    print!("{}", h.to_csv(d));
+    Ok(())
+}
+
+fn profile(args: ProfileArgs) -> anyhow::Result<()> {
+    let table = read_table(&args.input, args.delimiter)?;
+    let profiles: Vec<_> = table
+        .columns()
+        .iter()
+        .map(crate::engine::types::detect)
+        .collect();
+    write_report(None, &serde_json::to_value(profiles)?)
 }
 
 /// Parses `COLUMN=LEVEL,…` into a level vector (unnamed quasi-identifiers: their minimum level).

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::lattice::{Lattice, Levels};
+use super::privacy;
 use super::problem::{Groups, Histograms, Problem, hash_codes};
 use super::quality::Quality;
 
@@ -75,7 +76,9 @@ pub struct ClassView<'a> {
 #[derive(Debug)]
 pub struct Checker<'p> {
     problem: &'p Problem,
-    pool: Mutex<Vec<Workspace>>,
+    /// One workspace per rayon worker index (slot 0: callers outside rayon), so that each thread
+    /// keeps reusing its own snapshots.
+    workspaces: Vec<Mutex<Workspace>>,
     checks: AtomicU64,
     snapshot_budget_words: usize,
 }
@@ -90,10 +93,14 @@ struct Snapshot {
 #[derive(Debug, Default)]
 struct Workspace {
     snapshots: Vec<Snapshot>,
+    /// The previous result when it was too large to cache: still a cheap roll-up source for a
+    /// direct generalization.
+    last: Option<Snapshot>,
     words: usize,
     clock: u64,
-    slots: Vec<u32>,
-    hashes: Vec<u64>,
+    /// Open-addressing table: (hash or packed key, class), class `EMPTY` = free.
+    slots: Vec<(u64, u32)>,
+    strides: Vec<u64>,
     class_of_src: Vec<u32>,
     key: Vec<u32>,
     acc: Vec<u32>,
@@ -104,6 +111,15 @@ struct Workspace {
 
 const EMPTY: u32 = u32::MAX;
 
+/// Where a check regroups from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// `ws.snapshots[i]`.
+    Cached(usize),
+    /// `ws.last`.
+    Last,
+}
+
 impl<'p> Checker<'p> {
     /// A checker with a snapshot cache of 32 Mi words (128 MiB) per worker thread.
     pub fn new(problem: &'p Problem) -> Self {
@@ -113,9 +129,10 @@ impl<'p> Checker<'p> {
     /// A checker whose per-thread snapshot cache holds at most `words` 4-byte words (0 disables
     /// snapshots: every check groups the base groups).
     pub fn with_snapshot_budget(problem: &'p Problem, words: usize) -> Self {
+        let threads = rayon::current_num_threads().max(2) + 1;
         Checker {
             problem,
-            pool: Mutex::new(Vec::new()),
+            workspaces: (0..threads.max(9)).map(|_| Mutex::default()).collect(),
             checks: AtomicU64::new(0),
             snapshot_budget_words: words,
         }
@@ -135,45 +152,47 @@ impl<'p> Checker<'p> {
     pub fn check(&self, levels: &[u8]) -> CheckResult {
         debug_assert!(self.problem.lattice().contains(levels));
         self.checks.fetch_add(1, Ordering::Relaxed);
-        let mut ws = self.take_workspace();
-        let groups = match self.pick_snapshot(&mut ws, levels) {
-            Some(i) => {
-                // Take the snapshot out so that the workspace's buffers can be borrowed mutably.
-                let snap = std::mem::take(&mut ws.snapshots[i]);
-                let out = self.group_from(&mut ws, &snap.groups, &snap.levels, levels, false);
-                ws.snapshots[i] = snap;
-                out
-            }
-            None => {
-                let bottom = vec![0u8; levels.len()];
-                self.group_from(&mut ws, self.problem.base_groups(), &bottom, levels, false)
-            }
-        };
-        let (suppressed, suppressed_records) = self.suppress(&groups);
-        let view = ClassView {
-            problem: self.problem,
-            levels,
-            codes: &groups.codes,
-            counts: &groups.counts,
-            suppressed: &suppressed,
-            groups: &groups,
-        };
-        let quality = self.problem.prepared_quality().evaluate(&view);
-        let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
-        self.store_snapshot(&mut ws, levels, groups);
-        self.return_workspace(ws);
-        result
+        self.with_workspace(|ws| {
+            let groups = match self.pick_snapshot(ws, levels) {
+                Some(Source::Cached(i)) => {
+                    // Take the snapshot out so that the workspace's buffers can be borrowed.
+                    let snap = std::mem::take(&mut ws.snapshots[i]);
+                    let out = self.group_from(ws, &snap.groups, Some(&snap.levels), levels);
+                    ws.snapshots[i] = snap;
+                    out
+                }
+                Some(Source::Last) => {
+                    let snap = ws.last.take().expect("picked");
+                    let out = self.group_from(ws, &snap.groups, Some(&snap.levels), levels);
+                    ws.last = Some(snap);
+                    out
+                }
+                None => self.group_from(ws, self.problem.base_groups(), None, levels),
+            };
+            let (suppressed, suppressed_records) = self.suppress(&groups);
+            let view = ClassView {
+                problem: self.problem,
+                levels,
+                codes: &groups.codes,
+                counts: &groups.counts,
+                suppressed: &suppressed,
+                groups: &groups,
+            };
+            let quality = self.problem.prepared_quality().evaluate(&view);
+            let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
+            self.store_snapshot(ws, levels, groups);
+            result
+        })
     }
 
     /// Checks a transformation and returns the classes too (for output and reports). Always
     /// groups the base groups, so class order is the order of first appearance in the data.
     pub fn evaluate(&self, levels: &[u8]) -> Evaluation {
         self.checks.fetch_add(1, Ordering::Relaxed);
-        let mut ws = self.take_workspace();
-        let base = self.problem.base_groups();
-        let bottom = vec![0u8; levels.len()];
-        let groups = self.group_from(&mut ws, base, &bottom, levels, true);
-        let class_of_base = ws.class_of_src.clone();
+        let (groups, class_of_base) = self.with_workspace(|ws| {
+            let groups = self.group_from(ws, self.problem.base_groups(), None, levels);
+            (groups, ws.class_of_src.clone())
+        });
         let (suppressed, suppressed_records) = self.suppress(&groups);
         let view = ClassView {
             problem: self.problem,
@@ -185,7 +204,6 @@ impl<'p> Checker<'p> {
         };
         let quality = self.problem.prepared_quality().evaluate(&view);
         let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
-        self.return_workspace(ws);
         Evaluation {
             result,
             quality,
@@ -224,7 +242,9 @@ impl<'p> Checker<'p> {
         }
     }
 
-    /// Flags classes that violate a class-based model; returns the flags and suppressed records.
+    /// Flags classes that violate a class-based model, then suppresses further classes until the
+    /// sample-based models hold (smallest first, ties by codes); returns the flags and the
+    /// suppressed records.
     fn suppress(&self, groups: &Groups) -> (Vec<bool>, usize) {
         let p = self.problem;
         let k = p.min_class_size();
@@ -232,8 +252,7 @@ impl<'p> Checker<'p> {
         let mut hists: Vec<(&[u32], &[u32])> = Vec::with_capacity(groups.hists.len());
         let mut suppressed = vec![false; groups.len()];
         let mut records = 0usize;
-        for (c, flag) in suppressed.iter_mut().enumerate() {
-            let count = groups.counts[c];
+        for (c, (flag, &count)) in suppressed.iter_mut().zip(&groups.counts).enumerate() {
             let mut bad = count < k;
             if !bad && !models.is_empty() {
                 hists.clear();
@@ -245,102 +264,137 @@ impl<'p> Checker<'p> {
                 records += count as usize;
             }
         }
+        if !p.sample_models.is_empty() {
+            records += privacy::risk::enforce(
+                &p.sample_models,
+                &groups.counts,
+                &groups.codes,
+                &mut suppressed,
+            );
+        }
         (suppressed, records)
     }
 
-    fn take_workspace(&self) -> Workspace {
-        self.pool
-            .lock()
-            .map(|mut p| p.pop())
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    }
-
-    fn return_workspace(&self, ws: Workspace) {
-        if let Ok(mut p) = self.pool.lock() {
-            p.push(ws);
+    /// Runs `f` with the calling thread's workspace (a fresh one if it is busy, e.g. when two
+    /// pools share a worker index).
+    fn with_workspace<R>(&self, f: impl FnOnce(&mut Workspace) -> R) -> R {
+        let idx = rayon::current_thread_index().map_or(0, |i| i + 1) % self.workspaces.len();
+        match self.workspaces[idx].try_lock() {
+            Ok(mut ws) => f(&mut ws),
+            Err(_) => f(&mut Workspace::default()),
         }
     }
 
-    /// Index of the smallest cached result that `levels` generalizes, if any.
-    fn pick_snapshot(&self, ws: &mut Workspace, levels: &[u8]) -> Option<usize> {
+    /// The smallest earlier result that `levels` generalizes, if any.
+    fn pick_snapshot(&self, ws: &mut Workspace, levels: &[u8]) -> Option<Source> {
         ws.clock += 1;
-        let mut best: Option<usize> = None;
+        let mut best: Option<(Source, usize)> = None;
+        if let Some(last) = &ws.last
+            && Lattice::le(&last.levels, levels)
+        {
+            best = Some((Source::Last, last.groups.len()));
+        }
         for (i, s) in ws.snapshots.iter().enumerate() {
-            if Lattice::le(&s.levels, levels)
-                && best.is_none_or(|b| s.groups.len() < ws.snapshots[b].groups.len())
-            {
-                best = Some(i);
+            if best.is_none_or(|(_, len)| s.groups.len() < len) && Lattice::le(&s.levels, levels) {
+                best = Some((Source::Cached(i), s.groups.len()));
             }
         }
-        if let Some(i) = best {
+        if let Some((Source::Cached(i), _)) = best {
             ws.snapshots[i].last_used = ws.clock;
         }
-        best
+        best.map(|(s, _)| s)
     }
 
-    /// Regroups `src` (the classes of transformation `src_levels`) into the classes of `levels`.
+    /// Regroups `src` (the classes of transformation `src_levels`; `None` = the base groups,
+    /// whose codes are level-0 codes) into the classes of `levels`. Leaves the class of every
+    /// source entry in `ws.class_of_src`.
     fn group_from(
         &self,
         ws: &mut Workspace,
         src: &Groups,
-        src_levels: &[u8],
+        src_levels: Option<&[u8]>,
         levels: &[u8],
-        from_base_codes: bool,
     ) -> Groups {
-        let p = self.problem;
         let q = levels.len();
-        let base = &p.base_groups().codes;
-        let hs = p.hierarchies();
-        let is_base = std::ptr::eq(src, p.base_groups());
-        // Columns whose codes must be looked up; the others are copied from the source.
-        let changed: Vec<usize> = (0..q)
-            .filter(|&i| is_base || from_base_codes || src_levels[i] != levels[i])
+        let hs = self.problem.hierarchies();
+        // Per column: the table from the source level to the target level (None: unchanged).
+        let tables: Vec<Option<&[u32]>> = (0..q)
+            .map(|i| {
+                let from = src_levels.map_or(0, |s| s[i]) as usize;
+                let to = levels[i] as usize;
+                (from != to).then(|| {
+                    if from == 0 {
+                        &hs[i].map[to][..]
+                    } else {
+                        &hs[i].up[from][to][..]
+                    }
+                })
+            })
             .collect();
-        let maps: Vec<&[u32]> = (0..q).map(|i| &hs[i].map[levels[i] as usize][..]).collect();
+        // Packed keys (mixed radix over the distinct values per level) when they fit in 64 bits.
+        ws.strides.clear();
+        let mut product: Option<u64> = Some(1);
+        for i in (0..q).rev() {
+            ws.strides.push(product.unwrap_or(0));
+            product =
+                product.and_then(|p| p.checked_mul(hs[i].distinct(levels[i] as usize) as u64));
+        }
+        ws.strides.reverse();
+        let packed = product.is_some();
 
         let entries = src.len();
-        let cap = (entries * 2).next_power_of_two().max(16);
+        // At most min(entries, product of distinct values) classes; load factor ≤ 0.5.
+        let bound = product.map_or(entries, |p| entries.min(p.min(usize::MAX as u64) as usize));
+        let cap = (bound * 2).next_power_of_two().max(16);
+        let shift = 64 - cap.trailing_zeros();
         ws.slots.clear();
-        ws.slots.resize(cap, EMPTY);
-        ws.hashes.clear();
+        ws.slots.resize(cap, (0, EMPTY));
         ws.class_of_src.clear();
         ws.class_of_src.reserve(entries);
         ws.key.resize(q, 0);
         let mask = cap - 1;
+        let guess = bound.min(1 << 16);
         let mut out = Groups {
-            codes: Vec::with_capacity(entries.min(1 << 16) * q),
-            counts: Vec::with_capacity(entries.min(1 << 16)),
-            reps: Vec::with_capacity(entries.min(1 << 16)),
+            codes: Vec::with_capacity(guess * q),
+            counts: Vec::with_capacity(guess),
+            reps: Vec::with_capacity(guess),
             hists: Vec::new(),
         };
         for e in 0..entries {
-            let rep = src.reps[e] as usize;
+            let codes = &src.codes[e * q..e * q + q];
             let key = &mut ws.key;
-            if !is_base && !from_base_codes {
-                key.copy_from_slice(&src.codes[e * q..e * q + q]);
+            let mut packed_key = 0u64;
+            for i in 0..q {
+                let c = match tables[i] {
+                    Some(t) => t[codes[i] as usize],
+                    None => codes[i],
+                };
+                key[i] = c;
+                packed_key = packed_key.wrapping_add(c as u64 * ws.strides[i]);
             }
-            let rb = &base[rep * q..rep * q + q];
-            for &i in &changed {
-                key[i] = maps[i][rb[i] as usize];
-            }
-            let h = hash_codes(key);
-            let mut slot = (h as usize) & mask;
+            // Packed keys are exact: the slot stores the key itself. Otherwise it stores a hash
+            // and the codes are compared on a match.
+            let (h, stored) = if packed {
+                (packed_key.wrapping_mul(0x9E37_79B9_7F4A_7C15), packed_key)
+            } else {
+                let h = hash_codes(key);
+                (h, h)
+            };
+            let mut slot = (h >> shift) as usize & mask;
             let class = loop {
-                let s = ws.slots[slot];
-                if s == EMPTY {
+                let (k, c) = ws.slots[slot];
+                if c == EMPTY {
                     let c = out.counts.len() as u32;
-                    ws.slots[slot] = c;
-                    ws.hashes.push(h);
+                    ws.slots[slot] = (stored, c);
                     out.codes.extend_from_slice(key);
                     out.counts.push(0);
-                    out.reps.push(rep as u32);
+                    out.reps.push(src.reps[e]);
                     break c;
                 }
-                let su = s as usize;
-                if ws.hashes[su] == h && out.codes[su * q..su * q + q] == key[..] {
-                    break s;
+                if k == stored
+                    && (packed || out.codes[c as usize * q..c as usize * q + q] == key[..])
+                {
+                    break c;
                 }
                 slot = (slot + 1) & mask;
             };
@@ -423,6 +477,11 @@ impl<'p> Checker<'p> {
             || words > self.snapshot_budget_words
             || ws.snapshots.iter().any(|s| s.levels == levels)
         {
+            ws.last = Some(Snapshot {
+                levels: levels.to_vec(),
+                groups,
+                last_used: 0,
+            });
             return;
         }
         while ws.words + words > self.snapshot_budget_words {

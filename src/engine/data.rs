@@ -7,10 +7,26 @@ use std::io::Read;
 use super::error::{EngineError, Result};
 
 /// Distinct values of one column, in order of first appearance; code = index.
+///
+/// The strings live in one contiguous arena (`offsets[c]..offsets[c+1]`); the index maps a hash to
+/// the first code with that hash, collisions chain through `next`. About `len + 17` bytes per value.
 #[derive(Debug, Clone, Default)]
 pub struct Dictionary {
-    values: Vec<Box<str>>,
-    index: HashMap<Box<str>, u32>,
+    arena: String,
+    offsets: Vec<u32>,
+    index: HashMap<u64, u32>,
+    /// `next[c]`: the next code whose value has the same hash as `c` (u32::MAX = none).
+    next: Vec<u32>,
+}
+
+fn hash_str(value: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    // Fixed keys: deterministic across runs.
+    let mut h =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .build_hasher();
+    h.write(value.as_bytes());
+    h.finish()
 }
 
 impl Dictionary {
@@ -21,46 +37,161 @@ impl Dictionary {
 
     /// Returns the code of `value`, inserting it if it is new.
     pub fn encode(&mut self, value: &str) -> u32 {
-        if let Some(&code) = self.index.get(value) {
-            return code;
+        let h = hash_str(value);
+        let head = self.index.get(&h).copied();
+        let mut cur = head.unwrap_or(u32::MAX);
+        while cur != u32::MAX {
+            if self.value(cur) == value {
+                return cur;
+            }
+            cur = self.next[cur as usize];
         }
-        let code = self.values.len() as u32;
-        let boxed: Box<str> = value.into();
-        self.values.push(boxed.clone());
-        self.index.insert(boxed, code);
+        let code = self.next.len() as u32;
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.arena.push_str(value);
+        self.offsets.push(self.arena.len() as u32);
+        self.next.push(head.unwrap_or(u32::MAX));
+        self.index.insert(h, code);
         code
     }
 
     /// The code of `value`, if present.
     pub fn code(&self, value: &str) -> Option<u32> {
-        self.index.get(value).copied()
+        let mut cur = *self.index.get(&hash_str(value))?;
+        while cur != u32::MAX {
+            if self.value(cur) == value {
+                return Some(cur);
+            }
+            cur = self.next[cur as usize];
+        }
+        None
     }
 
     /// The value of `code`. Panics if the code is out of range (codes come from this dictionary).
     pub fn value(&self, code: u32) -> &str {
-        &self.values[code as usize]
+        let c = code as usize;
+        &self.arena[self.offsets[c] as usize..self.offsets[c + 1] as usize]
     }
 
     /// Number of distinct values.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.next.len()
     }
 
     /// True if the dictionary holds no value.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.next.is_empty()
     }
 
-    /// All values, indexed by code.
-    pub fn values(&self) -> &[Box<str>] {
-        &self.values
+    /// All values, in code order.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.len() as u32).map(|c| self.value(c))
     }
 
-    /// Approximate heap size in bytes.
+    /// Heap size in bytes (arena, offsets, chain and an estimate of the hash index).
     pub fn heap_bytes(&self) -> usize {
-        let strings: usize = self.values.iter().map(|v| v.len()).sum();
-        // Each string is stored twice (vector and map key) plus per-entry overhead.
-        strings * 2 + self.values.len() * (16 + 16 + 4 + 8)
+        self.arena.capacity()
+            + self.offsets.capacity() * 4
+            + self.next.capacity() * 4
+            + self.index.capacity() * 13
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.arena.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        self.next.shrink_to_fit();
+    }
+}
+
+/// Codes of one column, stored with the narrowest width that holds the dictionary (1, 2 or 4
+/// bytes per row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Codes {
+    /// Fewer than 2^8 distinct values.
+    U8(Vec<u8>),
+    /// Fewer than 2^16 distinct values.
+    U16(Vec<u16>),
+    /// Anything larger.
+    U32(Vec<u32>),
+}
+
+impl Default for Codes {
+    fn default() -> Self {
+        Codes::U8(Vec::new())
+    }
+}
+
+impl Codes {
+    /// The code of `row`.
+    #[inline]
+    pub fn get(&self, row: usize) -> u32 {
+        match self {
+            Codes::U8(v) => v[row] as u32,
+            Codes::U16(v) => v[row] as u32,
+            Codes::U32(v) => v[row],
+        }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Codes::U8(v) => v.len(),
+            Codes::U16(v) => v.len(),
+            Codes::U32(v) => v.len(),
+        }
+    }
+
+    /// True if there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All codes in row order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len()).map(|r| self.get(r))
+    }
+
+    /// Appends a code, widening the storage when needed.
+    pub fn push(&mut self, code: u32) {
+        match self {
+            Codes::U8(v) if code <= u8::MAX as u32 => v.push(code as u8),
+            Codes::U8(v) if code <= u16::MAX as u32 => {
+                let mut w: Vec<u16> = v.iter().map(|&c| c as u16).collect();
+                w.push(code as u16);
+                *self = Codes::U16(w);
+            }
+            Codes::U8(v) => {
+                let mut w: Vec<u32> = v.iter().map(|&c| c as u32).collect();
+                w.push(code);
+                *self = Codes::U32(w);
+            }
+            Codes::U16(v) if code <= u16::MAX as u32 => v.push(code as u16),
+            Codes::U16(v) => {
+                let mut w: Vec<u32> = v.iter().map(|&c| c as u32).collect();
+                w.push(code);
+                *self = Codes::U32(w);
+            }
+            Codes::U32(v) => v.push(code),
+        }
+    }
+
+    /// Heap size in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Codes::U8(v) => v.capacity(),
+            Codes::U16(v) => v.capacity() * 2,
+            Codes::U32(v) => v.capacity() * 4,
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Codes::U8(v) => v.shrink_to_fit(),
+            Codes::U16(v) => v.shrink_to_fit(),
+            Codes::U32(v) => v.shrink_to_fit(),
+        }
     }
 }
 
@@ -72,7 +203,7 @@ pub struct Column {
     /// Distinct values.
     pub dict: Dictionary,
     /// One code per row.
-    pub codes: Vec<u32>,
+    pub codes: Codes,
 }
 
 /// A dictionary-encoded table.
@@ -181,7 +312,7 @@ impl Table {
                     columns.push(Column {
                         name,
                         dict: Dictionary::new(),
-                        codes: Vec::new(),
+                        codes: Codes::default(),
                     });
                 }
                 debug_assert_eq!(width, columns.len());
@@ -223,6 +354,10 @@ impl Table {
                 message: "the file has a header but no data rows".to_string(),
             });
         }
+        for c in &mut columns {
+            c.codes.shrink_to_fit();
+            c.dict.shrink_to_fit();
+        }
         Ok(Table { columns, rows })
     }
 
@@ -238,7 +373,7 @@ impl Table {
             columns.push(Column {
                 name: name.to_string(),
                 dict: Dictionary::new(),
-                codes: Vec::with_capacity(rows.len()),
+                codes: Codes::default(),
             });
         }
         for (r, row) in rows.iter().enumerate() {
@@ -304,7 +439,7 @@ impl Table {
     pub fn heap_bytes(&self) -> usize {
         self.columns
             .iter()
-            .map(|c| c.codes.len() * 4 + c.dict.heap_bytes() + c.name.len())
+            .map(|c| c.codes.heap_bytes() + c.dict.heap_bytes() + c.name.len())
             .sum()
     }
 }
@@ -321,9 +456,39 @@ mod tests {
     fn encodes_columns_with_dictionaries() {
         let t = read("a,b\nx,1\ny,1\nx,2\n").unwrap();
         assert_eq!(t.rows(), 3);
-        assert_eq!(t.column(0).codes, vec![0, 1, 0]);
+        assert_eq!(t.column(0).codes.iter().collect::<Vec<_>>(), vec![0, 1, 0]);
         assert_eq!(t.column(1).dict.len(), 2);
         assert_eq!(t.column(1).dict.value(1), "2");
+    }
+
+    #[test]
+    fn dictionary_round_trips() {
+        let mut d = Dictionary::new();
+        let words = ["", "a", "b", "a;b", "ünïcode", "b"];
+        let codes: Vec<u32> = words.iter().map(|w| d.encode(w)).collect();
+        assert_eq!(codes, vec![0, 1, 2, 3, 4, 2]);
+        assert_eq!(d.len(), 5);
+        assert_eq!(d.value(4), "ünïcode");
+        assert_eq!(d.code("a;b"), Some(3));
+        assert_eq!(d.code("zz"), None);
+        assert_eq!(
+            d.values().collect::<Vec<_>>(),
+            vec!["", "a", "b", "a;b", "ünïcode"]
+        );
+    }
+
+    #[test]
+    fn codes_widen_with_the_dictionary() {
+        let mut c = Codes::default();
+        for i in 0..300u32 {
+            c.push(i);
+        }
+        assert!(matches!(c, Codes::U16(_)));
+        c.push(70_000);
+        assert!(matches!(c, Codes::U32(_)));
+        assert_eq!(c.get(299), 299);
+        assert_eq!(c.get(300), 70_000);
+        assert_eq!(c.len(), 301);
     }
 
     #[test]

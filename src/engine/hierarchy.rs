@@ -9,7 +9,7 @@ use super::data::{Column, csv_error, csv_reader, field_str};
 use super::error::{EngineError, Result};
 
 /// A hierarchy as a table of strings: `rows[r][l]` is the level-`l` label of leaf `rows[r][0]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Hierarchy {
     rows: Vec<Vec<String>>,
     /// Optional analytic domain shares per row and level (builder hierarchies, REFERENCE §6.1).
@@ -77,7 +77,6 @@ impl Hierarchy {
         let rows = column
             .dict
             .values()
-            .iter()
             .map(|v| vec![v.to_string(), "*".to_string()])
             .collect();
         Hierarchy { rows, shares: None }
@@ -180,7 +179,7 @@ impl Hierarchy {
         let mut total_missing = 0;
         let mut data_rows = Vec::with_capacity(column.dict.len());
         for value in column.dict.values() {
-            match row_of.get(&**value) {
+            match row_of.get(value) {
                 Some(&r) => data_rows.push(r),
                 None => {
                     total_missing += 1;
@@ -201,6 +200,8 @@ impl Hierarchy {
         let mut map = Vec::with_capacity(height);
         let mut labels = Vec::with_capacity(height);
         let mut share = Vec::with_capacity(height);
+        let mut distinct = Vec::with_capacity(height);
+        let mut leaves = Vec::with_capacity(height);
         for level in 0..height {
             // Rows of the full table under each label (distinct leaves only).
             let mut under: HashMap<&str, u32> = HashMap::new();
@@ -210,6 +211,7 @@ impl Hierarchy {
             let mut codes: HashMap<&str, u32> = HashMap::new();
             let mut level_labels: Vec<Box<str>> = Vec::new();
             let mut level_share: Vec<f64> = Vec::new();
+            let mut level_leaves: Vec<u32> = Vec::new();
             let mut level_map = Vec::with_capacity(data_rows.len());
             for &r in &data_rows {
                 let label = self.rows[r][level].as_str();
@@ -220,18 +222,47 @@ impl Hierarchy {
                         None => under[label] as f64 / domain_size as f64,
                     };
                     level_share.push(s);
+                    level_leaves.push(under[label]);
                     (level_labels.len() - 1) as u32
                 });
                 level_map.push(code);
             }
             map.push(level_map);
+            distinct.push(level_labels.len());
+            if level == 0 {
+                // Level-0 labels are the column's dictionary values: not stored twice.
+                level_labels = Vec::new();
+            }
             labels.push(level_labels);
             share.push(level_share);
+            leaves.push(level_leaves);
+        }
+        // up[from][to][code at `from`] = code at `to` (for to ≥ from), via a representative leaf.
+        let mut up = Vec::with_capacity(height);
+        for from in 0..height {
+            let mut rep = vec![0u32; distinct[from]];
+            for (leaf, &c) in map[from].iter().enumerate() {
+                rep[c as usize] = leaf as u32;
+            }
+            let tables: Vec<Vec<u32>> = (0..height)
+                .map(|to| {
+                    // From level 0 the table is `map[to]` itself (level-0 codes are data codes).
+                    if to < from || from == 0 {
+                        Vec::new()
+                    } else {
+                        rep.iter().map(|&leaf| map[to][leaf as usize]).collect()
+                    }
+                })
+                .collect();
+            up.push(tables);
         }
         Ok(EncodedHierarchy {
             map,
+            distinct,
+            up,
             labels,
             share,
+            leaves,
             domain_size,
         })
     }
@@ -243,11 +274,19 @@ pub struct EncodedHierarchy {
     /// `map[level][input code]` = code of the generalized value at `level` (level 0: identity
     /// up to renumbering).
     pub map: Vec<Vec<u32>>,
-    /// `labels[level][code]` = text of a generalized value.
+    /// Distinct generalized values occurring in the data, per level.
+    pub distinct: Vec<usize>,
+    /// `up[from][to][code]` = code at level `to` of the level-`from` value `code` (empty for
+    /// `to < from` and for `from = 0`, where `map[to]` is the table). Monotonicity makes this well defined; used to regroup cached results.
+    pub up: Vec<Vec<Vec<u32>>>,
+    /// `labels[level][code]` = text of a generalized value for levels ≥ 1; `labels[0]` is empty
+    /// (level-0 codes are the column's dictionary codes: use [`EncodedHierarchy::label`]).
     pub labels: Vec<Vec<Box<str>>>,
     /// `share[level][code]` = domain share of a generalized value: rows of the hierarchy table under
     /// it divided by all rows (or the builder's analytic share).
     pub share: Vec<Vec<f64>>,
+    /// `leaves[level][code]` = distinct leaves of the hierarchy table under a generalized value.
+    pub leaves: Vec<Vec<u32>>,
     /// Number of distinct leaves of the hierarchy table (the attribute's domain size).
     pub domain_size: usize,
 }
@@ -260,12 +299,27 @@ impl EncodedHierarchy {
 
     /// Distinct generalized values occurring in the data at `level`.
     pub fn distinct(&self, level: usize) -> usize {
-        self.labels[level].len()
+        self.distinct[level]
+    }
+
+    /// Text of the generalized value `code` at `level`; `column` is the encoded column.
+    pub fn label<'a>(&'a self, level: usize, code: u32, column: &'a Column) -> &'a str {
+        if level == 0 {
+            column.dict.value(code)
+        } else {
+            &self.labels[level][code as usize]
+        }
     }
 
     /// Approximate heap size in bytes.
     pub fn heap_bytes(&self) -> usize {
         self.map.iter().map(|m| m.len() * 4).sum::<usize>()
+            + self
+                .up
+                .iter()
+                .flat_map(|u| u.iter())
+                .map(|t| t.len() * 4)
+                .sum::<usize>()
             + self
                 .labels
                 .iter()
@@ -303,6 +357,10 @@ mod tests {
         assert_eq!(e.domain_size, 3);
         assert_eq!(e.map[1], vec![0, 1]); // c → z, a → x;y
         assert_eq!(&*e.labels[1][1], "x;y");
+        let col = column(&["c", "a"]);
+        assert_eq!(e.label(0, 1, &col), "a");
+        assert_eq!(e.label(1, 1, &col), "x;y");
+        assert_eq!(e.distinct, vec![2, 2, 1]);
         assert!((e.share[1][1] - 2.0 / 3.0).abs() < 1e-12);
         assert!((e.share[2][0] - 1.0).abs() < 1e-12);
         assert_eq!(e.distinct(2), 1);

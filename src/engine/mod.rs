@@ -4,8 +4,10 @@
 //! Layout: [`data`] (dictionary-encoded tables) → [`hierarchy`] (generalization hierarchies) →
 //! [`problem`] (a validated, encoded problem) → [`check`] (decide and score one transformation)
 //! using [`privacy`] and [`quality`] models over the [`lattice`] of transformations; [`output`]
-//! writes the anonymized table and [`risk`] reports re-identification risks.
+//! writes the anonymized table and [`risk`] reports re-identification risks. [`builder`] creates
+//! hierarchies from small specifications and [`types`] detects column types and suggests one.
 
+pub mod builder;
 pub mod check;
 pub mod config;
 pub mod data;
@@ -17,7 +19,9 @@ pub mod privacy;
 pub mod problem;
 pub mod quality;
 pub mod risk;
+pub mod types;
 
+pub use builder::HierarchySpec;
 pub use check::{CheckResult, Checker, Evaluation};
 pub use config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};
 pub use data::{CsvOptions, Table};
@@ -27,3 +31,4 @@ pub use lattice::{Lattice, Levels};
 pub use privacy::PrivacyModel;
 pub use problem::Problem;
 pub use quality::{QualityConfig, QualityModel};
+pub use types::{ColumnKind, ColumnProfile};

@@ -41,12 +41,12 @@ pub fn write_csv<W: Write>(
             let value = match qi {
                 None => {
                     let col = table.column(c);
-                    col.dict.value(col.codes[row])
+                    col.dict.value(col.codes.get(row))
                 }
                 Some(_) if suppressed => SUPPRESSED,
                 Some(i) => {
                     let code = evaluation.groups.codes[class * q + i];
-                    &problem.hierarchies()[i].labels[levels[i] as usize][code as usize]
+                    problem.hierarchies()[i].label(levels[i] as usize, code, table.column(c))
                 }
             };
             record.push(value);

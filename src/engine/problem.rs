@@ -12,7 +12,8 @@ use super::data::Table;
 use super::error::{EngineError, Result};
 use super::hierarchy::EncodedHierarchy;
 use super::lattice::Lattice;
-use super::privacy::{PreparedClassModel, PrivacyModel, SensitiveDomain};
+use super::privacy::risk::PreparedSampleModel;
+use super::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
 use super::quality::{PreparedQuality, QualityConfig};
 
 /// Hard limit on quasi-identifiers (as in ARX).
@@ -102,6 +103,7 @@ pub struct Problem {
     domains: Vec<SensitiveDomain>,
     sensitive_hierarchies: Vec<Option<EncodedHierarchy>>,
     pub(crate) class_models: Vec<PreparedClassModel>,
+    pub(crate) sample_models: Vec<PreparedSampleModel>,
     min_class_size: u32,
     max_suppressed: usize,
     quality: Option<PreparedQuality>,
@@ -118,7 +120,7 @@ impl Problem {
     /// 4. group the records by their original QI values (base groups) with histograms of every
     ///    sensitive attribute a model needs;
     /// 5. compile the privacy and quality models.
-    pub fn new(table: Table, config: ProblemConfig) -> Result<Problem> {
+    pub fn new(table: Table, mut config: ProblemConfig) -> Result<Problem> {
         // 1. Columns and roles.
         if config.quasi_identifiers.is_empty() {
             return Err(EngineError::config(
@@ -190,6 +192,11 @@ impl Problem {
             max.push(hi);
         }
         let lattice = Lattice::new(min, max);
+        // The raw tables are no longer needed (the encoded form holds every label of the data);
+        // release them, they can be much larger than the data (e.g. a 100,000-row ZIP hierarchy).
+        for q in &mut config.quasi_identifiers {
+            q.hierarchy = Default::default();
+        }
 
         // 3. Privacy models and suppression.
         if config.privacy.is_empty() {
@@ -258,7 +265,7 @@ impl Problem {
             .map(|&c| {
                 let col = table.column(c);
                 let mut counts = vec![0u32; col.dict.len()];
-                for &code in &col.codes {
+                for code in col.codes.iter() {
                     counts[code as usize] += 1;
                 }
                 counts
@@ -272,13 +279,13 @@ impl Problem {
             .map(|&c| {
                 let col = table.column(c);
                 let mut global_counts = vec![0u32; col.dict.len()];
-                for &code in &col.codes {
+                for code in col.codes.iter() {
                     global_counts[code as usize] += 1;
                 }
                 SensitiveDomain {
                     column: col.name.clone(),
                     global_counts,
-                    values: col.dict.values().iter().map(|v| v.to_string()).collect(),
+                    values: col.dict.values().map(str::to_string).collect(),
                     n,
                 }
             })
@@ -293,12 +300,19 @@ impl Problem {
             });
         }
         let mut class_models = Vec::new();
-        for (model, slot) in config.privacy.iter().zip(&model_slots) {
+        let mut sample_models = Vec::new();
+        for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
-            if let Some(m) = PreparedClassModel::prepare(model, *slot, domain)? {
-                class_models.push(m);
+            let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
+            let field = format!("privacy[{i}]");
+            match PreparedModel::prepare(model, *slot, domain, hierarchy, &field)? {
+                PreparedModel::MinClassSize => {}
+                PreparedModel::Class(m) => class_models.push(m),
+                PreparedModel::Sample(m) => sample_models.push(m),
             }
         }
+        // Cheap models first: a class is suppressed as soon as one model rejects it.
+        class_models.sort_by_key(PreparedClassModel::cost);
         let min_class_size = config
             .privacy
             .iter()
@@ -331,6 +345,7 @@ impl Problem {
             domains,
             sensitive_hierarchies,
             class_models,
+            sample_models,
             min_class_size,
             max_suppressed,
             quality: None,
@@ -350,7 +365,8 @@ impl Problem {
         self.table.rows()
     }
 
-    /// The configuration the problem was built from.
+    /// The configuration the problem was built from. The hierarchy tables of the
+    /// quasi-identifiers are released after encoding (see [`Problem::hierarchies`]).
     pub fn config(&self) -> &ProblemConfig {
         &self.config
     }
@@ -434,16 +450,24 @@ impl Problem {
         self.quality.as_ref().expect("prepared in Problem::new")
     }
 
-    /// Approximate heap size of the encoded data, hierarchies and base groups in bytes.
-    pub fn heap_bytes(&self) -> usize {
+    /// Approximate heap size in bytes of the encoded table plus the encoded hierarchies.
+    pub fn encoded_bytes(&self) -> usize {
         self.table.heap_bytes()
             + self
                 .hierarchies
                 .iter()
                 .map(EncodedHierarchy::heap_bytes)
                 .sum::<usize>()
-            + self.base.words() * 4
-            + self.row_group.len() * 4
+    }
+
+    /// Approximate heap size in bytes of the check's index: base groups and the row → group map.
+    pub fn index_bytes(&self) -> usize {
+        self.base.words() * 4 + self.row_group.capacity() * 4
+    }
+
+    /// Approximate heap size of everything the problem holds, in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.encoded_bytes() + self.index_bytes()
     }
 }
 
@@ -492,7 +516,7 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
     let mut key = vec![0u32; q];
     for row in 0..n {
         for (k, &c) in key.iter_mut().zip(qi_columns) {
-            *k = table.column(c).codes[row];
+            *k = table.column(c).codes.get(row);
         }
         let g = match index.get(&key) {
             Some(&g) => g,
@@ -514,7 +538,7 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
         let codes = &table.column(sc).codes;
         let mut per_group: Vec<Vec<u32>> = vec![Vec::new(); groups_n];
         for row in 0..n {
-            per_group[row_group[row] as usize].push(codes[row]);
+            per_group[row_group[row] as usize].push(codes.get(row));
         }
         let mut h = Histograms {
             offsets: Vec::with_capacity(groups_n + 1),

@@ -10,12 +10,14 @@ pub mod runner;
 pub mod view;
 pub mod webhook;
 
-use crate::engine::Hierarchy;
+use crate::engine::{Hierarchy, Table};
 use crate::spec::{HierarchySource, SpecError};
 
-/// Resolves the hierarchy sources a job may contain once stored hierarchies have been inlined
-/// (inline CSV; builder specifications once the builders exist).
+/// Resolves the hierarchy sources a job may contain once stored hierarchies have been inlined:
+/// inline CSV, and builder specifications, built against the column of `table` (without a
+/// table a builder specification is only checked, and a one-level placeholder is returned).
 pub fn load_hierarchy(
+    table: Option<&Table>,
     column: &str,
     source: Option<&HierarchySource>,
 ) -> Result<Hierarchy, SpecError> {
@@ -48,10 +50,15 @@ pub fn load_hierarchy(
             field,
             "file paths are not accepted by the service; upload the hierarchy or give it inline",
         )),
-        Some(HierarchySource::Builder(_)) => Err(SpecError::new(
-            field,
-            "hierarchy builder specifications are not supported yet; give the hierarchy as CSV",
-        )),
+        Some(HierarchySource::Builder(value)) => {
+            let spec = crate::spec::parse_builder(value, &field)?;
+            let on_field = |e: crate::engine::EngineError| SpecError::new(&field, e.to_string());
+            spec.validate(column).map_err(on_field)?;
+            match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
+                Some(col) => spec.build(col).map_err(on_field),
+                None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),
+            }
+        }
     }
 }
 

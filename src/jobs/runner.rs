@@ -524,7 +524,7 @@ impl EngineJob {
         // 2. The problem.
         let mut config = self
             .spec
-            .problem_config(super::load_hierarchy)
+            .problem_config(|c, s| super::load_hierarchy(Some(&table), c, s))
             .map_err(Failure::spec)?;
         crate::spec::order_by_table(&mut config, &table);
         let problem = Problem::new(table, config).map_err(|e| Failure::spec(e.into()))?;

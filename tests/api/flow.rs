@@ -280,3 +280,34 @@ async fn multipart_upload_and_paging() {
     assert!(p2["next_cursor"].is_null());
     app.stop().await;
 }
+
+/// Hierarchies given as builder specifications are built against the data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builder_hierarchies() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let csv = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
+    let ds = app.upload(csv, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    let spec = json!({
+        "dataset_id": id,
+        "attributes": {
+            "age": {"type": "quasi_identifying", "hierarchy": {"type": "interval", "width": 10, "levels": [2]}},
+            "sex": {"type": "quasi_identifying", "hierarchy": {"type": "suppression"}},
+        },
+        "privacy": ["k-anonymity(k=10)"],
+        "suppression_limit": 0.01,
+    });
+    let bad = app
+        .post_json("/v1/jobs", &json!({"dataset_id": id, "attributes": {"age": {"type": "quasi_identifying", "hierarchy": {"type": "bogus"}}}, "privacy": ["k-anonymity(k=2)"]}))
+        .await;
+    let v = bad.assert_error(422, "invalid_hierarchy");
+    assert_eq!(v["error"]["details"]["field"], "attributes.age.hierarchy");
+    let job = app.create_job(&spec).await;
+    let jid = job["id"].as_str().unwrap();
+    let j = app.wait_job(jid, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "succeeded", "{j}");
+    let csv = app.get(&format!("/v1/jobs/{jid}/result.csv")).await.text;
+    let (rows, _) = check_k_anonymity(&csv, b';', &["age", "sex"], 10, 301);
+    assert_eq!(rows, 30162);
+    app.stop().await;
+}

@@ -2,12 +2,48 @@
 //! loss), gives a lower bound that is monotone in the lattice (for pruning) and a user-facing
 //! utility in [0, 1] (1 = data unchanged).
 //!
-//! Sums over classes use [`ExactSum`] so that scores do not depend on the order of the classes
-//! (which varies with the check's reuse of earlier results and with thread scheduling).
+//! Layout: `sum` (order-independent accumulators), `tables` (per column and level, computed
+//! once in `PreparedQuality::prepare`), one file per family of models (`loss`,
+//! `classes`: AECS, DM, DM*; `precision`: Precision, Height; `entropy`: non-uniform and
+//! normalised entropy; `kl`; `ambiguity`).
+//!
+//! Conventions shared by all models (n = records, s = suppressed records, gF/sF = generalization
+//! and suppression factors derived from the gs-factor, see [`QualityConfig`]):
+//! * **Scores** follow ARX 3.9.2's definitions; deviations (where ARX is wrong) are documented on
+//!   the model.
+//! * **Lower bounds** are valid for the transformation *and all its generalizations* and are
+//!   non-decreasing in the lattice bit for bit: they are computed from exact integer or fixed-point
+//!   tables, and scores are computed as `bound + non-negative excess` so that `bound ≤ score` holds
+//!   in floating point too. `PreparedQuality::lower_bound` gives a (weaker) bound without
+//!   grouping the data.
+//! * **Utility** = 1 − (v − v_min)/(v_max − v_min), clipped to [0, 1], where v is the model's value
+//!   with neutral factors (gs-factor 0.5) and the configured attribute weights, v_min its value on
+//!   the unchanged data (every level 0, nothing suppressed) and v_max its value when everything is
+//!   removed (all records suppressed, or every attribute generalized to a single value that covers
+//!   the whole domain). Multi-dimensional models normalise each attribute to [0, 1] first and
+//!   divide the aggregate by the aggregate of all-ones. If a model cannot tell the two extremes
+//!   apart (e.g. all records identical), utility falls back to 1 − s/n.
+//! * Sums over classes are order-independent ([`ExactSum`], `sum::WideSum`, integers), because
+//!   the order of classes varies with the check's reuse of earlier results.
 
-use super::check::ClassView;
+mod ambiguity;
+mod classes;
+mod entropy;
+mod kl;
+mod loss;
+mod precision;
+pub(crate) mod sum;
+pub(crate) mod tables;
+#[cfg(test)]
+mod tests;
+
+pub use sum::ExactSum;
+
+use super::check::{ClassView, Evaluation};
 use super::error::{EngineError, Result};
-use super::problem::Problem;
+use super::problem::{MAX_QUASI_IDENTIFIERS, Problem};
+use sum::{WideSum, fixed_k_log_k};
+use tables::ColumnTables;
 
 /// The available quality models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,9 +115,42 @@ impl QualityModel {
             QualityModel::DiscernibilityStar | QualityModel::Height
         )
     }
+
+    /// True for models with one value per quasi-identifier, combined by an [`Aggregate`].
+    pub fn is_multi_dimensional(self) -> bool {
+        matches!(
+            self,
+            QualityModel::Loss
+                | QualityModel::Precision
+                | QualityModel::Height
+                | QualityModel::Entropy
+                | QualityModel::NormalizedEntropy
+        )
+    }
+
+    /// The aggregate ARX uses by default (only meaningful for multi-dimensional models).
+    pub fn default_aggregate(self) -> Aggregate {
+        match self {
+            QualityModel::Loss => Aggregate::GeometricMean,
+            QualityModel::Precision => Aggregate::ArithmeticMean,
+            _ => Aggregate::Sum,
+        }
+    }
+
+    /// True if the gs-factor changes the model's score (ARX: Loss, AECS, Precision, Entropy).
+    pub fn uses_gs_factor(self) -> bool {
+        matches!(
+            self,
+            QualityModel::Loss
+                | QualityModel::Aecs
+                | QualityModel::Precision
+                | QualityModel::Entropy
+        )
+    }
 }
 
-/// How per-attribute values are combined into one score.
+/// How per-attribute values are combined into one score. ARX's RANK aggregate (a lexicographic
+/// comparison) is not offered: it does not reduce to one number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Aggregate {
     /// Σ v_i·w_i.
@@ -92,6 +161,23 @@ pub enum Aggregate {
     ArithmeticMean,
     /// (∏ (v_i·w_i + 1))^(1/d) − 1.
     GeometricMean,
+}
+
+impl Aggregate {
+    /// Combines `values` with the normalised `weights` (same length).
+    fn apply(self, values: &[f64], weights: &[f64]) -> f64 {
+        let d = values.len().max(1) as f64;
+        let weighted = values.iter().zip(weights).map(|(v, w)| v * w);
+        match self {
+            Aggregate::Sum => weighted.fold(0.0, |a, x| a + x),
+            Aggregate::Maximum => weighted.fold(0.0, f64::max),
+            Aggregate::ArithmeticMean => weighted.fold(0.0, |a, x| a + x) / d,
+            Aggregate::GeometricMean => {
+                let product = weighted.fold(1.0, |a, x| a * (x + 1.0));
+                product.powf(1.0 / d) - 1.0
+            }
+        }
+    }
 }
 
 /// Quality model plus its parameters.
@@ -134,6 +220,11 @@ impl QualityConfig {
         }
     }
 
+    /// The aggregate used for `model`: the configured one, else the model's default.
+    pub fn aggregate_for(&self, model: QualityModel) -> Aggregate {
+        self.aggregate.unwrap_or(model.default_aggregate())
+    }
+
     /// Checks parameter ranges.
     pub fn validate(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.gs_factor) {
@@ -159,63 +250,103 @@ pub struct Quality {
     pub utility: f64,
 }
 
-/// Order-independent sum of floats: every term is converted to fixed point (2^-40 resolution)
-/// and added as an integer, so any summation order gives bit-identical results.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExactSum(i128);
-
-impl ExactSum {
-    const SCALE: f64 = (1u64 << 40) as f64;
-
-    /// Adds a term.
-    #[inline]
-    pub fn add(&mut self, x: f64) {
-        self.0 += (x * Self::SCALE).round() as i128;
-    }
-
-    /// The sum as a float.
-    pub fn value(self) -> f64 {
-        self.0 as f64 / Self::SCALE
-    }
-}
-
 /// ARX's 10-digit truncation of normalised values.
 pub fn truncate10(x: f64) -> f64 {
     (x * 1e10).floor() / 1e10
 }
 
-/// Data-independent tables computed once per problem.
+/// Every model's quality of one evaluated transformation, in [`QualityModel::ALL`] order (for
+/// reports). Uses the problem's gs-factor and aggregate.
+pub fn evaluate_all(problem: &Problem, evaluation: &Evaluation) -> Vec<(QualityModel, Quality)> {
+    let view = ClassView {
+        problem,
+        levels: &evaluation.result.levels,
+        codes: &evaluation.groups.codes,
+        counts: &evaluation.groups.counts,
+        suppressed: &evaluation.suppressed,
+        groups: &evaluation.groups,
+    };
+    problem.prepared_quality().evaluate_all(&view)
+}
+
+/// Constants of the unchanged data (the base groups) used by several models.
+#[derive(Debug, Clone)]
+pub(crate) struct BaseConstants {
+    /// Number of base groups (classes of the unchanged data).
+    groups: usize,
+    /// Σ_b k_b² over base groups (DM of the unchanged data).
+    sum_sq: u128,
+    /// Σ_b k_b·log2 k_b, fixed point (KL).
+    k_log_k: i128,
+    /// Ambiguity of the unchanged data.
+    ambiguity_min: f64,
+    /// Ambiguity when everything is removed: n · ∏ leaves_i.
+    ambiguity_max: f64,
+    /// ∏ leaves_i (saturating at `f64::MAX`), the area of a suppressed record.
+    domain_area: f64,
+    /// Σ_i log2 leaves_i, fixed point.
+    log_domain_area: i128,
+}
+
+/// What every model needs to know about the classes of a transformation (one pass).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Summary {
+    /// Suppressed records.
+    suppressed: u64,
+    /// Classes that are not suppressed.
+    kept_classes: u64,
+    /// All classes.
+    classes: u64,
+    /// Σ |EC|² over all classes.
+    sum_sq_all: u128,
+    /// Σ |EC|² over kept classes.
+    sum_sq_kept: u128,
+}
+
+impl Summary {
+    fn of(view: &ClassView<'_>) -> Summary {
+        let mut s = Summary::default();
+        for (&count, &suppressed) in view.counts.iter().zip(view.suppressed) {
+            let k = count as u64;
+            let sq = k as u128 * k as u128;
+            s.classes += 1;
+            s.sum_sq_all += sq;
+            if suppressed {
+                s.suppressed += k;
+            } else {
+                s.kept_classes += 1;
+                s.sum_sq_kept += sq;
+            }
+        }
+        s
+    }
+}
+
+/// Tables and constants computed once per problem, for all models (so that reports can show every
+/// model's value for the chosen transformation).
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedQuality {
-    /// `loss_lb[i][level]`: Σ over records of the domain share of their value at `level`.
-    loss_gen_sum: Vec<Vec<f64>>,
-    /// Normalised attribute weights w_i = weight_i / max weight.
+    config: QualityConfig,
+    /// Number of records.
+    n: u64,
+    /// Normalised attribute weights w_i = weight_i / max weight (all 1 if every weight is 0).
     weights: Vec<f64>,
+    columns: Vec<ColumnTables>,
+    base: BaseConstants,
 }
 
 impl PreparedQuality {
-    /// Precomputes the tables needed by the configured model.
+    /// Precomputes the per-column tables and the constants of the unchanged data.
     pub(crate) fn prepare(problem: &Problem) -> Result<PreparedQuality> {
-        let model = problem.quality_config().model;
-        if model != QualityModel::Loss {
-            return Err(EngineError::config(
-                "quality.model",
-                format!("model '{}' is not supported yet", model.name()),
-            ));
-        }
-        let mut loss_gen_sum = Vec::new();
-        for (i, h) in problem.hierarchies().iter().enumerate() {
-            let counts = problem.qi_value_counts(i);
-            let mut per_level = Vec::with_capacity(h.height());
-            for level in 0..h.height() {
-                let mut s = ExactSum::default();
-                for (code, &c) in counts.iter().enumerate() {
-                    s.add(c as f64 * h.share[level][h.map[level][code] as usize]);
-                }
-                per_level.push(s.value());
-            }
-            loss_gen_sum.push(per_level);
-        }
+        let config = *problem.quality_config();
+        config.validate()?;
+        let n = problem.rows() as u64;
+        let columns: Vec<ColumnTables> = problem
+            .hierarchies()
+            .iter()
+            .enumerate()
+            .map(|(i, h)| ColumnTables::build(h, problem.qi_value_counts(i), n))
+            .collect();
         let max_w = problem
             .quasi_identifiers()
             .iter()
@@ -226,90 +357,152 @@ impl PreparedQuality {
             .iter()
             .map(|q| if max_w > 0.0 { q.weight / max_w } else { 1.0 })
             .collect();
+
+        let groups = problem.base_groups();
+        let q = columns.len();
+        let mut sum_sq = 0u128;
+        let mut k_log_k = 0i128;
+        let mut ambiguity_min = WideSum::default();
+        for (b, &count) in groups.counts.iter().enumerate() {
+            let k = count as u64;
+            sum_sq += k as u128 * k as u128;
+            k_log_k += fixed_k_log_k(k);
+            let codes = &groups.codes[b * q..b * q + q];
+            let mut product = 1.0f64;
+            for (i, col) in columns.iter().enumerate() {
+                let code = problem.hierarchies()[i].map[0][codes[i] as usize] as usize;
+                product *= col.area[0][code];
+            }
+            ambiguity_min.add(k, product.min(f64::MAX));
+        }
+        let domain_area = columns
+            .iter()
+            .fold(1.0f64, |a, c| a * c.leaves)
+            .min(f64::MAX);
+        let mut ambiguity_max = WideSum::default();
+        ambiguity_max.add(n, domain_area);
+        let base = BaseConstants {
+            groups: groups.len(),
+            sum_sq,
+            k_log_k,
+            ambiguity_min: ambiguity_min.value().min(f64::MAX),
+            ambiguity_max: ambiguity_max.value().min(f64::MAX),
+            domain_area,
+            log_domain_area: columns.iter().map(|c| c.log_leaves as i128).sum(),
+        };
+        debug_assert!(q <= MAX_QUASI_IDENTIFIERS);
         Ok(PreparedQuality {
-            loss_gen_sum,
+            config,
+            n,
             weights,
+            columns,
+            base,
         })
     }
 
-    /// Lower bound of the configured model for a transformation, without grouping the data.
+    /// Lower bound of the configured model for a transformation and all its generalizations,
+    /// without grouping the data. Never above the `lower_bound` of [`PreparedQuality::evaluate`].
     pub(crate) fn lower_bound(&self, problem: &Problem, levels: &[u8]) -> f64 {
-        let cfg = problem.quality_config();
-        let g = cfg.generalization_factor();
-        let n = problem.rows() as f64;
-        let per: Vec<f64> = levels
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| {
-                let d = problem.hierarchies()[i].domain_size as f64;
-                normalise_loss(self.loss_gen_sum[i][l as usize] * g, n, g, d)
-            })
-            .collect();
-        self.aggregate(cfg, &per)
-    }
-
-    fn aggregate(&self, cfg: &QualityConfig, per: &[f64]) -> f64 {
-        let agg = cfg.aggregate.unwrap_or(Aggregate::GeometricMean);
-        let d = per.len().max(1) as f64;
-        let weighted = per.iter().zip(&self.weights).map(|(v, w)| v * w);
-        match agg {
-            Aggregate::Sum => weighted.sum(),
-            Aggregate::Maximum => weighted.fold(0.0, f64::max),
-            Aggregate::ArithmeticMean => weighted.sum::<f64>() / d,
-            Aggregate::GeometricMean => weighted_geo(per, &self.weights, d),
+        debug_assert_eq!(levels.len(), problem.hierarchies().len());
+        let model = self.config.model;
+        let n = self.n as f64;
+        // Classes of any transformation ≤ min(#base groups, ∏ distinct values per level).
+        let max_classes = || {
+            levels
+                .iter()
+                .zip(&self.columns)
+                .fold(1.0f64, |a, (&l, c)| a * c.distinct[l as usize] as f64)
+                .min(self.base.groups as f64)
+                .max(1.0)
+        };
+        match model {
+            QualityModel::Loss => loss::lower_bound(self, levels),
+            QualityModel::Aecs => n / max_classes(),
+            // Σ k² ≥ n² / #classes (Cauchy–Schwarz), with a margin for rounding.
+            QualityModel::Discernibility | QualityModel::DiscernibilityStar => {
+                n * n / max_classes() * (1.0 - 1e-12)
+            }
+            QualityModel::Precision => precision::lower_bound(self, levels),
+            QualityModel::Height => precision::height_score(self, levels),
+            QualityModel::Entropy | QualityModel::NormalizedEntropy => {
+                entropy::lower_bound(self, model, levels)
+            }
+            QualityModel::KlDivergence => kl::lower_bound(self, levels),
+            QualityModel::Ambiguity => ambiguity::independent_bound(self, levels),
         }
     }
 
     /// Evaluates the configured model on a grouped, suppressed transformation.
     pub(crate) fn evaluate(&self, view: &ClassView<'_>) -> Quality {
-        let problem = view.problem;
-        let cfg = problem.quality_config();
-        let g = cfg.generalization_factor();
-        let s = cfg.suppression_factor();
-        let n = problem.rows() as f64;
-        let q = view.levels.len();
-        let mut per = Vec::with_capacity(q);
-        for (i, h) in problem.hierarchies().iter().enumerate() {
-            let level = view.levels[i] as usize;
-            let shares = &h.share[level];
-            let mut sum = ExactSum::default();
-            for c in 0..view.counts.len() {
-                let count = view.counts[c] as f64;
-                let share = shares[view.codes[c * q + i] as usize];
-                if view.suppressed[c] {
-                    if s == 1.0 {
-                        sum.add(count);
-                    } else {
-                        sum.add(share + s * (count - share));
-                    }
-                } else {
-                    sum.add(count * share * g);
-                }
+        let quality = self.evaluate_model(self.config.model, view, &Summary::of(view));
+        debug_assert!({
+            let independent = self.lower_bound(view.problem, view.levels);
+            independent <= quality.lower_bound + 1e-9 * quality.lower_bound.abs().max(1.0)
+        });
+        quality
+    }
+
+    /// Evaluates every model on a grouped, suppressed transformation, in [`QualityModel::ALL`]
+    /// order, with the configured gs-factor and aggregate.
+    pub(crate) fn evaluate_all(&self, view: &ClassView<'_>) -> Vec<(QualityModel, Quality)> {
+        let summary = Summary::of(view);
+        QualityModel::ALL
+            .into_iter()
+            .map(|m| (m, self.evaluate_model(m, view, &summary)))
+            .collect()
+    }
+
+    fn evaluate_model(&self, model: QualityModel, view: &ClassView<'_>, s: &Summary) -> Quality {
+        let mut quality = match model {
+            QualityModel::Loss => loss::evaluate(self, view, s),
+            QualityModel::Aecs => classes::aecs(self, s),
+            QualityModel::Discernibility => classes::discernibility(self, s),
+            QualityModel::DiscernibilityStar => classes::discernibility_star(self, s),
+            QualityModel::Precision => precision::precision(self, view, s),
+            QualityModel::Height => precision::height(self, view, s),
+            QualityModel::Entropy | QualityModel::NormalizedEntropy => {
+                entropy::evaluate(self, model, view, s)
             }
-            per.push(normalise_loss(sum.value(), n, g, h.domain_size as f64));
+            QualityModel::KlDivergence => kl::evaluate(self, view, s),
+            QualityModel::Ambiguity => ambiguity::evaluate(self, view, s),
+        };
+        // Safety net only: the models compute `score = bound + excess` with excess ≥ 0.
+        quality.lower_bound = quality.lower_bound.min(quality.score);
+        quality.utility = unit(quality.utility);
+        quality
+    }
+
+    /// Aggregates per-attribute values for `model`.
+    fn aggregate(&self, model: QualityModel, values: &[f64]) -> f64 {
+        self.config
+            .aggregate_for(model)
+            .apply(values, &self.weights)
+    }
+
+    /// Utility of a multi-dimensional model from per-attribute values normalised to [0, 1]
+    /// (0 = unchanged, 1 = removed): 1 − agg(values) / agg(1, …, 1).
+    fn aggregate_utility(&self, model: QualityModel, normalised: &[f64]) -> f64 {
+        let agg = self.config.aggregate_for(model);
+        let ones = vec![1.0; normalised.len()];
+        let max = agg.apply(&ones, &self.weights);
+        if max > 0.0 {
+            1.0 - agg.apply(normalised, &self.weights) / max
+        } else {
+            1.0
         }
-        let score = self.aggregate(cfg, &per);
-        let lower_bound = self.lower_bound(problem, view.levels).min(score);
-        Quality {
-            score,
-            lower_bound,
-            utility: (1.0 - score).clamp(0.0, 1.0),
-            per_attribute: per,
+    }
+
+    /// 1 − (v − min)/(max − min), or 1 − s/n if the range is empty.
+    fn range_utility(&self, v: f64, min: f64, max: f64, suppressed: u64) -> f64 {
+        if max > min {
+            1.0 - unit((v - min) / (max - min))
+        } else {
+            1.0 - suppressed as f64 / self.n.max(1) as f64
         }
     }
 }
 
-fn weighted_geo(per: &[f64], weights: &[f64], d: f64) -> f64 {
-    let product: f64 = per.iter().zip(weights).map(|(v, w)| v * w + 1.0).product();
-    product.powf(1.0 / d) - 1.0
-}
-
-/// (L − gF·n/D) / (n − gF·n/D), clipped at 0 and truncated to 10 digits.
-fn normalise_loss(l: f64, n: f64, g: f64, domain: f64) -> f64 {
-    let min = g * n / domain;
-    let denom = n - min;
-    if denom <= 0.0 {
-        return 0.0;
-    }
-    truncate10(((l - min) / denom).max(0.0))
+/// Clips to [0, 1] (NaN → 0).
+fn unit(x: f64) -> f64 {
+    if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
 }

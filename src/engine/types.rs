@@ -1,0 +1,443 @@
+//! Column type detection: classifies a column as integer, decimal, date (with its format),
+//! fixed-length code or free text, and suggests a hierarchy specification for it.
+//!
+//! Rules, applied to the distinct values after setting aside common missing-value markers
+//! (empty, `?`, `NA`, `N/A`, `n/a`, `NULL`, `null`, `None`, `-`, `.`):
+//! 1. **date** if every value parses with one of the [`DATE_FORMATS`] (first match wins, so
+//!    `MM/dd/yyyy` is preferred over `dd/MM/yyyy` when both fit; `yyyyMMdd` only with years
+//!    1800–2199) → date chain month → quarter → year → decade (preceded by day for date-times);
+//! 2. **code** if every value is a string of ASCII digits of the same length L ≥ 2 and either
+//!    L ≥ 5 or some value has a leading zero (ZIP codes, not years) → masking from the right;
+//! 3. **integer** / **decimal** if every value is a number (decimal as soon as one value has a
+//!    fraction or exponent) → regular intervals of a "nice" width (1, 2 or 5 × 10^k, at least
+//!    2 units of the finest decimal place) giving at most 16 intervals over the range, then
+//!    levels doubling the width (5, 10, 20, …; ×4, ×8, … where doubling would merge no groups
+//!    of the data) while more than one group remains (at most 6 levels), then `*`;
+//! 4. otherwise **text** → order-based grouping (lexicographic, groups of ⌈√d⌉) for 3 to 20
+//!    distinct values, suppression otherwise.
+//!
+//! Columns with at most two distinct (non-missing) values, or a single number, get suppression.
+//! Markers found are listed in the profile and, for numbers and dates, in the suggestion's
+//! `missing` list.
+
+use serde::{Deserialize, Serialize};
+
+use super::builder::date::DateFormat;
+use super::builder::{
+    DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalSpec, MAX_SCALE, MaskingSpec,
+    Number, OrderSpec, SortOrder,
+};
+use super::data::Column;
+
+/// Values treated as missing-value markers during detection (compared after trimming).
+pub const MISSING_MARKERS: &[&str] = &[
+    "", "?", "NA", "N/A", "n/a", "NULL", "null", "None", "-", ".",
+];
+
+/// Date formats tried by the detection, in order of preference.
+pub const DATE_FORMATS: &[&str] = &[
+    "yyyy-MM-dd",
+    "yyyy/MM/dd",
+    "dd.MM.yyyy",
+    "MM/dd/yyyy",
+    "dd/MM/yyyy",
+    "dd-MM-yyyy",
+    "yyyyMMdd",
+    "d.M.yyyy",
+    "M/d/yyyy",
+    "d/M/yyyy",
+    "yyyy-MM-dd HH:mm:ss",
+    "yyyy-MM-dd'T'HH:mm:ss",
+    "yyyy-MM-dd HH:mm",
+    "yyyy-MM-dd'T'HH:mm",
+    "dd.MM.yyyy HH:mm:ss",
+    "dd.MM.yyyy HH:mm",
+    "MM/dd/yyyy HH:mm:ss",
+    "MM/dd/yyyy HH:mm",
+];
+
+/// Most intervals the suggested width produces over the value range.
+const TARGET_INTERVALS: i128 = 16;
+/// Most levels of merged intervals in a suggestion.
+const MAX_SUGGESTED_LEVELS: usize = 6;
+/// Most distinct text values for which an order-based grouping is suggested.
+const MAX_ORDER_DISTINCT: usize = 20;
+
+/// The detected type of a column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ColumnKind {
+    /// Whole numbers.
+    Integer,
+    /// Numbers with fractions (or exponents).
+    Decimal,
+    /// Dates (or date-times) in the given format.
+    Date {
+        /// Format in the syntax of [`DateSpec::format`], e.g. `dd.MM.yyyy`.
+        format: String,
+    },
+    /// Digit strings of one fixed length, e.g. ZIP codes.
+    Code {
+        /// Number of digits.
+        length: usize,
+    },
+    /// Anything else.
+    Text,
+}
+
+/// What the detection found out about a column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnProfile {
+    /// Column name.
+    pub name: String,
+    /// Detected type.
+    pub kind: ColumnKind,
+    /// Number of distinct values (including missing-value markers).
+    pub distinct: usize,
+    /// Missing-value markers present in the column (empty for text columns, where every value
+    /// counts as a value).
+    pub missing: Vec<String>,
+    /// Smallest value (numbers and dates by value, codes by text); `None` for text.
+    pub min: Option<String>,
+    /// Largest value; `None` for text.
+    pub max: Option<String>,
+    /// A hierarchy specification that fits the column.
+    pub suggestion: HierarchySpec,
+}
+
+/// Profiles every distinct value of `column`.
+pub fn detect(column: &Column) -> ColumnProfile {
+    let values: Vec<&str> = column.dict.values().collect();
+    detect_values(&column.name, &values)
+}
+
+/// Profiles a list of values (duplicates are ignored).
+pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&str> = values
+        .iter()
+        .map(|v| v.as_ref())
+        .filter(|v| seen.insert(*v))
+        .collect();
+    let (mut markers, present): (Vec<&str>, Vec<&str>) = distinct
+        .iter()
+        .partition(|v| MISSING_MARKERS.contains(&v.trim()));
+    markers.sort_unstable();
+    let missing: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
+    let profile = |kind, min, max, suggestion, missing| ColumnProfile {
+        name: name.to_string(),
+        kind,
+        distinct: distinct.len(),
+        missing,
+        min,
+        max,
+        suggestion,
+    };
+    let missing_spec = if missing.is_empty() {
+        vec![String::new()]
+    } else {
+        missing.clone()
+    };
+
+    if !present.is_empty() {
+        if let Some((format, parsed)) = detect_dates(&present) {
+            let (lo, hi) = min_max_by(&present, &parsed);
+            let mut levels = DateSpec::default().levels;
+            if DateFormat::parse(format).is_ok_and(|f| f.has_time()) {
+                levels.insert(0, DateGranularity::Day);
+            }
+            let suggestion = if present.len() <= 2 {
+                HierarchySpec::Suppression {}
+            } else {
+                HierarchySpec::Date(DateSpec {
+                    format: format.to_string(),
+                    levels,
+                    missing: missing_spec,
+                })
+            };
+            return profile(
+                ColumnKind::Date {
+                    format: format.to_string(),
+                },
+                lo,
+                hi,
+                suggestion,
+                missing,
+            );
+        }
+        if let Some(length) = detect_code(&present) {
+            let lo = present.iter().min().map(|s| s.to_string());
+            let hi = present.iter().max().map(|s| s.to_string());
+            let suggestion = if present.len() <= 2 {
+                HierarchySpec::Suppression {}
+            } else {
+                HierarchySpec::Masking(MaskingSpec::default())
+            };
+            return profile(ColumnKind::Code { length }, lo, hi, suggestion, missing);
+        }
+        let numbers: Option<Vec<Number>> = present.iter().map(|v| Number::parse(v)).collect();
+        if let Some(numbers) = numbers {
+            let integer = present.iter().all(|v| is_integer_syntax(v));
+            let (lo, hi) = min_max_by(&present, &numbers);
+            let suggestion = suggest_intervals(&numbers, missing_spec);
+            let kind = if integer {
+                ColumnKind::Integer
+            } else {
+                ColumnKind::Decimal
+            };
+            return profile(kind, lo, hi, suggestion, missing);
+        }
+    }
+    // Text: markers are ordinary values here.
+    let d = distinct.len();
+    let suggestion = if (3..=MAX_ORDER_DISTINCT).contains(&d) {
+        let size = (1..).find(|k: &u64| k * k >= d as u64).unwrap_or(1);
+        HierarchySpec::Order(OrderSpec {
+            order: SortOrder::Lexicographic,
+            ..OrderSpec::new(vec![GroupSizes::Uniform(size)])
+        })
+    } else {
+        HierarchySpec::Suppression {}
+    };
+    profile(ColumnKind::Text, None, None, suggestion, Vec::new())
+}
+
+/// Optional sign followed by ASCII digits only.
+fn is_integer_syntax(v: &str) -> bool {
+    let t = v.trim();
+    let t = t.strip_prefix(['-', '+']).unwrap_or(t);
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Texts of the smallest and largest value by `keys` (ties by text).
+fn min_max_by<K: Ord>(values: &[&str], keys: &[K]) -> (Option<String>, Option<String>) {
+    let mut idx: Vec<usize> = (0..values.len()).collect();
+    idx.sort_by(|&a, &b| keys[a].cmp(&keys[b]).then(values[a].cmp(values[b])));
+    (
+        idx.first().map(|&i| values[i].to_string()),
+        idx.last().map(|&i| values[i].to_string()),
+    )
+}
+
+/// The first date format that parses every value, with the parsed values.
+fn detect_dates(values: &[&str]) -> Option<(&'static str, Vec<super::builder::date::DateTime>)> {
+    DATE_FORMATS.iter().find_map(|&pattern| {
+        let format = DateFormat::parse(pattern).ok()?;
+        let compact = pattern == "yyyyMMdd";
+        let parsed: Option<Vec<_>> = values
+            .iter()
+            .map(|v| {
+                let dt = format.parse_date(v)?;
+                (!compact || (1800..=2199).contains(&dt.date.year)).then_some(dt)
+            })
+            .collect();
+        parsed.map(|p| (pattern, p))
+    })
+}
+
+/// Length of fixed-length digit codes (see the module rules), if the values are such codes.
+fn detect_code(values: &[&str]) -> Option<usize> {
+    let len = values.first()?.len();
+    let digits = values
+        .iter()
+        .all(|v| v.len() == len && v.bytes().all(|b| b.is_ascii_digit()));
+    let leading_zero = values.iter().any(|v| v.starts_with('0'));
+    (digits && len >= 2 && (len >= 5 || leading_zero)).then_some(len)
+}
+
+/// Regular intervals with a nice width and doubling levels (see the module rules).
+fn suggest_intervals(numbers: &[Number], missing: Vec<String>) -> HierarchySpec {
+    if numbers.len() <= 2 {
+        return HierarchySpec::Suppression {};
+    }
+    let scale = numbers
+        .iter()
+        .map(|n| n.scale())
+        .max()
+        .unwrap_or(0)
+        .min(MAX_SCALE);
+    let units: Vec<i128> = numbers.iter().map(|n| n.units(scale)).collect();
+    let (lo, hi) = (
+        units.iter().copied().min().unwrap_or(0),
+        units.iter().copied().max().unwrap_or(0),
+    );
+    let range = hi - lo;
+    if range <= 0 {
+        return HierarchySpec::Suppression {};
+    }
+    // At least two units: intervals of one unit would repeat level 0 with other labels.
+    let target = ((range + TARGET_INTERVALS - 1) / TARGET_INTERVALS).max(2);
+    let mut width: i128 = 1;
+    'nice: loop {
+        for m in [1, 2, 5] {
+            if m * width >= target {
+                width *= m;
+                break 'nice;
+            }
+        }
+        width *= 10;
+    }
+    let groups = |w: i128| {
+        let mut g: Vec<i128> = units.iter().map(|u| u.div_euclid(w)).collect();
+        g.sort_unstable();
+        g.dedup();
+        g.len()
+    };
+    // Add levels multiplying the width by 2 (or by 4, 8, … when doubling merges no groups of
+    // the data) while more than one group remains.
+    let mut levels = Vec::new();
+    let (mut w, mut count) = (width, groups(width));
+    let limit = range.saturating_add(width).saturating_mul(4);
+    let mut factor: i128 = 2;
+    while levels.len() < MAX_SUGGESTED_LEVELS {
+        let Some(next_w) = w.checked_mul(factor).filter(|&x| x <= limit) else {
+            break;
+        };
+        let next = groups(next_w);
+        if next <= 1 {
+            break;
+        }
+        if next < count {
+            levels.push(GroupSizes::Uniform(factor as u64));
+            (w, count, factor) = (next_w, next, 2);
+        } else {
+            factor *= 2;
+        }
+    }
+    let Some(width) = Number::from_units(width, scale) else {
+        return HierarchySpec::Suppression {};
+    };
+    HierarchySpec::Interval(IntervalSpec {
+        levels,
+        missing,
+        ..IntervalSpec::regular(width)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(values: &[&str]) -> ColumnKind {
+        detect_values("c", values).kind
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(kind(&["34", "45", "7"]), ColumnKind::Integer);
+        assert_eq!(kind(&["3.4", "45", "-7"]), ColumnKind::Decimal);
+        assert_eq!(
+            kind(&["81667", "81675", "81925"]),
+            ColumnKind::Code { length: 5 }
+        );
+        assert_eq!(kind(&["012", "345"]), ColumnKind::Code { length: 3 });
+        assert_eq!(kind(&["1985", "2001"]), ColumnKind::Integer);
+        assert_eq!(
+            kind(&["31.12.2020", "01.01.2021"]),
+            ColumnKind::Date {
+                format: "dd.MM.yyyy".into()
+            }
+        );
+        assert_eq!(
+            kind(&["12/31/2020", "01/02/2021"]),
+            ColumnKind::Date {
+                format: "MM/dd/yyyy".into()
+            }
+        );
+        assert_eq!(
+            kind(&["13/01/2020", "01/02/2021"]),
+            ColumnKind::Date {
+                format: "dd/MM/yyyy".into()
+            }
+        );
+        assert_eq!(
+            kind(&["20201231", "19990101"]),
+            ColumnKind::Date {
+                format: "yyyyMMdd".into()
+            }
+        );
+        // 8 digits that are no plausible dates: a code.
+        assert_eq!(
+            kind(&["12345678", "99999999"]),
+            ColumnKind::Code { length: 8 }
+        );
+        assert_eq!(kind(&["male", "female"]), ColumnKind::Text);
+        assert_eq!(kind(&["", "?"]), ColumnKind::Text);
+    }
+
+    #[test]
+    fn missing_markers_are_set_aside_for_numbers() {
+        let p = detect_values("age", &["34", "?", "", "51", "17", "90"]);
+        assert_eq!(p.kind, ColumnKind::Integer);
+        assert_eq!(p.missing, vec!["".to_string(), "?".to_string()]);
+        assert_eq!(
+            (p.min.as_deref(), p.max.as_deref()),
+            (Some("17"), Some("90"))
+        );
+        let HierarchySpec::Interval(spec) = &p.suggestion else {
+            panic!("{:?}", p.suggestion)
+        };
+        assert_eq!(spec.missing, p.missing);
+        // Range 73 → width ≥ 73/16 → 5. The four values lie in different 10- and 20-wide
+        // groups ({1,3,5,9}, {0,1,2,4}); at 40 they form 3 groups → ×8; at 80, 2 groups → ×2;
+        // at 160 a single group → stop.
+        assert_eq!(spec.width, Some(Number::from(5)));
+        assert_eq!(
+            spec.levels,
+            vec![GroupSizes::Uniform(8), GroupSizes::Uniform(2)]
+        );
+        p.suggestion
+            .build_values("age", &["34", "?", "", "51", "17", "90"])
+            .unwrap();
+        // Dense ages 17..=90: 5, 10, 20, 40, 80.
+        let ages: Vec<String> = (17..=90).map(|a| a.to_string()).collect();
+        let HierarchySpec::Interval(spec) = detect_values("age", &ages).suggestion else {
+            panic!()
+        };
+        assert_eq!(spec.width, Some(Number::from(5)));
+        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2); 4]);
+    }
+
+    #[test]
+    fn decimal_widths_use_the_data_scale() {
+        let p = detect_values("x", &["0.01", "0.5", "0.33"]);
+        let HierarchySpec::Interval(spec) = &p.suggestion else {
+            panic!()
+        };
+        // Range 49 hundredths / 16 → 4 → nice 5 hundredths.
+        assert_eq!(spec.width, Number::parse("0.05"));
+        // Small integer ranges start at width 2 (width 1 would repeat the values).
+        let p = detect_values("x", &["0", "1", "2", "3", "4"]);
+        let HierarchySpec::Interval(spec) = &p.suggestion else {
+            panic!()
+        };
+        assert_eq!(spec.width, Some(Number::from(2)));
+        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2)]);
+        // Around zero, doubling stops once only "negative" and "non-negative" remain:
+        // width 2 → 6 intervals, 4 → 4 groups, 8 → 2 groups ({-8..-1}, {0..7}), 16 → still 2.
+        let values: Vec<String> = (-5..=5).map(|v| v.to_string()).collect();
+        let HierarchySpec::Interval(spec) = detect_values("x", &values).suggestion else {
+            panic!()
+        };
+        assert_eq!(spec.width, Some(Number::from(2)));
+        assert_eq!(spec.levels, vec![GroupSizes::Uniform(2); 2]);
+    }
+
+    #[test]
+    fn text_suggestions_depend_on_distinct_values() {
+        assert_eq!(
+            detect_values("s", &["m", "f"]).suggestion,
+            HierarchySpec::Suppression {}
+        );
+        let p = detect_values("s", &["a", "b", "c", "d", "e"]);
+        let HierarchySpec::Order(o) = &p.suggestion else {
+            panic!()
+        };
+        assert_eq!(o.levels, vec![GroupSizes::Uniform(3)]);
+        let many: Vec<String> = (0..30).map(|i| format!("name{i}")).collect();
+        assert_eq!(
+            detect_values("s", &many).suggestion,
+            HierarchySpec::Suppression {}
+        );
+    }
+}

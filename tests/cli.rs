@@ -1,0 +1,229 @@
+//! `deid evaluate` end to end, and every input error naming its culprit.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("deid-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn deid(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_deid"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const DATA: &str = "name,age,zip,disease\nAnn,34,81667,flu\nBob,45,81675,cold\nCid,66,81925,flu\nDan,70,81931,cold\n";
+const AGE: &str = "34;<50;*\n45;<50;*\n66;>=50;*\n70;>=50;*\n";
+
+fn setup(name: &str, data: &[u8], age: &str) -> PathBuf {
+    let dir = tmp_dir(name);
+    std::fs::write(dir.join("data.csv"), data).unwrap();
+    std::fs::write(dir.join("age.csv"), age).unwrap();
+    dir
+}
+
+fn evaluate(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "evaluate",
+        "--input",
+        "data.csv",
+        "--hierarchy",
+        "age=age.csv",
+        "--identifying",
+        "name",
+        "--privacy",
+        "k-anonymity(k=2)",
+    ];
+    args.extend_from_slice(extra);
+    deid(&args, dir)
+}
+
+#[test]
+fn evaluate_reports_and_writes_output() {
+    let dir = setup("ok", DATA.as_bytes(), AGE);
+    let (code, stdout, stderr) = evaluate(&dir, &["--levels", "age=1", "--output", "out.csv"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["anonymous"], true);
+    assert_eq!(report["transformation"]["age"], 1);
+    assert_eq!(report["classes"], 2);
+    assert_eq!(report["suppressed_rows"], 0);
+    assert_eq!(report["quality"]["loss"]["score"], report["score"]);
+    for m in [
+        "aecs",
+        "discernibility",
+        "precision",
+        "height",
+        "entropy",
+        "kl-divergence",
+        "ambiguity",
+    ] {
+        let u = report["quality"][m]["utility"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&u), "{m}: {u}");
+    }
+    assert!(report["per_attribute"]["age"].is_number());
+    assert_eq!(report["risk"]["input"]["sample_uniques"], 4);
+    assert_eq!(report["risk"]["output"]["highest_risk"], 0.5);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert_eq!(
+        out,
+        "age,zip,disease\n<50,81667,flu\n<50,81675,cold\n>=50,81925,flu\n>=50,81931,cold\n"
+    );
+    // Same settings from a JSON configuration.
+    let config = r#"{"input": "data.csv", "attributes": {"age": {"type": "quasi_identifying",
+        "hierarchy": {"file": "age.csv"}}, "name": {"type": "identifying"}},
+        "privacy": [{"model": "k-anonymity", "k": 2}], "levels": {"age": 0}}"#;
+    std::fs::write(dir.join("job.json"), config).unwrap();
+    let (code, stdout, stderr) = deid(&["evaluate", "--config", "job.json"], &dir);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["anonymous"], false);
+    assert_eq!(report["suppressed_rows"], 4);
+}
+
+fn assert_error(dir: &Path, extra: &[&str], needles: &[&str]) {
+    let (code, _, stderr) = evaluate(dir, extra);
+    assert_eq!(code, 2, "expected failure, stderr: {stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "'{n}' not in: {stderr}");
+    }
+}
+
+#[test]
+fn data_errors_name_the_culprit() {
+    let ragged = setup("ragged", b"name,age,zip\nAnn,34,1\nBob,45\n", AGE);
+    assert_error(&ragged, &[], &["row 3 has 2 fields, expected 3"]);
+    let utf8 = setup("utf8", b"name,age\nAnn,34\nB\xffb,45\n", AGE);
+    assert_error(&utf8, &[], &["row 3, column 1", "UTF-8"]);
+    let empty = setup("empty", b"", AGE);
+    assert_error(&empty, &[], &["data.csv", "empty"]);
+    let dup = setup("dup", b"name,age,age\nAnn,34,3\n", AGE);
+    assert_error(&dup, &[], &["'age'", "more than once"]);
+    let ok = setup("unknown", DATA.as_bytes(), AGE);
+    assert_error(
+        &ok,
+        &["--sensitive", "diagnosis"],
+        &["'diagnosis'", "age, zip, disease"],
+    );
+}
+
+#[test]
+fn hierarchy_errors_name_the_culprit() {
+    let missing = setup("missing", DATA.as_bytes(), "34;<50;*\n45;<50;*\n");
+    assert_error(&missing, &[], &["'age'", "'66', '70'"]);
+    let ragged = setup(
+        "hragged",
+        DATA.as_bytes(),
+        "34;<50;*\n45;<50\n66;>=50;*\n70;>=50;*\n",
+    );
+    assert_error(&ragged, &[], &["row 2 has 2 levels, expected 3"]);
+    let nonmono = setup(
+        "nonmono",
+        DATA.as_bytes(),
+        "34;young;a\n45;young;b\n66;old;*\n70;old;*\n",
+    );
+    assert_error(&nonmono, &[], &["not monotone", "'young'", "'a'", "'b'"]);
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let dir = setup("config", DATA.as_bytes(), AGE);
+    assert_error(&dir, &["--levels", "age=7"], &["level 7", "'age'"]);
+    assert_error(
+        &dir,
+        &["--suppression-limit", "1.5"],
+        &["suppression_limit", "1.5"],
+    );
+    assert_error(&dir, &["--quality", "lost"], &["'lost'"]);
+    assert_error(&dir, &["--privacy", "k-anonymity(k=9)"], &["9", "only 4"]);
+    assert_error(
+        &dir,
+        &["--privacy", "distinct-l-diversity(attribute=disease,l=2)"],
+        &["'disease'", "sensitive"],
+    );
+}
+
+#[test]
+fn builder_specifications_work_as_hierarchies() {
+    let dir = setup("builder", DATA.as_bytes(), AGE);
+    std::fs::write(dir.join("age.json"), r#"{"type": "interval", "width": 50}"#).unwrap();
+    std::fs::write(dir.join("zip.json"), r#"{"type": "masking"}"#).unwrap();
+    let (code, stdout, stderr) = deid(
+        &[
+            "evaluate",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.json",
+            "--hierarchy",
+            "zip=zip.json",
+            "--identifying",
+            "name",
+            "--privacy",
+            "k-anonymity(k=2)",
+            "--levels",
+            "age=1,zip=2",
+            "--output",
+            "out.csv",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["anonymous"], true);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert_eq!(
+        out,
+        "age,zip,disease\n\"[0, 50[\",816**,flu\n\"[0, 50[\",816**,cold\n\"[50, 100[\",819**,flu\n\"[50, 100[\",819**,cold\n"
+    );
+    // `deid hierarchy` prints the table; an invalid specification names the problem.
+    let (code, stdout, _) = deid(
+        &[
+            "hierarchy",
+            "--input",
+            "data.csv",
+            "--column",
+            "zip",
+            "--spec",
+            "zip.json",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("81667;8166*;816**;81***;8****;*****\n"),
+        "{stdout}"
+    );
+    std::fs::write(dir.join("bad.json"), r#"{"type": "interval", "widht": 5}"#).unwrap();
+    let (code, _, stderr) = deid(
+        &[
+            "hierarchy",
+            "--input",
+            "data.csv",
+            "--column",
+            "age",
+            "--spec",
+            "bad.json",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("widht"), "{stderr}");
+    // `deid profile` detects types.
+    let (code, stdout, _) = deid(&["profile", "--input", "data.csv"], &dir);
+    assert_eq!(code, 0);
+    let profiles: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(profiles[1]["name"], "age");
+    assert_eq!(profiles[1]["kind"]["type"], "integer");
+}
