@@ -4,7 +4,7 @@
 //! the runner's heartbeat copies the snapshot every 250 ms into a `watch` channel (local SSE
 //! subscribers) and into the job's row (other replicas, late subscribers, restarts).
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -86,6 +86,8 @@ pub struct LiveJob {
     /// Raised to stop the search (shared with the engine).
     pub cancel: Arc<AtomicBool>,
     cause: AtomicU8,
+    /// Checks already added to the `deid_checks_total` counter.
+    counted_checks: AtomicU64,
     snapshot: Mutex<Snapshot>,
     /// Latest snapshot for local SSE subscribers.
     pub updates: watch::Sender<Arc<Snapshot>>,
@@ -102,6 +104,7 @@ impl LiveJob {
         LiveJob {
             cancel: Arc::new(AtomicBool::new(false)),
             cause: AtomicU8::new(StopCause::None as u8),
+            counted_checks: AtomicU64::new(0),
             snapshot: Mutex::new(snapshot),
             updates,
         }
@@ -149,6 +152,12 @@ impl LiveJob {
                 s.best = Some(view);
             }
         }
+    }
+
+    /// Adds the checks done since the last call to the `deid_checks_total` counter.
+    pub fn count_checks(&self, checks: u64) {
+        let before = self.counted_checks.swap(checks, Ordering::Relaxed);
+        metrics::counter!("deid_checks_total").increment(checks.saturating_sub(before));
     }
 
     /// Sets the phase.

@@ -261,6 +261,7 @@ impl Runner {
         let _ = beat.await;
 
         let mut snapshot = live.snapshot();
+        live.count_checks(snapshot.checks);
         snapshot.phase = "finished".into();
         let progress = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
         let cause = live.cause();
@@ -635,7 +636,6 @@ async fn heartbeat(
     let lease_ms = lease.as_millis() as i64;
     let mut tick = tokio::time::interval(HEARTBEAT);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_checks = 0u64;
     loop {
         tokio::select! {
             _ = done.cancelled() => return,
@@ -645,9 +645,7 @@ async fn heartbeat(
             live.stop(StopCause::Shutdown);
         }
         let snapshot: Snapshot = live.publish();
-        metrics::counter!("deid_checks_total")
-            .increment(snapshot.checks.saturating_sub(last_checks));
-        last_checks = snapshot.checks;
+        live.count_checks(snapshot.checks);
         let json = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
         match store.heartbeat(&id, &owner, lease_ms, &json).await {
             Ok(None) => live.stop(StopCause::LeaseLost),

@@ -30,6 +30,11 @@ pub enum StoreError {
     /// Applying the migrations failed.
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Another process uses the SQLite database.
+    #[error(
+        "the database {0} is used by another deid process (SQLite allows one process; use PostgreSQL for several)"
+    )]
+    Locked(String),
     /// The database URL is not supported.
     #[error("unsupported DATABASE_URL '{0}': expected postgres://… or sqlite:…")]
     UnsupportedUrl(String),
@@ -59,6 +64,9 @@ pub enum Backend {
 #[derive(Debug, Clone)]
 pub struct Store {
     backend: Backend,
+    /// For SQLite: an exclusive lock on `<database>.lock`, held while any clone lives, so that
+    /// a second process cannot work the same file (its recovery would steal running jobs).
+    _lock: Option<std::sync::Arc<std::fs::File>>,
 }
 
 /// Runs `$body` with `$pool` bound to the concrete pool of `$store` (the code is instantiated once
@@ -130,6 +138,7 @@ impl Store {
                 format!("sqlite://{}", data_dir.join("deid.db").display())
             }
         };
+        let mut lock = None;
         let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let pool = PgPoolOptions::new()
                 .max_connections(max_connections)
@@ -144,6 +153,23 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true);
+            let file = options.get_filename();
+            if !file.as_os_str().is_empty() && file.as_os_str() != ":memory:" {
+                let path = format!("{}.lock", file.display());
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| StoreError::DataDir {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                if f.try_lock().is_err() {
+                    return Err(StoreError::Locked(file.display().to_string()));
+                }
+                lock = Some(std::sync::Arc::new(f));
+            }
             let pool = SqlitePoolOptions::new()
                 .max_connections(max_connections)
                 .acquire_timeout(Duration::from_secs(10))
@@ -153,7 +179,10 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl(redact_url(&url)));
         };
-        let store = Store { backend };
+        let store = Store {
+            backend,
+            _lock: lock,
+        };
         let migrator = migrator();
         on_pool!(store, pool => migrator.run(pool).await)?;
         Ok(store)

@@ -99,6 +99,23 @@ async fn full_flow(kind: Db) {
         .assert_error(404, "dataset_not_found");
     let again = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
     assert_eq!(again.text, csv.text);
+
+    // Metrics in Prometheus format.
+    let metrics = app.get("/metrics").await;
+    assert_eq!(metrics.status, 200);
+    for name in [
+        "deid_jobs{state=\"succeeded\"}",
+        "deid_checks_total",
+        "deid_job_duration_seconds",
+        "deid_http_requests_total",
+        "deid_http_request_duration_seconds",
+    ] {
+        assert!(
+            metrics.text.contains(name),
+            "{name} missing:\n{}",
+            metrics.text
+        );
+    }
     app.stop().await;
 }
 both_databases!(full_flow, full_flow_sqlite, full_flow_postgres);
@@ -309,5 +326,55 @@ async fn builder_hierarchies() {
     let csv = app.get(&format!("/v1/jobs/{jid}/result.csv")).await.text;
     let (rows, _) = check_k_anonymity(&csv, b';', &["age", "sex"], 10, 301);
     assert_eq!(rows, 30162);
+    app.stop().await;
+}
+
+/// Shutdown ends event streams and hands running jobs back to the queue without counting the
+/// attempt; the next start runs them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_releases_jobs_and_ends_streams() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let c = config(&db);
+    let app = spawn_app_with(db, c.clone()).await;
+    let ds = app.upload(slow_csv(1000), "").await;
+    let job = app
+        .create_job(&slow_job(ds["id"].as_str().unwrap(), "60s"))
+        .await;
+    let id = job["id"].as_str().unwrap().to_string();
+    app.wait_job(&id, Duration::from_secs(30), |j| j["best"].is_object())
+        .await;
+    let api = app.api.clone();
+    let id2 = id.clone();
+    let reader = tokio::spawn(async move { api.events(&id2, Duration::from_secs(60)).await });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let start = std::time::Instant::now();
+    let db = app.stop().await;
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        start.elapsed()
+    );
+    let events = tokio::time::timeout(Duration::from_secs(5), reader)
+        .await
+        .expect("the event stream ended with the server")
+        .unwrap();
+    assert!(!events.is_empty());
+    assert!(
+        events
+            .iter()
+            .all(|(n, _)| n == "progress" || n == "improvement"),
+        "no final event: {events:?}"
+    );
+
+    let app = spawn_app_with(db, c).await;
+    let j = app
+        .wait_job(&id, Duration::from_secs(30), |j| {
+            j["status"] == "running" && j["progress"]["checks"].as_u64().unwrap_or(0) > 0
+        })
+        .await;
+    assert_eq!(j["attempts"], 1, "the released attempt does not count: {j}");
+    app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
+    let j = app.wait_job(&id, Duration::from_secs(30), finished).await;
+    assert_eq!(j["status"], "cancelled");
     app.stop().await;
 }

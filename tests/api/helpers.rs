@@ -139,7 +139,7 @@ pub struct TestApp {
     pub api: ApiClient,
     token: tokio_util::sync::CancellationToken,
     handle: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
-    pub db: TestDb,
+    db: Option<TestDb>,
 }
 
 impl std::ops::Deref for TestApp {
@@ -164,7 +164,7 @@ pub async fn spawn_app_with(db: TestDb, config: ServeArgs) -> TestApp {
         },
         token,
         handle: Some(handle),
-        db,
+        db: Some(db),
     }
 }
 
@@ -379,12 +379,13 @@ impl ApiClient {
 }
 
 impl TestApp {
-    /// Stops the app gracefully.
-    pub async fn stop(mut self) {
+    /// Stops the app gracefully and hands back its database (removed when dropped).
+    pub async fn stop(mut self) -> TestDb {
         self.token.cancel();
         if let Some(h) = self.handle.take() {
             h.await.unwrap().unwrap();
         }
+        self.db.take().expect("the database")
     }
 }
 
