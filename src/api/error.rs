@@ -29,7 +29,6 @@ pub const ERROR_CODES: &[(&str, u16)] = &[
     ("payload_too_large", 413),
     ("too_many_rows", 413),
     ("too_many_columns", 413),
-    ("unsupported_media_type", 415),
     ("invalid_spec", 422),
     ("invalid_csv", 422),
     ("invalid_hierarchy", 422),

@@ -125,6 +125,20 @@ async fn upload_and_hierarchy_errors() {
     app.post_raw("/v1/datasets", wide)
         .await
         .assert_error(413, "too_many_columns");
+    // An upload that breaks off midway.
+    let parts: Vec<Result<Vec<u8>, std::io::Error>> = vec![
+        Ok(b"a,b\n1,2\n".to_vec()),
+        Err(std::io::Error::other("client gave up")),
+    ];
+    let broken = app
+        .request(reqwest::Method::POST, "/v1/datasets")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            parts,
+        )))
+        .send()
+        .await;
+    assert!(broken.is_err() || !broken.unwrap().status().is_success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
     // Failed uploads leave nothing behind.
     assert_eq!(app.get("/v1/datasets").await.json()["items"], json!([]));
 

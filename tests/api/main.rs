@@ -9,6 +9,7 @@ mod errors;
 mod flow;
 mod helpers;
 mod process;
+mod queue;
 mod yaml;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
