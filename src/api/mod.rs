@@ -150,3 +150,40 @@ async fn track_metrics(req: Request, next: Next) -> Response {
         .record(start.elapsed().as_secs_f64());
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A slow handler behind the timeout middleware answers 408 in the error shape.
+    #[tokio::test]
+    async fn slow_requests_time_out() {
+        let app: Router = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    "late"
+                }),
+            )
+            .layer(middleware::from_fn(|req: Request, next: Next| {
+                with_timeout(Duration::from_millis(50), req, next)
+            }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let r = reqwest::get(format!("http://{addr}/slow")).await.unwrap();
+        assert_eq!(r.status().as_u16(), 408);
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "request_timeout");
+    }
+
+    /// Every error code maps to its documented status; unknown codes are 500.
+    #[test]
+    fn error_codes_have_statuses() {
+        for (code, status) in error::ERROR_CODES {
+            assert_eq!(error::status_of(code).as_u16(), *status);
+        }
+        assert_eq!(error::status_of("nope").as_u16(), 500);
+    }
+}

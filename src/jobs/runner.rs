@@ -106,6 +106,15 @@ impl Failure {
         }
     }
 
+    /// The message for logs: only for storage and internal failures, since messages about the
+    /// data (hierarchies, CSV) may quote cell values, which never go to the logs.
+    fn loggable(&self) -> &str {
+        match self.code {
+            "storage_error" | "internal_error" => &self.message,
+            _ => "(see the job's error)",
+        }
+    }
+
     fn json(&self) -> String {
         serde_json::json!({"code": self.code, "message": self.message, "details": self.details})
             .to_string()
@@ -318,13 +327,13 @@ impl Runner {
             }
             (Err(f), _) if f.retryable && job.attempts < job.max_attempts => {
                 let delay = 1000i64 << job.attempts.clamp(0, 6);
-                tracing::warn!(code = f.code, error = %f.message, delay_ms = delay, "job failed, will retry");
+                tracing::warn!(code = f.code, error = %f.loggable(), delay_ms = delay, "job failed, will retry");
                 self.store
                     .retry_job(&job.id, &self.owner, delay, &f.json())
                     .await
             }
             (Err(f), _) => {
-                tracing::warn!(code = f.code, error = %f.message, "job failed");
+                tracing::warn!(code = f.code, error = %f.loggable(), "job failed");
                 metrics::histogram!("deid_job_duration_seconds", "status" => "failed")
                     .record(started.elapsed().as_secs_f64());
                 self.store

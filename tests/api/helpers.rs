@@ -114,7 +114,7 @@ pub fn config(db: &TestDb) -> ServeArgs {
         bind: "127.0.0.1:0".parse().unwrap(),
         database_url: Some(db.url.clone()),
         data_dir: db.dir.clone(),
-        db_connections: 8,
+        db_connections: 4,
         api_keys: vec![],
         workers: 1,
         engine_threads: Some(1),
@@ -578,7 +578,14 @@ impl ChildServer {
                 "--workers",
                 "1",
             ])
-            .args(["--lease", "1s", "--poll-interval", "200ms"])
+            .args([
+                "--lease",
+                "1s",
+                "--poll-interval",
+                "200ms",
+                "--db-connections",
+                "4",
+            ])
             .arg("--database-url")
             .arg(&db.url)
             .arg("--data-dir")

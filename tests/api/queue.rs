@@ -11,7 +11,7 @@ use crate::both_databases;
 use crate::helpers::*;
 
 async fn store(db: &TestDb) -> Store {
-    Store::connect(Some(&db.url), &db.dir, 8).await.unwrap()
+    Store::connect(Some(&db.url), &db.dir, 4).await.unwrap()
 }
 
 async fn queue(store: &Store, n: usize) -> Vec<String> {
