@@ -239,6 +239,7 @@ fn slow_job(dataset: &str, seconds: u64) -> Value {
         "privacy": ["k-anonymity(k=3)"],
         "suppression_limit": 1.0,
         "time_limit": format!("{seconds}s"),
+        "algorithm": "exhaustive",
         "threads": 1,
     })
 }

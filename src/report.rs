@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::engine::Problem;
+use crate::engine::SearchOutcome;
 use crate::engine::check::Evaluation;
 use crate::engine::risk::RiskReport;
 
@@ -56,4 +57,61 @@ pub fn evaluation_report(problem: &Problem, eval: &Evaluation, risk_threshold: f
             "output": RiskReport::output(eval, risk_threshold),
         },
     })
+}
+
+/// The report of a search (`deid anonymize`, job results): the evaluation report of the best
+/// transformation (when there is one) plus the search statistics and the utility-over-time trace.
+pub fn search_report(
+    problem: &Problem,
+    outcome: &SearchOutcome,
+    best: Option<&Evaluation>,
+    risk_threshold: f64,
+) -> Value {
+    let mut report = match best {
+        Some(eval) => evaluation_report(problem, eval, risk_threshold),
+        None => json!({
+            "anonymous": false,
+            "transformation": null,
+            "rows": problem.rows(),
+            "risk": {"input": RiskReport::input(problem, risk_threshold)},
+        }),
+    };
+    let trace: Vec<Value> = outcome
+        .trace
+        .iter()
+        .map(|i| {
+            json!({
+                "time_ms": i.found_at.as_secs_f64() * 1e3,
+                "score": i.score,
+                "utility": i.utility,
+                "suppressed_rows": i.suppressed,
+                "checks": i.checks,
+                "levels": i.levels,
+            })
+        })
+        .collect();
+    let obj = report.as_object_mut().expect("reports are objects");
+    obj.insert("algorithm".into(), json!(outcome.algorithm.name()));
+    obj.insert(
+        "levels".into(),
+        json!(outcome.best.as_ref().map(|b| b.levels.clone())),
+    );
+    obj.insert("checks".into(), json!(outcome.checks));
+    obj.insert("expansions".into(), json!(outcome.expansions));
+    obj.insert(
+        "elapsed_ms".into(),
+        json!(outcome.elapsed.as_secs_f64() * 1e3),
+    );
+    obj.insert(
+        "best_found_ms".into(),
+        json!(outcome.best_found_at.map(|d| d.as_secs_f64() * 1e3)),
+    );
+    obj.insert("optimal_proven".into(), json!(outcome.optimal_proven));
+    obj.insert("stop".into(), json!(outcome.stop.name()));
+    obj.insert(
+        "solution_space".into(),
+        json!(problem.lattice().size_string()),
+    );
+    obj.insert("trace".into(), Value::Array(trace));
+    report
 }

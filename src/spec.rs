@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::SensitiveAttribute;
 use crate::engine::privacy::PrivacyModel;
 use crate::engine::quality::{Aggregate, QualityConfig, QualityModel};
-use crate::engine::{EngineError, Hierarchy, ProblemConfig, QuasiIdentifier};
+use crate::engine::{
+    Algorithm, EngineError, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
+};
 
 /// A specification error: which field, what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -298,6 +300,56 @@ pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
     (v.is_finite() && v >= 0.0).then(|| std::time::Duration::from_secs_f64(v * factor))
 }
 
+/// Parameters of the genetic algorithm; unset fields keep the defaults (Table 2 of the paper).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneticSpec {
+    /// Generations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// Individuals per subpopulation (plus one per quasi-identifier).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subpopulation_size: Option<usize>,
+    /// Share of the fittest kept unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elite_fraction: Option<f64>,
+    /// Share replaced by crossover children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crossover_fraction: Option<f64>,
+    /// Share of the fittest used as parents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub production_fraction: Option<f64>,
+    /// Probability of mutating a level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation_probability: Option<f64>,
+    /// Generations between migrations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub immigration_interval: Option<u32>,
+    /// Share of a subpopulation that migrates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub immigration_fraction: Option<f64>,
+}
+
+impl GeneticSpec {
+    /// The engine's parameters: defaults overridden by the fields that are set.
+    pub fn params(&self) -> GeneticParams {
+        let d = GeneticParams::default();
+        GeneticParams {
+            iterations: self.iterations.unwrap_or(d.iterations),
+            subpopulation_size: self.subpopulation_size.unwrap_or(d.subpopulation_size),
+            elite_fraction: self.elite_fraction.unwrap_or(d.elite_fraction),
+            crossover_fraction: self.crossover_fraction.unwrap_or(d.crossover_fraction),
+            production_fraction: self.production_fraction.unwrap_or(d.production_fraction),
+            mutation_probability: self.mutation_probability.unwrap_or(d.mutation_probability),
+            immigration_interval: self.immigration_interval.unwrap_or(d.immigration_interval),
+            immigration_fraction: self.immigration_fraction.unwrap_or(d.immigration_fraction),
+        }
+    }
+}
+
+/// Default search time limit (as ARX's heuristic search limit).
+pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The whole job specification.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -340,7 +392,10 @@ pub struct JobSpec {
     pub threads: Option<usize>,
     /// Parameters of the genetic algorithm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub genetic: Option<serde_json::Value>,
+    pub genetic: Option<GeneticSpec>,
+    /// Largest solution space for which `auto` picks Flash (default 100,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flash_max_space: Option<u64>,
     /// Transformation to evaluate (`deid evaluate`): column → level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levels: Option<BTreeMap<String, u8>>,
@@ -353,6 +408,51 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// The search settings: algorithm (default `auto`), time limit (default 30 s), check limit,
+    /// seed, threads, genetic parameters. Ranges are validated by the engine when the search
+    /// starts ([`SearchConfig::resolve`]).
+    pub fn search_config(&self) -> Result<SearchConfig, SpecError> {
+        let algorithm = match &self.algorithm {
+            None => Algorithm::Auto,
+            Some(name) => Algorithm::parse(name).ok_or_else(|| {
+                SpecError::new(
+                    "algorithm",
+                    format!(
+                        "unknown algorithm '{name}'; expected one of {}",
+                        Algorithm::ALL.map(|a| a.name()).join(", ")
+                    ),
+                )
+            })?,
+        };
+        let time_limit = match &self.time_limit {
+            None => DEFAULT_TIME_LIMIT,
+            Some(d) => d.parse("time_limit")?,
+        };
+        let defaults = SearchConfig::default();
+        let config = SearchConfig {
+            algorithm,
+            time_limit,
+            check_limit: self.check_limit,
+            seed: self.seed.unwrap_or(0),
+            threads: self.threads,
+            genetic: self.genetic.unwrap_or_default().params(),
+            flash_max_space: self
+                .flash_max_space
+                .map_or(defaults.flash_max_space, |v| v as u128),
+        };
+        config.genetic.validate()?;
+        if config.time_limit.is_zero() {
+            return Err(SpecError::new("time_limit", "expected a positive duration"));
+        }
+        if config.check_limit == Some(0) {
+            return Err(SpecError::new("check_limit", "expected at least 1"));
+        }
+        if config.threads == Some(0) {
+            return Err(SpecError::new("threads", "expected at least 1"));
+        }
+        Ok(config)
+    }
+
     /// Parses a JSON document, naming the offending field on errors.
     pub fn from_json(text: &str) -> Result<JobSpec, SpecError> {
         serde_json::from_str(text).map_err(|e| SpecError::new("$", e.to_string()))
@@ -469,6 +569,35 @@ mod tests {
         let err = spec.problem_config(|_, _| unreachable!()).unwrap_err();
         assert_eq!(err.field, "quality.model");
         assert!(err.message.contains("'lost'") && err.message.contains("loss"));
+    }
+
+    #[test]
+    fn search_settings() {
+        let spec = JobSpec::from_json(
+            r#"{"algorithm": "genetic", "time_limit": "2s", "seed": 7, "genetic": {"iterations": 9}}"#,
+        )
+        .unwrap();
+        let c = spec.search_config().unwrap();
+        assert_eq!(c.algorithm, Algorithm::Genetic);
+        assert_eq!(c.time_limit, std::time::Duration::from_secs(2));
+        assert_eq!(c.genetic.iterations, 9);
+        assert_eq!(
+            c.genetic.subpopulation_size,
+            GeneticParams::default().subpopulation_size
+        );
+        let err = JobSpec::from_json(r#"{"algorithm": "fast"}"#)
+            .unwrap()
+            .search_config()
+            .unwrap_err();
+        assert_eq!(err.field, "algorithm");
+        assert!(err.message.contains("lightning"));
+        let err = JobSpec::from_json(r#"{"genetic": {"elite": 1}}"#).unwrap_err();
+        assert!(err.message.contains("elite"), "{err}");
+        let err = JobSpec::from_json(r#"{"genetic": {"elite_fraction": 7.0}}"#)
+            .unwrap()
+            .search_config()
+            .unwrap_err();
+        assert!(err.field.starts_with("genetic"), "{err}");
     }
 
     #[test]

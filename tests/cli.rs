@@ -227,3 +227,111 @@ fn builder_specifications_work_as_hierarchies() {
     assert_eq!(profiles[1]["name"], "age");
     assert_eq!(profiles[1]["kind"]["type"], "integer");
 }
+
+#[test]
+fn anonymize_searches_and_reports() {
+    let dir = setup("anonymize", DATA.as_bytes(), AGE);
+    std::fs::write(dir.join("zip.json"), r#"{"type": "masking"}"#).unwrap();
+    for algorithm in [
+        "flash",
+        "lightning",
+        "genetic",
+        "top-down",
+        "bfs",
+        "datafly",
+        "igreedy",
+        "exhaustive",
+        "auto",
+    ] {
+        let (code, stdout, stderr) = deid(
+            &[
+                "anonymize",
+                "--input",
+                "data.csv",
+                "--hierarchy",
+                "age=age.csv",
+                "--hierarchy",
+                "zip=zip.json",
+                "--identifying",
+                "name",
+                "--privacy",
+                "k-anonymity(k=2)",
+                "--algorithm",
+                algorithm,
+                "--time-limit",
+                "2s",
+                "--seed",
+                "3",
+                "--output",
+                "out.csv",
+            ],
+            &dir,
+        );
+        assert_eq!(code, 0, "{algorithm}: {stderr}");
+        let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(r["anonymous"], true, "{algorithm}");
+        for field in [
+            "algorithm",
+            "levels",
+            "checks",
+            "elapsed_ms",
+            "best_found_ms",
+            "optimal_proven",
+            "trace",
+            "transformation",
+            "quality",
+            "risk",
+        ] {
+            assert!(!r[field].is_null(), "{algorithm}: {field} missing");
+        }
+        let trace = r["trace"].as_array().unwrap();
+        assert!(!trace.is_empty());
+        assert_eq!(trace.last().unwrap()["score"], r["score"]);
+        // Every class of the output has at least 2 records.
+        let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+        let mut counts = std::collections::HashMap::new();
+        for line in out.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            *counts
+                .entry((f[0].to_string(), f[1].to_string()))
+                .or_insert(0) += 1;
+        }
+        assert!(counts.values().all(|&c| c >= 2), "{algorithm}: {out}");
+    }
+    // Flash proves optimality; an unknown algorithm exits with status 2 and lists the valid ones.
+    let (_, stdout, _) = deid(
+        &[
+            "anonymize",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.csv",
+            "--privacy",
+            "k-anonymity(k=2)",
+            "--algorithm",
+            "flash",
+        ],
+        &dir,
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["optimal_proven"], true);
+    let (code, _, stderr) = deid(
+        &[
+            "anonymize",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.csv",
+            "--privacy",
+            "k-anonymity(k=2)",
+            "--algorithm",
+            "quantum",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("'quantum'") && stderr.contains("lightning"),
+        "{stderr}"
+    );
+}

@@ -21,9 +21,10 @@ use super::datasets::{ColumnProfile, Page, missing_values_error, page_limit, sto
 use super::error::{ApiError, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
+use crate::engine::search::SearchConfig;
 use crate::engine::{EngineError, Problem, Table};
+use crate::jobs::execute::{check_config, search_config};
 use crate::jobs::progress::Snapshot;
-use crate::jobs::runner::search_settings;
 use crate::jobs::view::{JobView, is_terminal, parse_snapshot};
 use crate::spec::{AttributeType, DurationSpec, HierarchySource, JobSpec, SpecError};
 use crate::store::datasets::DatasetRow;
@@ -134,7 +135,7 @@ pub async fn create_job(
             }
         }
     }
-    let settings = search_settings(&spec, state.config.default_time_limit, state.engine_threads)?;
+    let settings = search_config(&spec, state.config.default_time_limit, state.engine_threads)?;
     if settings.time_limit > state.config.max_time_limit || settings.time_limit.is_zero() {
         return Err(spec_error(
             "time_limit",
@@ -147,7 +148,6 @@ pub async fn create_job(
         .with_details(json!({"field": "time_limit", "max_ms": state.config.max_time_limit.as_millis() as u64})));
     }
     spec.time_limit = Some(DurationSpec::Millis(settings.time_limit.as_millis() as u64));
-    spec.algorithm = Some(settings.algorithm.clone());
     if let Some(url) = &spec.callback_url {
         match reqwest::Url::parse(url) {
             Ok(u) if u.scheme() == "http" && u.host().is_some() => {}
@@ -173,7 +173,7 @@ pub async fn create_job(
             format!("expected a share in (0, 1], got {t}"),
         ));
     }
-    validate_problem(&state, &dataset, &spec, &columns).await?;
+    validate_problem(&state, &dataset, &spec, &columns, settings).await?;
 
     let id = uuid::Uuid::now_v7().to_string();
     let spec_json = serde_json::to_string(&spec).map_err(ApiError::internal)?;
@@ -231,6 +231,7 @@ async fn validate_problem(
     dataset: &DatasetRow,
     spec: &JobSpec,
     columns: &[ColumnProfile],
+    search: SearchConfig,
 ) -> Result<()> {
     let mut values: Vec<Option<Vec<String>>> = Vec::with_capacity(columns.len());
     let mut complete = true;
@@ -295,7 +296,9 @@ async fn validate_problem(
         }
         crate::spec::order_by_table(&mut config, &table);
         match Problem::new(table, config) {
-            Ok(_) => Ok(()),
+            Ok(problem) => check_config(&problem, &search)
+                .map(|_| ())
+                .map_err(|e| spec_error(&e.field, e.message)),
             Err(e @ EngineError::HierarchyMissingValues { .. }) => {
                 let field = match &e {
                     EngineError::HierarchyMissingValues { column, .. } => {

@@ -26,6 +26,45 @@ pub struct BenchArgs {
 pub enum BenchKind {
     /// Check every transformation of the lattice (exhaustive) and report checks per second.
     Checks(ChecksArgs),
+    /// Run search algorithms (k-anonymity, Loss) and report time to the optimum and best Loss
+    /// after each time limit.
+    Search(SearchArgs),
+}
+
+/// Flags of `deid bench search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Directory with one folder per dataset (`<dir>/<name>/<name>.csv`, hierarchies beside it).
+    #[arg(long, default_value = "examples")]
+    pub data: PathBuf,
+    /// Comma-separated dataset names.
+    #[arg(long, default_value = "adult")]
+    pub datasets: String,
+    /// k of k-anonymity.
+    #[arg(long, default_value_t = 5)]
+    pub k: u32,
+    /// Comma-separated suppression limits.
+    #[arg(long, default_value = "0,0.05,1")]
+    pub suppression_limits: String,
+    /// Comma-separated algorithms run with each time limit.
+    #[arg(long, default_value = "lightning,genetic,top-down,bfs")]
+    pub algorithms: String,
+    /// Comma-separated time limits for the heuristics.
+    #[arg(long, default_value = "1s,5s")]
+    pub time_limits: String,
+    /// Comma-separated optimal algorithms timed to completion (skipped where the space is larger
+    /// than `--max-optimal-space`).
+    #[arg(long, default_value = "flash,bfs")]
+    pub optimal: String,
+    /// Time limit of the optimal runs.
+    #[arg(long, default_value = "120s")]
+    pub optimal_time_limit: String,
+    /// Largest solution space for the optimal runs.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_optimal_space: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Flags of `deid bench checks`.
@@ -55,6 +94,7 @@ pub struct ChecksArgs {
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.kind {
         BenchKind::Checks(a) => checks(a),
+        BenchKind::Search(a) => search_bench(a),
     }
 }
 
@@ -112,6 +152,73 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
             pool.current_num_threads(),
             n as f64 / secs
         );
+    }
+    Ok(())
+}
+
+fn list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
+    use crate::engine::{Algorithm, CancelFlag, NoObserver, SearchConfig, search};
+    let parse_alg = |name: &str| {
+        Algorithm::parse(name).ok_or_else(|| anyhow::anyhow!("unknown algorithm '{name}'"))
+    };
+    let parse_time = |t: &str| {
+        crate::spec::parse_duration(t).ok_or_else(|| anyhow::anyhow!("bad duration '{t}'"))
+    };
+    println!(
+        "| dataset | suppression | algorithm | limit | Loss | utility | best found (s) | elapsed (s) | checks | optimal |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for name in list(&args.datasets) {
+        let ds = ArxDataset::load(&args.data.join(name), name)?;
+        for limit in list(&args.suppression_limits) {
+            let limit: f64 = limit.parse()?;
+            let config = ProblemConfig {
+                quasi_identifiers: ds.quasi_identifiers.clone(),
+                privacy: vec![PrivacyModel::KAnonymity { k: args.k }],
+                suppression_limit: limit,
+                ..Default::default()
+            };
+            let problem = Problem::new(ds.table.clone(), config)?;
+            let mut runs: Vec<(Algorithm, std::time::Duration)> = Vec::new();
+            let space = problem.lattice().size();
+            if space.is_some_and(|s| s <= args.max_optimal_space as u128) {
+                for a in list(&args.optimal) {
+                    runs.push((parse_alg(a)?, parse_time(&args.optimal_time_limit)?));
+                }
+            }
+            for t in list(&args.time_limits) {
+                for a in list(&args.algorithms) {
+                    runs.push((parse_alg(a)?, parse_time(t)?));
+                }
+            }
+            for (algorithm, time_limit) in runs {
+                let config = SearchConfig {
+                    algorithm,
+                    time_limit,
+                    threads: args.threads,
+                    flash_max_space: args.max_optimal_space as u128,
+                    ..Default::default()
+                };
+                let outcome = search(&problem, &config, &CancelFlag::new(), &NoObserver)?;
+                let (loss, utility) = outcome.best.as_ref().map_or(("-".into(), "-".into()), |b| {
+                    (format!("{:.4}", b.score), format!("{:.4}", b.utility))
+                });
+                println!(
+                    "| {name} | {limit} | {algorithm} | {:?} | {loss} | {utility} | {} | {:.2} | {} | {} |",
+                    time_limit,
+                    outcome
+                        .best_found_at
+                        .map_or("-".into(), |d| format!("{:.2}", d.as_secs_f64())),
+                    outcome.elapsed.as_secs_f64(),
+                    outcome.checks,
+                    if outcome.optimal_proven { "yes" } else { "" },
+                );
+            }
+        }
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
+pub mod anonymize;
 pub mod bench;
 
 use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
@@ -42,6 +43,8 @@ pub enum Command {
     Healthcheck(crate::app::HealthcheckArgs),
     /// Measure `GET /v1/jobs/{id}` throughput against a running service while two jobs run.
     BenchApi(crate::api_bench::BenchArgs),
+    /// Search the best transformation within a time limit; write the CSV and a JSON report.
+    Anonymize(anonymize::AnonymizeArgs),
     /// Run benchmark problems on a directory of datasets and print a table.
     Bench(bench::BenchArgs),
     /// Build a hierarchy from a builder specification (or the suggested one) and print it as CSV.
@@ -139,6 +142,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::BenchApi(args)) => crate::api_bench::run(args),
         Some(Command::Healthcheck(args)) => crate::app::healthcheck(&args),
         None => serve(crate::config::ServeArgs::default()),
+        Some(Command::Anonymize(args)) => anonymize::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
@@ -231,7 +235,7 @@ fn sniff_delimiter(path: &Path) -> u8 {
         .unwrap_or(b';')
 }
 
-fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
+pub(crate) fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
     u8::try_from(c)
         .ok()
         .filter(|b| b.is_ascii())

@@ -121,9 +121,9 @@ enum Source {
 }
 
 impl<'p> Checker<'p> {
-    /// A checker with a snapshot cache of 32 Mi words (128 MiB) per worker thread.
+    /// A checker with a snapshot cache of 8 Mi words (32 MiB) per worker thread.
     pub fn new(problem: &'p Problem) -> Self {
-        Self::with_snapshot_budget(problem, 32 << 20)
+        Self::with_snapshot_budget(problem, 8 << 20)
     }
 
     /// A checker whose per-thread snapshot cache holds at most `words` 4-byte words (0 disables
@@ -169,17 +169,7 @@ impl<'p> Checker<'p> {
                 }
                 None => self.group_from(ws, self.problem.base_groups(), None, levels),
             };
-            let (suppressed, suppressed_records) = self.suppress(&groups);
-            let view = ClassView {
-                problem: self.problem,
-                levels,
-                codes: &groups.codes,
-                counts: &groups.counts,
-                suppressed: &suppressed,
-                groups: &groups,
-            };
-            let quality = self.problem.prepared_quality().evaluate(&view);
-            let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
+            let (result, _, _) = self.judge(levels, &groups);
             self.store_snapshot(ws, levels, groups);
             result
         })
@@ -193,17 +183,7 @@ impl<'p> Checker<'p> {
             let groups = self.group_from(ws, self.problem.base_groups(), None, levels);
             (groups, ws.class_of_src.clone())
         });
-        let (suppressed, suppressed_records) = self.suppress(&groups);
-        let view = ClassView {
-            problem: self.problem,
-            levels,
-            codes: &groups.codes,
-            counts: &groups.counts,
-            suppressed: &suppressed,
-            groups: &groups,
-        };
-        let quality = self.problem.prepared_quality().evaluate(&view);
-        let result = self.verdict(levels, &groups, &suppressed, suppressed_records, &quality);
+        let (result, quality, suppressed) = self.judge(levels, &groups);
         Evaluation {
             result,
             quality,
@@ -211,6 +191,22 @@ impl<'p> Checker<'p> {
             suppressed,
             class_of_base,
         }
+    }
+
+    /// Suppresses violating classes, scores the result and decides.
+    fn judge(&self, levels: &[u8], groups: &Groups) -> (CheckResult, Quality, Vec<bool>) {
+        let (suppressed, suppressed_records) = self.suppress(groups);
+        let view = ClassView {
+            problem: self.problem,
+            levels,
+            codes: &groups.codes,
+            counts: &groups.counts,
+            suppressed: &suppressed,
+            groups,
+        };
+        let quality = self.problem.prepared_quality().evaluate(&view);
+        let result = self.verdict(levels, groups, &suppressed, suppressed_records, &quality);
+        (result, quality, suppressed)
     }
 
     fn verdict(
@@ -469,10 +465,8 @@ impl<'p> Checker<'p> {
 
     /// Keeps `groups` as a snapshot if it is small enough to be worth regrouping from.
     fn store_snapshot(&self, ws: &mut Workspace, levels: &[u8], groups: Groups) {
-        let n = self.problem.rows();
         let words = groups.words();
         if self.snapshot_budget_words == 0
-            || groups.len() * 5 > n
             || groups.len() * 5 > self.problem.base_groups().len() * 4
             || words > self.snapshot_budget_words
             || ws.snapshots.iter().any(|s| s.levels == levels)

@@ -4,8 +4,9 @@
 //! Layout: [`data`] (dictionary-encoded tables) → [`hierarchy`] (generalization hierarchies) →
 //! [`problem`] (a validated, encoded problem) → [`check`] (decide and score one transformation)
 //! using [`privacy`] and [`quality`] models over the [`lattice`] of transformations; [`output`]
-//! writes the anonymized table and [`risk`] reports re-identification risks. [`builder`] creates
-//! hierarchies from small specifications and [`types`] detects column types and suggests one.
+//! writes the anonymized table and [`risk`] reports re-identification risks; [`mod@search`] finds
+//! the best anonymous transformation. [`builder`] creates hierarchies from small specifications
+//! and [`types`] detects column types and suggests one.
 
 pub mod builder;
 pub mod check;
@@ -19,6 +20,7 @@ pub mod privacy;
 pub mod problem;
 pub mod quality;
 pub mod risk;
+pub mod search;
 pub mod types;
 
 pub use builder::HierarchySpec;
@@ -31,4 +33,8 @@ pub use lattice::{Lattice, Levels};
 pub use privacy::PrivacyModel;
 pub use problem::Problem;
 pub use quality::{QualityConfig, QualityModel};
+pub use search::{
+    Algorithm, CancelFlag, GeneticParams, Improvement, NoObserver, Phase, Progress,
+    ProgressObserver, SearchConfig, SearchOutcome, StopReason, search,
+};
 pub use types::{ColumnKind, ColumnProfile};

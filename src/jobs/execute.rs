@@ -1,37 +1,18 @@
-//! **The seam between the service and the search.** Everything the service knows about search
-//! algorithms goes through [`run_job`]: it gets a validated [`Problem`], the [`SearchSettings`]
-//! of the job, a cancel flag and a progress callback, and returns the best transformation found.
-//!
-//! The current implementation is a plain exhaustive walk of the lattice in id order with
-//! [`Checker::check`], honouring the time limit, the check limit and the cancel flag. To plug in
-//! the real algorithms, replace the body of [`run_job`] with a dispatch on
-//! `settings.algorithm` (see [`ALGORITHMS`]) that maps the engine's search result and progress
-//! onto [`JobOutcome`] and [`Progress`]; nothing else in the service has to change.
+//! **The seam between the service and the search.** Everything the service knows about the
+//! search goes through [`run_job`]: it gets a validated [`Problem`], the job's [`SearchConfig`]
+//! (from [`search_config`]), a cancel flag and a progress callback, runs
+//! [`crate::engine::search::search`] on the calling (engine pool) thread and returns the engine's
+//! [`SearchOutcome`]. Progress and improvements arrive through one callback as [`Progress`]
+//! values carrying the best transformation so far.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use crate::engine::{Checker, Lattice, Problem};
-
-/// Algorithm names accepted in job specifications (`algorithm`); `auto` lets the engine choose.
-pub const ALGORITHMS: &[&str] = &["auto", "exhaustive", "flash", "lightning", "genetic"];
-
-/// Search parameters of one job, already validated.
-#[derive(Debug, Clone)]
-pub struct SearchSettings {
-    /// Algorithm name, one of [`ALGORITHMS`].
-    pub algorithm: String,
-    /// Wall-clock budget of the search.
-    pub time_limit: Duration,
-    /// Optional budget of checks.
-    pub check_limit: Option<u64>,
-    /// Seed of randomized algorithms.
-    pub seed: u64,
-    /// Worker threads the search may use (within the engine pool).
-    pub threads: usize,
-    /// Genetic algorithm parameters, as given.
-    pub genetic: Option<serde_json::Value>,
-}
+use crate::engine::search::{
+    self, Algorithm, CancelFlag, Improvement, ProgressObserver, SearchConfig, SearchOutcome,
+};
+use crate::engine::{EngineError, Problem};
+use crate::spec::{DurationSpec, JobSpec, SpecError};
 
 /// The best transformation found so far.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,189 +31,151 @@ pub struct Best {
     pub checks: u64,
 }
 
-/// A progress report, sent by the search a few times per second and on every improvement.
+impl Best {
+    fn of(i: &Improvement) -> Best {
+        Best {
+            levels: i.levels.clone(),
+            score: i.score,
+            utility: i.utility,
+            suppressed: i.suppressed,
+            elapsed: i.found_at,
+            checks: i.checks,
+        }
+    }
+}
+
+/// A progress report: about every 100 ms while searching, and on every improvement.
 #[derive(Debug, Clone)]
 pub struct Progress {
+    /// The search phase (`starting`, `binary`, `linear`, `best-first`, `greedy`, `evolving`, …).
+    pub phase: &'static str,
     /// Transformations checked so far.
     pub checks: u64,
     /// Time since the search started.
     pub elapsed: Duration,
-    /// Share of the search space explored (checked or pruned), in [0, 1].
+    /// Share of the search space classified (checked or pruned), in [0, 1].
     pub explored_share: f64,
     /// The best transformation so far.
     pub best: Option<Best>,
 }
 
-/// Why the search stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The search space was exhausted (the result is optimal for exhaustive algorithms).
-    Completed,
-    /// The time limit was reached.
-    TimeLimit,
-    /// The check limit was reached.
-    CheckLimit,
-    /// The cancel flag was raised.
-    Cancelled,
-}
-
-impl StopReason {
-    /// Name in reports: `completed`, `time_limit`, `check_limit`, `cancelled`.
-    pub fn name(self) -> &'static str {
-        match self {
-            StopReason::Completed => "completed",
-            StopReason::TimeLimit => "time_limit",
-            StopReason::CheckLimit => "check_limit",
-            StopReason::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// The result of a search.
-#[derive(Debug, Clone)]
-pub struct JobOutcome {
-    /// The best anonymous transformation, if any was found.
-    pub best: Option<Best>,
-    /// Every improvement of the best, in order.
-    pub trace: Vec<Best>,
-    /// Checks done.
-    pub checks: u64,
-    /// Search time.
-    pub elapsed: Duration,
-    /// Share of the search space explored.
-    pub explored_share: f64,
-    /// Why the search stopped.
-    pub stopped: StopReason,
-}
-
-/// A search failure (invalid parameters the validation did not catch, engine errors).
+/// A search that could not start (its configuration does not fit the problem).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct JobError {
-    /// Machine-readable code (`invalid_algorithm`, …).
-    pub code: &'static str,
-    /// What went wrong.
+    /// Dotted path of the offending setting.
+    pub field: String,
+    /// What is wrong.
     pub message: String,
 }
 
-/// How often (in checks) the walk reports progress when nothing improves.
-const PROGRESS_EVERY: u64 = 32;
-
-/// Runs the search of one job on the current (engine pool) thread.
-///
-/// Steps of the current implementation:
-/// 1. walk the lattice in id order, checking every transformation;
-/// 2. keep the anonymous transformation with the lowest score (ties: lower rank, then lower
-///    levels), reporting each improvement at once;
-/// 3. stop on cancel, time limit or check limit; report progress every few checks.
-pub fn run_job(
-    problem: &Problem,
-    settings: &SearchSettings,
-    cancel: &AtomicBool,
-    progress: &dyn Fn(&Progress),
-) -> Result<JobOutcome, JobError> {
-    if !ALGORITHMS.contains(&settings.algorithm.as_str()) {
-        return Err(JobError {
-            code: "invalid_algorithm",
-            message: format!("unknown algorithm '{}'", settings.algorithm),
-        });
-    }
-    let start = Instant::now();
-    let checker = Checker::new(problem);
-    let lattice = problem.lattice();
-    let size = lattice.size_f64().max(1.0);
-    let mut best: Option<Best> = None;
-    let mut trace = Vec::new();
-    let mut checks = 0u64;
-    let mut stopped = StopReason::Completed;
-    let report = |checks: u64, best: &Option<Best>| {
-        progress(&Progress {
-            checks,
-            elapsed: start.elapsed(),
-            explored_share: (checks as f64 / size).min(1.0),
-            best: best.clone(),
-        })
-    };
-    report(0, &best);
-    // `for_each` cannot stop early, so the walk skips the rest once it must stop.
-    let mut stop = false;
-    lattice.for_each(|levels| {
-        if stop {
-            return;
-        }
-        if cancel.load(Ordering::Relaxed) {
-            stopped = StopReason::Cancelled;
-            stop = true;
-            return;
-        }
-        if start.elapsed() >= settings.time_limit {
-            stopped = StopReason::TimeLimit;
-            stop = true;
-            return;
-        }
-        if settings.check_limit.is_some_and(|l| checks >= l) {
-            stopped = StopReason::CheckLimit;
-            stop = true;
-            return;
-        }
-        let r = checker.check(levels);
-        checks += 1;
-        if r.anonymous && better(&r.levels, r.score, best.as_ref()) {
-            let b = Best {
-                levels: r.levels.clone(),
-                score: r.score,
-                utility: r.utility,
-                suppressed: r.suppressed,
-                elapsed: start.elapsed(),
-                checks,
-            };
-            trace.push(b.clone());
-            best = Some(b);
-            report(checks, &best);
-        } else if checks.is_multiple_of(PROGRESS_EVERY) {
-            report(checks, &best);
-        }
-    });
-    let explored_share = if stopped == StopReason::Completed {
-        1.0
-    } else {
-        (checks as f64 / size).min(1.0)
-    };
-    progress(&Progress {
-        checks,
-        elapsed: start.elapsed(),
-        explored_share,
-        best: best.clone(),
-    });
-    Ok(JobOutcome {
-        best,
-        trace,
-        checks,
-        elapsed: start.elapsed(),
-        explored_share,
-        stopped,
-    })
+/// Adapts the engine's observer calls to the job's progress callback.
+struct Observer<'a> {
+    callback: &'a (dyn Fn(&Progress) + Sync),
+    state: Mutex<(Option<Best>, f64, &'static str)>,
 }
 
-/// Lower score wins; ties go to the lower rank, then the lexicographically lower levels, so the
-/// result does not depend on the visiting order.
-fn better(levels: &[u8], score: f64, best: Option<&Best>) -> bool {
-    match best {
-        None => true,
-        Some(b) => match score.total_cmp(&b.score) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => {
-                (Lattice::rank(levels), levels) < (Lattice::rank(&b.levels), b.levels.as_slice())
-            }
+impl ProgressObserver for Observer<'_> {
+    fn progress(&self, p: &search::Progress) {
+        let best = {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.1 = p.explored;
+            s.2 = p.phase.name();
+            s.0.clone()
+        };
+        (self.callback)(&Progress {
+            phase: p.phase.name(),
+            checks: p.checks,
+            elapsed: p.elapsed,
+            explored_share: p.explored,
+            best,
+        });
+    }
+
+    fn improved(&self, i: &Improvement) {
+        let best = Best::of(i);
+        let (explored, phase) = {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.0 = Some(best.clone());
+            (s.1, s.2)
+        };
+        (self.callback)(&Progress {
+            phase,
+            checks: i.checks,
+            elapsed: i.found_at,
+            explored_share: explored,
+            best: Some(best),
+        });
+    }
+}
+
+/// Runs the search of one job on the current (engine pool) thread; rayon parallelism inside
+/// the search uses the same pool.
+pub fn run_job(
+    problem: &Problem,
+    config: &SearchConfig,
+    cancel: &CancelFlag,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<SearchOutcome, JobError> {
+    let observer = Observer {
+        callback: progress,
+        state: Mutex::new((None, 0.0, "starting")),
+    };
+    search::search(problem, config, cancel, &observer).map_err(job_error)
+}
+
+fn job_error(e: EngineError) -> JobError {
+    match e {
+        EngineError::InvalidConfig { field, message } => JobError {
+            field: field.strip_prefix("search.").unwrap_or(&field).to_string(),
+            message,
+        },
+        other => JobError {
+            field: "algorithm".into(),
+            message: other.to_string(),
         },
     }
+}
+
+/// Checks the search configuration against the problem (e.g. Flash on a space too large) before
+/// the job is queued.
+pub fn check_config(problem: &Problem, config: &SearchConfig) -> Result<Algorithm, JobError> {
+    config.resolve(problem).map_err(job_error)
+}
+
+/// The search configuration of a job: the specification's settings (`algorithm`, `time_limit`,
+/// `check_limit`, `seed`, `genetic`, `flash_max_space`), with the server's default time limit
+/// when none is given. `threads` may be at most the engine pool's size; the search then runs on
+/// the engine pool (`threads: 1` runs it sequentially).
+pub fn search_config(
+    spec: &JobSpec,
+    default_time_limit: Duration,
+    max_threads: usize,
+) -> Result<SearchConfig, SpecError> {
+    let mut spec = spec.clone();
+    if spec.time_limit.is_none() {
+        spec.time_limit = Some(DurationSpec::Millis(default_time_limit.as_millis() as u64));
+    }
+    if let Some(t) = spec.threads
+        && (t == 0 || t > max_threads)
+    {
+        return Err(SpecError::new(
+            "threads",
+            format!("expected 1 to {max_threads} threads, got {t}"),
+        ));
+    }
+    let mut config = spec.search_config()?;
+    config.threads = match spec.threads {
+        Some(1) => Some(1),
+        _ => None,
+    };
+    Ok(config)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Hierarchy, PrivacyModel, ProblemConfig, QuasiIdentifier, Table};
+    use crate::engine::{Checker, Hierarchy, PrivacyModel, ProblemConfig, QuasiIdentifier, Table};
 
     fn problem() -> Problem {
         let rows: Vec<Vec<String>> = [
@@ -270,28 +213,19 @@ mod tests {
         Problem::new(table, config).unwrap()
     }
 
-    fn settings() -> SearchSettings {
-        SearchSettings {
-            algorithm: "auto".into(),
-            time_limit: Duration::from_secs(10),
-            check_limit: None,
-            seed: 0,
-            threads: 1,
-            genetic: None,
-        }
-    }
-
     #[test]
-    fn finds_the_best_anonymous_transformation() {
+    fn finds_the_best_anonymous_transformation_and_reports_it() {
         let p = problem();
-        let calls = std::sync::Mutex::new(0);
-        let out = run_job(&p, &settings(), &AtomicBool::new(false), &|_| {
-            *calls.lock().unwrap() += 1
+        let calls = Mutex::new(Vec::new());
+        let config = SearchConfig {
+            algorithm: Algorithm::Exhaustive,
+            ..SearchConfig::default()
+        };
+        let out = run_job(&p, &config, &CancelFlag::new(), &|pr| {
+            calls.lock().unwrap().push(pr.clone())
         })
         .unwrap();
-        assert_eq!(out.stopped, StopReason::Completed);
-        assert_eq!(out.checks, 6);
-        let best = out.best.unwrap();
+        let best = out.best.clone().unwrap();
         // Every anonymous transformation scores no better than the best (checked independently).
         let checker = Checker::new(&p);
         p.lattice().for_each(|l| {
@@ -300,21 +234,49 @@ mod tests {
                 assert!(r.score >= best.score);
             }
         });
-        assert!(checker.check(&best.levels).anonymous);
-        assert!(*calls.lock().unwrap() >= 2);
-        assert_eq!(out.trace.last().unwrap().levels, best.levels);
+        let calls = calls.into_inner().unwrap();
+        assert!(!calls.is_empty());
+        // The last report carries the best transformation.
+        assert_eq!(
+            calls.last().unwrap().best.as_ref().unwrap().levels,
+            best.levels
+        );
     }
 
     #[test]
-    fn stops_on_cancel_and_check_limit() {
+    fn cancelled_searches_stop() {
         let p = problem();
-        let out = run_job(&p, &settings(), &AtomicBool::new(true), &|_| {}).unwrap();
-        assert_eq!(out.stopped, StopReason::Cancelled);
-        assert_eq!(out.checks, 0);
-        let mut s = settings();
-        s.check_limit = Some(2);
-        let out = run_job(&p, &s, &AtomicBool::new(false), &|_| {}).unwrap();
-        assert_eq!(out.stopped, StopReason::CheckLimit);
-        assert_eq!(out.checks, 2);
+        let cancel = CancelFlag::new();
+        cancel.cancel();
+        let out = run_job(&p, &SearchConfig::default(), &cancel, &|_| {}).unwrap();
+        assert_eq!(out.stop, search::StopReason::Cancelled);
+    }
+
+    #[test]
+    fn configuration_from_the_specification() {
+        let spec =
+            JobSpec::from_json(r#"{"algorithm": "genetic", "seed": 3, "threads": 1}"#).unwrap();
+        let c = search_config(&spec, Duration::from_secs(7), 2).unwrap();
+        assert_eq!(c.algorithm, Algorithm::Genetic);
+        assert_eq!(c.time_limit, Duration::from_secs(7));
+        assert_eq!((c.seed, c.threads), (3, Some(1)));
+        let spec = JobSpec::from_json(r#"{"threads": 3}"#).unwrap();
+        assert_eq!(
+            search_config(&spec, Duration::from_secs(7), 2)
+                .unwrap_err()
+                .field,
+            "threads"
+        );
+        let spec = JobSpec::from_json(r#"{"algorithm": "magic"}"#).unwrap();
+        assert_eq!(
+            search_config(&spec, Duration::from_secs(7), 2)
+                .unwrap_err()
+                .field,
+            "algorithm"
+        );
+        // Flash on a space larger than flash_max_space is refused before the job runs.
+        let spec = JobSpec::from_json(r#"{"algorithm": "flash", "flash_max_space": 2}"#).unwrap();
+        let c = search_config(&spec, Duration::from_secs(7), 2).unwrap();
+        assert_eq!(check_config(&problem(), &c).unwrap_err().field, "algorithm");
     }
 }

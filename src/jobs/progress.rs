@@ -4,7 +4,7 @@
 //! the runner's heartbeat copies the snapshot every 250 ms into a `watch` channel (local SSE
 //! subscribers) and into the job's row (other replicas, late subscribers, restarts).
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::execute::{Best, Progress};
 use crate::engine::Problem;
+use crate::engine::search::CancelFlag;
 use crate::report::transformation_json;
 
 /// At most this many improvements are kept in the trace (later ones replace the last entry).
@@ -51,7 +52,8 @@ impl BestView {
 /// Progress of a job, persisted as JSON in its row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
-    /// `loading`, `searching`, `writing` or `finished`.
+    /// `loading`, a search phase (`starting`, `binary`, `linear`, `best-first`, `greedy`,
+    /// `evolving`, `searching`), `writing` or `finished`.
     pub phase: String,
     /// Transformations checked.
     pub checks: u64,
@@ -84,7 +86,7 @@ pub enum StopCause {
 #[derive(Debug)]
 pub struct LiveJob {
     /// Raised to stop the search (shared with the engine).
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: CancelFlag,
     cause: AtomicU8,
     /// Checks already added to the `deid_checks_total` counter.
     counted_checks: AtomicU64,
@@ -102,7 +104,7 @@ impl LiveJob {
         };
         let (updates, _) = watch::channel(Arc::new(snapshot.clone()));
         LiveJob {
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: CancelFlag::new(),
             cause: AtomicU8::new(StopCause::None as u8),
             counted_checks: AtomicU64::new(0),
             snapshot: Mutex::new(snapshot),
@@ -118,7 +120,7 @@ impl LiveJob {
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
-        self.cancel.store(true, Ordering::SeqCst);
+        self.cancel.cancel();
     }
 
     /// Why the job was stopped.
@@ -134,7 +136,7 @@ impl LiveJob {
     /// Records a progress report of the search (called from the engine thread).
     pub fn record(&self, problem: &Problem, p: &Progress) {
         let mut s = self.lock();
-        s.phase = "searching".into();
+        s.phase = p.phase.to_string();
         s.checks = p.checks;
         s.elapsed_ms = p.elapsed.as_millis() as u64;
         s.explored_share = p.explored_share;

@@ -18,7 +18,6 @@
 //! 5. send the webhook, if any.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -29,10 +28,11 @@ use tokio_util::task::TaskTracker;
 
 use super::chunks::{ChunkReader, ResultWriter};
 use super::cpu::EnginePool;
-use super::execute::{JobOutcome, SearchSettings, run_job};
-use super::progress::{BestView, LiveJob, Snapshot, StopCause};
+use super::execute::{run_job, search_config};
+use super::progress::{LiveJob, Snapshot, StopCause};
+use crate::engine::search::{SearchConfig, SearchOutcome};
 use crate::engine::{Checker, CsvOptions, Problem, Table};
-use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
+use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
 use crate::spec::{JobSpec, SpecError};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
@@ -79,7 +79,7 @@ pub struct Runner {
 enum Processed {
     /// The search ended (completed, limits or user cancel) and the result was written.
     Finished {
-        outcome: JobOutcome,
+        outcome: SearchOutcome,
         report: Option<String>,
         chunks: Option<i64>,
     },
@@ -301,10 +301,10 @@ impl Runner {
                         message: format!(
                             "no transformation satisfies the privacy models within the suppression limit \
                              (search {}, {} checks)",
-                            outcome.stopped.name(),
+                            outcome.stop.name(),
                             outcome.checks
                         ),
-                        details: serde_json::json!({"stopped": outcome.stopped.name()}),
+                        details: serde_json::json!({"stop": outcome.stop.name(), "optimal_proven": outcome.optimal_proven}),
                         retryable: false,
                     };
                     ("failed", Some(f.json()))
@@ -413,9 +413,8 @@ impl Runner {
                 });
             }
         };
-        let settings =
-            search_settings(&spec, self.settings.default_time_limit, self.pool.threads())
-                .map_err(Failure::spec)?;
+        let settings = search_config(&spec, self.settings.default_time_limit, self.pool.threads())
+            .map_err(Failure::spec)?;
         let ctx = EngineJob {
             store: self.store.clone(),
             handle: Handle::current(),
@@ -457,44 +456,6 @@ fn interrupted_error() -> String {
     .to_string()
 }
 
-/// Derives the search settings of a job: algorithm (default `auto`), time limit (default
-/// `default_time_limit`), seed (default 0) and threads (default and maximum: the pool size).
-pub fn search_settings(
-    spec: &JobSpec,
-    default_time_limit: Duration,
-    max_threads: usize,
-) -> Result<SearchSettings, SpecError> {
-    let algorithm = spec.algorithm.clone().unwrap_or_else(|| "auto".into());
-    if !super::execute::ALGORITHMS.contains(&algorithm.as_str()) {
-        return Err(SpecError::new(
-            "algorithm",
-            format!(
-                "unknown algorithm '{algorithm}'; expected one of {}",
-                super::execute::ALGORITHMS.join(", ")
-            ),
-        ));
-    }
-    let time_limit = match &spec.time_limit {
-        Some(t) => t.parse("time_limit")?,
-        None => default_time_limit,
-    };
-    let threads = spec.threads.unwrap_or(max_threads);
-    if threads == 0 || threads > max_threads {
-        return Err(SpecError::new(
-            "threads",
-            format!("expected 1 to {max_threads} threads, got {threads}"),
-        ));
-    }
-    Ok(SearchSettings {
-        algorithm,
-        time_limit,
-        check_limit: spec.check_limit,
-        seed: spec.seed.unwrap_or(0),
-        threads,
-        genetic: spec.genetic.clone(),
-    })
-}
-
 /// Everything the engine side of a job needs, moved onto the pool.
 struct EngineJob {
     store: Store,
@@ -503,7 +464,7 @@ struct EngineJob {
     owner: String,
     dataset: DatasetRow,
     spec: JobSpec,
-    settings: SearchSettings,
+    settings: SearchConfig,
     live: Arc<LiveJob>,
 }
 
@@ -543,12 +504,7 @@ impl EngineJob {
         let outcome = run_job(&problem, &self.settings, &live.cancel, &|p| {
             live.record(&problem, p)
         })
-        .map_err(|e| Failure {
-            code: e.code,
-            message: e.message,
-            details: serde_json::Value::Null,
-            retryable: false,
-        })?;
+        .map_err(|e| Failure::spec(SpecError::new(e.field, e.message)))?;
         if matches!(live.cause(), StopCause::Shutdown | StopCause::LeaseLost) {
             return Ok(Processed::Aborted);
         }
@@ -563,34 +519,18 @@ impl EngineJob {
         live.set_phase("writing");
         let checker = Checker::new(&problem);
         let eval = checker.evaluate(&best.levels);
-        let mut report = evaluation_report(
+        let mut report = search_report(
             &problem,
-            &eval,
+            &outcome,
+            Some(&eval),
             self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
         );
-        let trace: Vec<BestView> = outcome
-            .trace
-            .iter()
-            .map(|b| BestView::new(&problem, b))
-            .collect();
         if let Some(obj) = report.as_object_mut() {
             obj.insert("job_id".into(), self.job_id.clone().into());
             obj.insert("dataset_id".into(), self.dataset.id.clone().into());
             obj.insert(
-                "search".into(),
-                serde_json::json!({
-                    "algorithm": self.settings.algorithm,
-                    "stopped": outcome.stopped.name(),
-                    "checks": outcome.checks,
-                    "elapsed_ms": outcome.elapsed.as_millis() as u64,
-                    "explored_share": outcome.explored_share,
-                    "lattice_size": problem.lattice().size_string(),
-                    "time_limit_ms": self.settings.time_limit.as_millis() as u64,
-                }),
-            );
-            obj.insert(
-                "trace".into(),
-                serde_json::to_value(&trace).unwrap_or_default(),
+                "time_limit_ms".into(),
+                (self.settings.time_limit.as_millis() as u64).into(),
             );
         }
         let mut writer = ResultWriter::new(
@@ -662,7 +602,7 @@ async fn heartbeat(
             Ok(Some(false)) => {}
             Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
         }
-        if live.cancel.load(Ordering::Relaxed) && live.cause() == StopCause::LeaseLost {
+        if live.cancel.is_cancelled() && live.cause() == StopCause::LeaseLost {
             return;
         }
     }

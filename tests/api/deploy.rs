@@ -112,7 +112,7 @@ fn openapi_job_spec_matches_the_parser() {
             "attributes" | "genetic" => serde_json::json!({}),
             "privacy" => serde_json::json!([]),
             "suppression_limit" | "risk_threshold" => serde_json::json!(0.5),
-            "check_limit" | "seed" | "threads" => serde_json::json!(1),
+            "check_limit" | "seed" | "threads" | "flash_max_space" => serde_json::json!(1),
             _ => serde_json::json!("x"),
         };
         spec.insert(name.clone(), value);
@@ -129,7 +129,11 @@ fn openapi_job_spec_matches_the_parser() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(listed, deid::jobs::execute::ALGORITHMS);
+    let names: Vec<&str> = deid::engine::search::Algorithm::ALL
+        .iter()
+        .map(|a| a.name())
+        .collect();
+    assert_eq!(listed, names);
 }
 
 #[test]

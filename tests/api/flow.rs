@@ -64,7 +64,12 @@ async fn full_flow(kind: Db) {
     assert_eq!(report["rows"], 30162);
     assert_eq!(report["transformation"], best["transformation"]);
     assert!(report["risk"]["input"].is_object() && report["risk"]["output"].is_object());
-    assert!(report["search"]["checks"].as_u64().unwrap() > 0);
+    assert!(report["checks"].as_u64().unwrap() > 0);
+    assert_eq!(
+        report["algorithm"], "flash",
+        "auto picks Flash for small spaces"
+    );
+    assert_eq!(report["optimal_proven"], true);
     assert!(!report["trace"].as_array().unwrap().is_empty());
 
     let csv = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
@@ -176,7 +181,7 @@ async fn live_events_and_cancel(kind: Db) {
     assert_eq!(j["cancel_requested"], true);
     // The best so far became the result.
     let report = app.get(&format!("/v1/jobs/{id}/result")).await.json();
-    assert_eq!(report["search"]["stopped"], "cancelled");
+    assert_eq!(report["stop"], "cancelled");
     assert_eq!(report["transformation"], j["best"]["transformation"]);
     let csv = app.get(&format!("/v1/jobs/{id}/result.csv")).await.text;
     let qis: Vec<String> = (0..SLOW_QIS).map(|i| format!("q{i}")).collect();

@@ -1,0 +1,1025 @@
+//! Search strategies over the generalization lattice, all behind one entry point: [`search`].
+//!
+//! Every algorithm works on the same search context (`Ctx`): it asks the context to check batches of
+//! transformations (in parallel on a rayon pool, results processed in input order so that the
+//! outcome never depends on the number of threads), the context keeps the best anonymous
+//! transformation found so far, enforces the time limit, the check limit and cancellation, and
+//! reports progress and improvements to a [`ProgressObserver`].
+//!
+//! The optimum is defined by an order (REFERENCE.md §3.2, made deterministic): lower score;
+//! ties → lower rank (sum of levels); then lexicographically smaller levels. Scores within a
+//! relative 1e-9 count as ties: normalised quality values carry rounding noise of about 1e-10.
+//! Only anonymous transformations can be the result.
+//!
+//! Algorithms (REFERENCE.md §3):
+//! - [`Algorithm::Flash`] — globally optimal (`flash`), for spaces up to
+//!   [`SearchConfig::flash_max_space`];
+//! - [`Algorithm::Lightning`] / [`Algorithm::TopDown`] — utility-guided heuristics (`lightning`);
+//! - [`Algorithm::Genetic`] — two-population genetic algorithm (`genetic`);
+//! - [`Algorithm::Bfs`] — best-first branch and bound with antichain pruning (`bfs`);
+//! - [`Algorithm::DataFly`] / [`Algorithm::ImprovedGreedy`] — minimal-anonymization greedy
+//!   heuristics (`greedy`);
+//! - [`Algorithm::Exhaustive`] — checks every transformation (`exhaustive`);
+//! - [`Algorithm::Auto`] — Flash if the space is small enough, Lightning otherwise.
+//!
+//! Pruning rules used by the algorithms (each only where valid):
+//! - *lower bound*: `CheckResult::lower_bound` bounds the score of a transformation and all its
+//!   generalizations, so an up-set whose bound cannot beat the current optimum (in the total
+//!   order above) is skipped — valid unless suppression is cheaper than generalization (see
+//!   `lower_bound_valid`);
+//! - *anonymity*: anonymous ⇒ generalizations anonymous and not anonymous ⇒ specializations not
+//!   anonymous only if [`Problem::privacy_monotonicity`] is `Full`; the minimal class size alone
+//!   is monotone when it is `Partial`;
+//! - *utility*: an anonymous transformation's generalizations cannot beat it if the score is
+//!   monotone (suppression limit 0, or a model that is monotone with suppression).
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use super::check::{CheckResult, Checker};
+use super::error::{EngineError, Result};
+use super::lattice::{Lattice, Levels};
+use super::problem::{PrivacyMonotonicity, Problem};
+
+pub mod bfs;
+pub mod exhaustive;
+pub mod flash;
+pub mod genetic;
+pub mod greedy;
+pub mod lightning;
+
+pub use bfs::{Antichain, Direction};
+
+/// The search strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Flash if the solution space has at most [`SearchConfig::flash_max_space`]
+    /// transformations, Lightning otherwise.
+    Auto,
+    /// Flash: globally optimal, with predictive tagging (REFERENCE.md §3.3).
+    Flash,
+    /// Lightning: bottom-up hybrid best-first/greedy heuristic (REFERENCE.md §3.4).
+    Lightning,
+    /// Top-down best-first heuristic (REFERENCE.md §3.5).
+    TopDown,
+    /// Genetic algorithm with two subpopulations (REFERENCE.md §3.6).
+    Genetic,
+    /// Best-first branch and bound with antichain pruning: optimal when it finishes.
+    Bfs,
+    /// Sweeney's DataFly (minimal anonymization).
+    DataFly,
+    /// Improved Greedy heuristic of Babu et al. (minimal anonymization).
+    ImprovedGreedy,
+    /// Checks every transformation.
+    Exhaustive,
+}
+
+impl Algorithm {
+    /// All algorithms, in documentation order.
+    pub const ALL: [Algorithm; 9] = [
+        Algorithm::Auto,
+        Algorithm::Flash,
+        Algorithm::Lightning,
+        Algorithm::TopDown,
+        Algorithm::Genetic,
+        Algorithm::Bfs,
+        Algorithm::DataFly,
+        Algorithm::ImprovedGreedy,
+        Algorithm::Exhaustive,
+    ];
+
+    /// Stable name used in configuration and reports (`auto`, `flash`, `lightning`, `top-down`,
+    /// `genetic`, `bfs`, `datafly`, `improved-greedy`, `exhaustive`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Flash => "flash",
+            Algorithm::Lightning => "lightning",
+            Algorithm::TopDown => "top-down",
+            Algorithm::Genetic => "genetic",
+            Algorithm::Bfs => "bfs",
+            Algorithm::DataFly => "datafly",
+            Algorithm::ImprovedGreedy => "improved-greedy",
+            Algorithm::Exhaustive => "exhaustive",
+        }
+    }
+
+    /// Parses a name produced by [`Algorithm::name`].
+    pub fn parse(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parameters of the genetic algorithm. Defaults are those of Table 2 of the paper
+/// (Prasser et al., GigaScience 2020), which differ from ARX 3.9.2's built-in defaults
+/// (crossover 0.2, mutation 0.2, subpopulation 100).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GeneticParams {
+    /// Number of generations (≥ 1).
+    pub iterations: u32,
+    /// Individuals per subpopulation (≥ 2).
+    pub subpopulation_size: usize,
+    /// Share of each subpopulation copied unchanged into the next generation, in [0, 1].
+    pub elite_fraction: f64,
+    /// Share of each subpopulation replaced by children of two parents, in [0, 1].
+    pub crossover_fraction: f64,
+    /// Share of the fittest individuals that may become parents, in (0, 1].
+    pub production_fraction: f64,
+    /// A mutant changes between 1 and ⌈mutation_probability · #QIs⌉ genes, in [0, 1].
+    pub mutation_probability: f64,
+    /// Generations between two exchanges of the fittest individuals (0 disables immigration).
+    pub immigration_interval: u32,
+    /// Share of each subpopulation exchanged at an immigration, in [0, 1].
+    pub immigration_fraction: f64,
+}
+
+impl Default for GeneticParams {
+    fn default() -> Self {
+        GeneticParams {
+            iterations: 50,
+            subpopulation_size: 50,
+            elite_fraction: 0.2,
+            crossover_fraction: 0.4,
+            production_fraction: 0.2,
+            mutation_probability: 0.05,
+            immigration_interval: 10,
+            immigration_fraction: 0.2,
+        }
+    }
+}
+
+impl GeneticParams {
+    /// Checks parameter ranges; errors name the field (`genetic.<name>`).
+    pub fn validate(&self) -> Result<()> {
+        if self.iterations == 0 {
+            return Err(EngineError::config(
+                "genetic.iterations",
+                "expected at least 1 iteration, got 0",
+            ));
+        }
+        if self.subpopulation_size < 2 {
+            return Err(EngineError::config(
+                "genetic.subpopulation_size",
+                format!(
+                    "expected at least 2 individuals, got {}",
+                    self.subpopulation_size
+                ),
+            ));
+        }
+        let fractions = [
+            ("elite_fraction", self.elite_fraction, false),
+            ("crossover_fraction", self.crossover_fraction, false),
+            ("production_fraction", self.production_fraction, true),
+            ("mutation_probability", self.mutation_probability, false),
+            ("immigration_fraction", self.immigration_fraction, false),
+        ];
+        for (name, v, positive) in fractions {
+            if !(0.0..=1.0).contains(&v) || (positive && v <= 0.0) {
+                let range = if positive { "(0, 1]" } else { "[0, 1]" };
+                return Err(EngineError::config(
+                    format!("genetic.{name}"),
+                    format!("expected a number in {range}, got {v}"),
+                ));
+            }
+        }
+        if self.elite_fraction + self.crossover_fraction > 1.0 {
+            return Err(EngineError::config(
+                "genetic.crossover_fraction",
+                format!(
+                    "elite_fraction + crossover_fraction must not exceed 1, got {} + {}",
+                    self.elite_fraction, self.crossover_fraction
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Everything that controls a search (besides the problem).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchConfig {
+    /// The strategy.
+    pub algorithm: Algorithm,
+    /// Wall-clock limit; the search stops within ~100 ms plus one check after it and returns the
+    /// best transformation found so far. Must be > 0.
+    pub time_limit: Duration,
+    /// Stop after this many checks (≥ 1); `None` = unlimited.
+    pub check_limit: Option<u64>,
+    /// Seed of the random number generator (genetic algorithm).
+    pub seed: u64,
+    /// Worker threads for checking: `None` = the rayon pool the caller runs in (the global pool
+    /// unless inside `ThreadPool::install`), `Some(1)` = sequential, `Some(n)` = a dedicated pool
+    /// of n threads for this search. Results never depend on it.
+    pub threads: Option<usize>,
+    /// Parameters of the genetic algorithm.
+    pub genetic: GeneticParams,
+    /// Largest solution space for which `Auto` picks Flash and Flash may be used at all
+    /// (Flash keeps one byte per transformation).
+    pub flash_max_space: u128,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            algorithm: Algorithm::Auto,
+            time_limit: Duration::from_secs(30),
+            check_limit: None,
+            seed: 0,
+            threads: None,
+            genetic: GeneticParams::default(),
+            flash_max_space: DEFAULT_FLASH_MAX_SPACE,
+        }
+    }
+}
+
+/// Default of [`SearchConfig::flash_max_space`] (ARX's `heuristicSearchThreshold`).
+pub const DEFAULT_FLASH_MAX_SPACE: u128 = 100_000;
+
+/// Hard upper bound on the space Flash accepts, whatever `flash_max_space` says (as in ARX).
+pub const FLASH_HARD_LIMIT: u128 = (1 << 31) - 1;
+
+impl SearchConfig {
+    /// Checks the configuration against a problem and resolves [`Algorithm::Auto`].
+    pub fn resolve(&self, problem: &Problem) -> Result<Algorithm> {
+        if self.time_limit.is_zero() {
+            return Err(EngineError::config(
+                "search.time_limit",
+                "expected a positive duration, got 0",
+            ));
+        }
+        if self.check_limit == Some(0) {
+            return Err(EngineError::config(
+                "search.check_limit",
+                "expected at least 1 check, got 0",
+            ));
+        }
+        if self.threads == Some(0) {
+            return Err(EngineError::config(
+                "search.threads",
+                "expected at least 1 thread, got 0",
+            ));
+        }
+        let size = problem.lattice().size();
+        let flash_ok = size.is_some_and(|s| s <= self.flash_max_space && s <= FLASH_HARD_LIMIT);
+        match self.algorithm {
+            Algorithm::Auto => Ok(if flash_ok {
+                Algorithm::Flash
+            } else {
+                Algorithm::Lightning
+            }),
+            Algorithm::Flash if !flash_ok => Err(EngineError::config(
+                "search.algorithm",
+                format!(
+                    "flash needs a solution space of at most {} transformations (flash_max_space), \
+                     this one has {}; choose a heuristic (lightning, top-down, genetic, bfs) \
+                     or raise flash_max_space",
+                    self.flash_max_space.min(FLASH_HARD_LIMIT),
+                    problem.lattice().size_string()
+                ),
+            )),
+            Algorithm::Genetic => {
+                self.genetic.validate()?;
+                Ok(Algorithm::Genetic)
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+/// Cooperative cancellation: set it from any thread; the search stops within ~100 ms plus one
+/// check and returns the best transformation found so far.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(pub Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// A flag that is not set.
+    pub fn new() -> Self {
+        CancelFlag::default()
+    }
+
+    /// Requests cancellation.
+    pub fn cancel(&self) {
+        self.0.store(true, AtomicOrdering::Relaxed);
+    }
+
+    /// True once cancellation was requested.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(AtomicOrdering::Relaxed)
+    }
+}
+
+/// What a search is doing right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Phase {
+    /// Before the first check.
+    Starting = 0,
+    /// Generic search step (exhaustive, greedy heuristics, BFS, top-down).
+    Searching = 1,
+    /// Flash: binary search on paths for the anonymity border.
+    Binary = 2,
+    /// Flash: depth-first check of every candidate above the border.
+    Linear = 3,
+    /// Lightning: best-first expansion.
+    BestFirst = 4,
+    /// Lightning: greedy dive.
+    Greedy = 5,
+    /// Genetic algorithm: evolving generations.
+    Evolving = 6,
+    /// The search has ended.
+    Finished = 7,
+}
+
+impl Phase {
+    /// Stable name for reports (`starting`, `searching`, `binary`, `linear`, `best-first`,
+    /// `greedy`, `evolving`, `finished`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Searching => "searching",
+            Phase::Binary => "binary",
+            Phase::Linear => "linear",
+            Phase::BestFirst => "best-first",
+            Phase::Greedy => "greedy",
+            Phase::Evolving => "evolving",
+            Phase::Finished => "finished",
+        }
+    }
+
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Starting,
+            1 => Phase::Searching,
+            2 => Phase::Binary,
+            3 => Phase::Linear,
+            4 => Phase::BestFirst,
+            5 => Phase::Greedy,
+            6 => Phase::Evolving,
+            _ => Phase::Finished,
+        }
+    }
+}
+
+/// A progress snapshot (sent at least every ~100 ms while searching, and once at the end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// The algorithm actually running (`Auto` resolved).
+    pub algorithm: Algorithm,
+    /// Current phase.
+    pub phase: Phase,
+    /// Checks performed so far.
+    pub checks: u64,
+    /// Expansions so far (see [`SearchOutcome::expansions`]).
+    pub expansions: u64,
+    /// Time since the search started.
+    pub elapsed: Duration,
+    /// Number of transformations in the solution space (approximate beyond 2^53).
+    pub space_size: f64,
+    /// Share of the solution space classified so far (checked or pruned), in [0, 1].
+    pub explored: f64,
+    /// Overall progress estimate in [0, 1]: the largest of `explored`, the algorithm's own
+    /// estimate (e.g. generations done), elapsed/time limit and checks/check limit.
+    pub progress: f64,
+    /// Score of the best anonymous transformation so far.
+    pub best_score: Option<f64>,
+}
+
+/// A new best anonymous transformation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Improvement {
+    /// The transformation.
+    pub levels: Levels,
+    /// Its score (lower = better).
+    pub score: f64,
+    /// Its utility in [0, 1].
+    pub utility: f64,
+    /// Records it suppresses.
+    pub suppressed: usize,
+    /// Time since the search started.
+    pub found_at: Duration,
+    /// Checks performed when it was found.
+    pub checks: u64,
+}
+
+/// Receives progress and improvements. Called from the search thread and from a progress ticker
+/// thread, so implementations must be `Sync` and cheap (e.g. store into a `watch` channel).
+pub trait ProgressObserver: Sync {
+    /// A periodic snapshot.
+    fn progress(&self, progress: &Progress) {
+        let _ = progress;
+    }
+
+    /// A strictly better anonymous transformation was found (calls come in order, each better
+    /// than the previous one).
+    fn improved(&self, improvement: &Improvement) {
+        let _ = improvement;
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl ProgressObserver for NoObserver {}
+
+/// Why a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    /// The algorithm ran to its natural end.
+    Completed,
+    /// The time limit was reached.
+    TimeLimit,
+    /// The check limit was reached.
+    CheckLimit,
+    /// The cancel flag was set.
+    Cancelled,
+}
+
+impl StopReason {
+    /// Stable name for reports (`completed`, `time-limit`, `check-limit`, `cancelled`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::TimeLimit => "time-limit",
+            StopReason::CheckLimit => "check-limit",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Result of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    /// The algorithm that ran (`Auto` resolved).
+    pub algorithm: Algorithm,
+    /// The best anonymous transformation found (`None`: no anonymous transformation was found).
+    pub best: Option<CheckResult>,
+    /// Transformations checked.
+    pub checks: u64,
+    /// Nodes whose neighbours were generated (Lightning, top-down, BFS, Flash's linear phase and
+    /// heap), steps of the greedy heuristics, individuals bred by the genetic algorithm.
+    pub expansions: u64,
+    /// Total time.
+    pub elapsed: Duration,
+    /// When `best` was found.
+    pub best_found_at: Option<Duration>,
+    /// True if the whole space was checked or pruned, i.e. `best` is the global optimum (and
+    /// `best == None` proves that no anonymous transformation exists).
+    pub optimal_proven: bool,
+    /// Why the search ended.
+    pub stop: StopReason,
+    /// Every improvement, in order.
+    pub trace: Vec<Improvement>,
+}
+
+/// Runs a search. Errors only for an invalid configuration (see [`SearchConfig::resolve`]) or if
+/// the dedicated thread pool cannot be created.
+///
+/// Steps:
+/// 1. validate the configuration and resolve `Auto`;
+/// 2. create a [`Checker`] and, if requested, a dedicated rayon pool;
+/// 3. start a progress ticker thread (snapshots every 100 ms);
+/// 4. run the algorithm; it checks transformations through the context, which tracks the optimum and
+///    the limits;
+/// 5. stop the ticker, send a final snapshot and return the outcome.
+pub fn search(
+    problem: &Problem,
+    config: &SearchConfig,
+    cancel: &CancelFlag,
+    observer: &dyn ProgressObserver,
+) -> Result<SearchOutcome> {
+    let assumptions = Assumptions {
+        privacy: problem.privacy_monotonicity(),
+        utility_monotone: utility_monotone(problem),
+        lower_bound_valid: lower_bound_valid(problem),
+    };
+    search_with(problem, config, cancel, observer, assumptions)
+}
+
+/// What the algorithms may assume about monotonicity. Weaker assumptions than the problem's
+/// (e.g. `Partial` instead of `Full`) are always valid, only slower; tests use them to exercise
+/// every configuration of Flash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Assumptions {
+    /// Monotonicity of the privacy models.
+    pub privacy: PrivacyMonotonicity,
+    /// See [`utility_monotone`].
+    pub utility_monotone: bool,
+    /// See [`lower_bound_valid`].
+    pub lower_bound_valid: bool,
+}
+
+/// [`search`] with explicit monotonicity assumptions.
+pub(crate) fn search_with(
+    problem: &Problem,
+    config: &SearchConfig,
+    cancel: &CancelFlag,
+    observer: &dyn ProgressObserver,
+    assumptions: Assumptions,
+) -> Result<SearchOutcome> {
+    let algorithm = config.resolve(problem)?;
+    let pool = match config.threads {
+        Some(n) if n > 1 => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("deid-search-{i}"))
+                .build()
+                .map_err(|e| EngineError::config("search.threads", e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let parallel = match config.threads {
+        Some(1) => false,
+        Some(_) => true,
+        None => rayon::current_num_threads() > 1,
+    };
+    let checker = Checker::new(problem);
+    let shared = Shared::new(algorithm, problem.lattice().size_f64());
+    let start = Instant::now();
+    observer.progress(&shared.snapshot(&checker, config, start));
+    std::thread::scope(|scope| {
+        let ticker = scope.spawn(|| shared.tick(&checker, config, start, observer));
+        let mut ctx = Ctx {
+            problem,
+            checker: &checker,
+            config,
+            cancel,
+            observer,
+            shared: &shared,
+            pool: pool.as_ref(),
+            parallel,
+            start,
+            best: None,
+            best_found_at: None,
+            trace: Vec::new(),
+            stop: None,
+            privacy: assumptions.privacy,
+            utility_monotone: assumptions.utility_monotone,
+            lower_bound_valid: assumptions.lower_bound_valid,
+        };
+        let complete = match algorithm {
+            Algorithm::Flash | Algorithm::Auto => flash::run(&mut ctx),
+            Algorithm::Lightning => lightning::run_bottom_up(&mut ctx),
+            Algorithm::TopDown => lightning::run_top_down(&mut ctx),
+            Algorithm::Genetic => genetic::run(&mut ctx),
+            Algorithm::Bfs => bfs::run(&mut ctx),
+            Algorithm::DataFly => greedy::run_datafly(&mut ctx),
+            Algorithm::ImprovedGreedy => greedy::run_improved_greedy(&mut ctx),
+            Algorithm::Exhaustive => exhaustive::run(&mut ctx),
+        };
+        shared.set_phase(Phase::Finished);
+        shared.finish();
+        let _ = ticker.join();
+        let outcome = SearchOutcome {
+            algorithm,
+            checks: checker.checks(),
+            expansions: shared.expansions.load(AtomicOrdering::Relaxed),
+            elapsed: start.elapsed(),
+            best_found_at: ctx.best_found_at,
+            optimal_proven: complete,
+            stop: if complete {
+                StopReason::Completed
+            } else {
+                ctx.stop.unwrap_or(StopReason::Completed)
+            },
+            trace: std::mem::take(&mut ctx.trace),
+            best: ctx.best.take(),
+        };
+        observer.progress(&shared.snapshot(&checker, config, start));
+        Ok(outcome)
+    })
+}
+
+/// True if, among anonymous transformations, the score never decreases under generalization:
+/// without suppression every model is monotone with generalization; with suppression only the
+/// models flagged monotone with suppression are.
+pub(crate) fn utility_monotone(problem: &Problem) -> bool {
+    problem.max_suppressed() == 0 || problem.quality_config().model.monotone_with_suppression()
+}
+
+/// True if `CheckResult::lower_bound` bounds the scores of all generalizations. It does not when
+/// suppressed records cost less than generalized ones (gs-factor < 0.5, i.e. suppression factor
+/// < 1) and records may be suppressed: a generalization can then suppress more cheaply than the
+/// generalization-only bound assumes (found by comparison with exhaustive search). Lower-bound
+/// pruning is disabled in that case.
+pub(crate) fn lower_bound_valid(problem: &Problem) -> bool {
+    problem.max_suppressed() == 0 || problem.quality_config().suppression_factor() >= 1.0
+}
+
+/// Order of two transformations with the same score: lower rank, then lexicographically smaller.
+pub(crate) fn levels_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    Lattice::rank(a)
+        .cmp(&Lattice::rank(b))
+        .then_with(|| a.cmp(b))
+}
+
+/// Relative tolerance for comparing scores. Normalised quality values are truncated to 10
+/// digits and summed in different orders along different code paths (per class for the score,
+/// per value for the generalization-only bound), so mathematically equal scores can differ by
+/// about 1e-10; such differences must not decide between two transformations.
+pub(crate) const SCORE_TOLERANCE: f64 = 1e-9;
+
+fn tolerance(a: f64, b: f64) -> f64 {
+    SCORE_TOLERANCE * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Compares two scores for the optimum: equal within [`SCORE_TOLERANCE`] (relative, at least
+/// absolute), NaN sorts last.
+pub(crate) fn score_cmp(a: f64, b: f64) -> Ordering {
+    if (a - b).abs() <= tolerance(a, b) {
+        return Ordering::Equal;
+    }
+    a.partial_cmp(&b).unwrap_or_else(|| a.total_cmp(&b))
+}
+
+/// The optimum order: score (with tolerance), then rank, then levels. Decides what the result
+/// is; not a total order in the strict sense (tolerance is not transitive), so heaps and sorts use
+/// [`exact_cmp`].
+pub(crate) fn key_cmp(a_score: f64, a: &[u8], b_score: f64, b: &[u8]) -> Ordering {
+    score_cmp(a_score, b_score).then_with(|| levels_cmp(a, b))
+}
+
+/// A strict total order consistent with [`key_cmp`] up to the tolerance: exact score, then rank,
+/// then levels. Used to order queues and populations.
+pub(crate) fn exact_cmp(a_score: f64, a: &[u8], b_score: f64, b: &[u8]) -> Ordering {
+    a_score.total_cmp(&b_score).then_with(|| levels_cmp(a, b))
+}
+
+/// A checked transformation as a heap entry, ordered by (score, rank, levels) only; wrap in
+/// `Reverse` for a min-heap.
+#[derive(Debug, Clone)]
+pub(crate) struct Scored {
+    pub score: f64,
+    pub levels: Levels,
+    pub lower_bound: f64,
+    pub anonymous: bool,
+}
+
+impl Scored {
+    /// The entry for a check result.
+    pub fn of(r: &CheckResult) -> Scored {
+        Scored {
+            score: r.score,
+            levels: r.levels.clone(),
+            lower_bound: r.lower_bound,
+            anonymous: r.anonymous,
+        }
+    }
+}
+
+impl PartialEq for Scored {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Scored {}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> Ordering {
+        exact_cmp(self.score, &self.levels, other.score, &other.levels)
+    }
+}
+
+/// Progress state shared with the ticker thread.
+struct Shared {
+    algorithm: Algorithm,
+    space_size: f64,
+    expansions: AtomicU64,
+    explored: AtomicU64,
+    phase: AtomicU8,
+    best_score: AtomicU64,
+    has_best: AtomicBool,
+    algo_progress: AtomicU64,
+    done: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// Interval of progress snapshots.
+const TICK: Duration = Duration::from_millis(100);
+
+impl Shared {
+    fn new(algorithm: Algorithm, space_size: f64) -> Shared {
+        Shared {
+            algorithm,
+            space_size,
+            expansions: AtomicU64::new(0),
+            explored: AtomicU64::new(0),
+            phase: AtomicU8::new(Phase::Starting as u8),
+            best_score: AtomicU64::new(0),
+            has_best: AtomicBool::new(false),
+            algo_progress: AtomicU64::new(0f64.to_bits()),
+            done: Mutex::new(false),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        self.phase.store(phase as u8, AtomicOrdering::Relaxed);
+    }
+
+    fn finish(&self) {
+        if let Ok(mut d) = self.done.lock() {
+            *d = true;
+        }
+        self.wake.notify_all();
+    }
+
+    /// The ticker loop: a snapshot every [`TICK`] until [`Shared::finish`].
+    fn tick(
+        &self,
+        checker: &Checker<'_>,
+        config: &SearchConfig,
+        start: Instant,
+        observer: &dyn ProgressObserver,
+    ) {
+        let Ok(mut done) = self.done.lock() else {
+            return;
+        };
+        loop {
+            if *done {
+                return;
+            }
+            let (guard, _) = match self.wake.wait_timeout(done, TICK) {
+                Ok(r) => r,
+                Err(_) => return,
+            };
+            done = guard;
+            if *done {
+                return;
+            }
+            observer.progress(&self.snapshot(checker, config, start));
+        }
+    }
+
+    fn snapshot(&self, checker: &Checker<'_>, config: &SearchConfig, start: Instant) -> Progress {
+        let checks = checker.checks();
+        let elapsed = start.elapsed();
+        let explored = if self.space_size > 0.0 {
+            (self.explored.load(AtomicOrdering::Relaxed) as f64 / self.space_size).min(1.0)
+        } else {
+            0.0
+        };
+        let algo = f64::from_bits(self.algo_progress.load(AtomicOrdering::Relaxed));
+        let by_time = elapsed.as_secs_f64() / config.time_limit.as_secs_f64();
+        let by_checks = config.check_limit.map_or(0.0, |l| checks as f64 / l as f64);
+        let progress = explored.max(algo).max(by_time).max(by_checks).min(1.0);
+        let best_score = self
+            .has_best
+            .load(AtomicOrdering::Acquire)
+            .then(|| f64::from_bits(self.best_score.load(AtomicOrdering::Relaxed)));
+        Progress {
+            algorithm: self.algorithm,
+            phase: Phase::from_u8(self.phase.load(AtomicOrdering::Relaxed)),
+            checks,
+            expansions: self.expansions.load(AtomicOrdering::Relaxed),
+            elapsed,
+            space_size: self.space_size,
+            explored,
+            progress,
+            best_score,
+        }
+    }
+}
+
+/// The search context every algorithm works through.
+pub(crate) struct Ctx<'a, 'p> {
+    /// The problem.
+    pub problem: &'p Problem,
+    checker: &'a Checker<'p>,
+    config: &'a SearchConfig,
+    cancel: &'a CancelFlag,
+    observer: &'a dyn ProgressObserver,
+    shared: &'a Shared,
+    pool: Option<&'a rayon::ThreadPool>,
+    parallel: bool,
+    start: Instant,
+    best: Option<CheckResult>,
+    best_found_at: Option<Duration>,
+    trace: Vec<Improvement>,
+    stop: Option<StopReason>,
+    privacy: PrivacyMonotonicity,
+    /// See [`utility_monotone`].
+    pub utility_monotone: bool,
+    lower_bound_valid: bool,
+}
+
+impl<'a, 'p> Ctx<'a, 'p> {
+    /// The configuration.
+    pub fn config(&self) -> &SearchConfig {
+        self.config
+    }
+
+    /// The solution space.
+    pub fn lattice(&self) -> &'p Lattice {
+        self.problem.lattice()
+    }
+
+    /// Monotonicity of the privacy models.
+    pub fn privacy(&self) -> PrivacyMonotonicity {
+        self.privacy
+    }
+
+    /// Sets the current phase.
+    pub fn set_phase(&self, phase: Phase) {
+        self.shared.set_phase(phase);
+    }
+
+    /// Adds to the expansion counter.
+    pub fn add_expansions(&self, n: u64) {
+        self.shared.expansions.fetch_add(n, AtomicOrdering::Relaxed);
+    }
+
+    /// Sets the number of transformations classified so far.
+    pub fn set_explored(&self, n: u64) {
+        self.shared.explored.store(n, AtomicOrdering::Relaxed);
+    }
+
+    /// Sets the algorithm's own progress estimate in [0, 1].
+    pub fn set_algorithm_progress(&self, p: f64) {
+        self.shared
+            .algo_progress
+            .store(p.clamp(0.0, 1.0).to_bits(), AtomicOrdering::Relaxed);
+    }
+
+    /// True if the search must stop (limit hit or cancelled); records the reason.
+    pub fn should_stop(&mut self) -> bool {
+        if self.stop.is_some() {
+            return true;
+        }
+        if self.cancel.is_cancelled() {
+            self.stop = Some(StopReason::Cancelled);
+        } else if self.start.elapsed() > self.config.time_limit {
+            self.stop = Some(StopReason::TimeLimit);
+        } else if self
+            .config
+            .check_limit
+            .is_some_and(|l| self.checker.checks() >= l)
+        {
+            self.stop = Some(StopReason::CheckLimit);
+        }
+        self.stop.is_some()
+    }
+
+    /// Thread-safe part of [`Ctx::should_stop`] used inside parallel batches.
+    fn interrupted(&self) -> bool {
+        self.cancel.is_cancelled() || self.start.elapsed() > self.config.time_limit
+    }
+
+    /// Checks one transformation (`None` if the search must stop).
+    pub fn check(&mut self, levels: &[u8]) -> Option<CheckResult> {
+        if self.should_stop() {
+            return None;
+        }
+        let r = self.checker.check(levels);
+        self.offer(&r);
+        Some(r)
+    }
+
+    /// Checks `nodes` (in parallel if configured) and returns the results of those that were
+    /// checked, in input order; offers each to the optimum in that order. Fewer results than
+    /// nodes means the search must stop ([`Ctx::stopped`] is then true). The check limit cuts
+    /// the batch deterministically.
+    pub fn check_all(&mut self, nodes: &[Levels]) -> Vec<CheckResult> {
+        self.batch(nodes, |c, n| c.check(n), |r| r)
+    }
+
+    /// Like [`Ctx::check_all`] but runs `f` (which must check exactly once, e.g. via
+    /// `Checker::evaluate`) and extracts the verdict with `result`.
+    pub fn batch<R: Send>(
+        &mut self,
+        nodes: &[Levels],
+        f: impl Fn(&Checker<'p>, &[u8]) -> R + Sync + Send,
+        result: impl Fn(&R) -> &CheckResult,
+    ) -> Vec<R> {
+        if nodes.is_empty() || self.should_stop() {
+            return Vec::new();
+        }
+        let total = nodes.len();
+        let mut take = total;
+        if let Some(limit) = self.config.check_limit {
+            let left = limit.saturating_sub(self.checker.checks());
+            take = take.min(usize::try_from(left).unwrap_or(usize::MAX));
+        }
+        let nodes = &nodes[..take];
+        let checker = self.checker;
+        let out: Vec<R> = if !self.parallel || nodes.len() == 1 {
+            let mut out = Vec::with_capacity(nodes.len());
+            for n in nodes {
+                if self.interrupted() {
+                    break;
+                }
+                out.push(f(checker, n));
+            }
+            out
+        } else {
+            let this = &*self;
+            let run = || {
+                nodes
+                    .par_iter()
+                    .map(|n| (!this.interrupted()).then(|| f(checker, n)))
+                    .collect::<Vec<Option<R>>>()
+            };
+            let raw = match self.pool {
+                Some(p) => p.install(run),
+                None => run(),
+            };
+            raw.into_iter().flatten().collect()
+        };
+        for r in &out {
+            self.offer(result(r));
+        }
+        if out.len() < total {
+            self.should_stop();
+        }
+        out
+    }
+
+    /// True once a limit was hit or the search was cancelled (as last seen by
+    /// [`Ctx::should_stop`]).
+    pub fn stopped(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// Makes `r` the optimum if it is anonymous and better than the current one.
+    pub fn offer(&mut self, r: &CheckResult) {
+        if !r.anonymous {
+            return;
+        }
+        if let Some(b) = &self.best
+            && key_cmp(r.score, &r.levels, b.score, &b.levels) != Ordering::Less
+        {
+            return;
+        }
+        let found_at = self.start.elapsed();
+        let imp = Improvement {
+            levels: r.levels.clone(),
+            score: r.score,
+            utility: r.utility,
+            suppressed: r.suppressed,
+            found_at,
+            checks: self.checker.checks(),
+        };
+        self.best = Some(r.clone());
+        self.best_found_at = Some(found_at);
+        self.shared
+            .best_score
+            .store(r.score.to_bits(), AtomicOrdering::Relaxed);
+        self.shared.has_best.store(true, AtomicOrdering::Release);
+        self.observer.improved(&imp);
+        self.trace.push(imp);
+    }
+
+    /// Like [`Ctx::cannot_improve`] for a transformation that was not checked, using the
+    /// data-independent (generalization-only) bound of the quality model. That bound is never
+    /// below `CheckResult::lower_bound` and also bounds the up-set whenever
+    /// [`lower_bound_valid`] holds (a suppressed record then costs at least as much as a fully
+    /// generalized one).
+    pub fn cannot_improve_unchecked(&self, levels: &[u8]) -> bool {
+        if !self.lower_bound_valid || self.best.is_none() {
+            return false;
+        }
+        let lb = self
+            .problem
+            .prepared_quality()
+            .lower_bound(self.problem, levels);
+        self.cannot_improve(lb, levels)
+    }
+
+    /// True if no transformation in the up-set of `levels` (including itself) can beat the
+    /// optimum, given a lower bound `lb` of their scores.
+    pub fn cannot_improve(&self, lb: f64, levels: &[u8]) -> bool {
+        if !self.lower_bound_valid {
+            return false;
+        }
+        let Some(b) = &self.best else {
+            return false;
+        };
+        // `lb` itself may exceed a generalization's score by rounding (see SCORE_TOLERANCE).
+        let lb = lb - tolerance(lb, b.score);
+        match score_cmp(lb, b.score) {
+            Ordering::Greater => true,
+            // Every generalization has a higher rank, so ties are lost if `levels` is not before
+            // the optimum itself.
+            Ordering::Equal => levels_cmp(levels, &b.levels) != Ordering::Less,
+            Ordering::Less => false,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
