@@ -202,6 +202,9 @@ pub async fn create_job(
         .retry_after(10));
     }
     state.runner.wake();
+    if let Err(e) = state.store.notify_job_queued().await {
+        tracing::warn!(error = %e, "notifying other processes failed; they will poll");
+    }
     metrics::counter!("deid_jobs_created_total").increment(1);
     tracing::info!(job = %id, dataset = %dataset_id, "job queued");
     let row = state

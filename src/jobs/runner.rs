@@ -175,6 +175,11 @@ impl Runner {
         self.tracker.spawn(async move { me.claim_loop().await });
         let me = self.clone();
         self.tracker.spawn(async move { me.reap_loop().await });
+        if let Some(listener) = self.store.job_listener().await? {
+            let me = self.clone();
+            self.tracker
+                .spawn(async move { me.listen_loop(listener).await });
+        }
         Ok(())
     }
 
@@ -213,6 +218,25 @@ impl Runner {
                         _ = self.token.cancelled() => return,
                     }
                 }
+            }
+        }
+    }
+
+    /// Wakes the claim loop when another process queues a job (PostgreSQL `LISTEN`); the poll
+    /// interval remains the fallback if the connection drops.
+    async fn listen_loop(self: Arc<Self>, mut listener: sqlx::postgres::PgListener) {
+        loop {
+            tokio::select! {
+                n = listener.try_recv() => match n {
+                    Ok(Some(_)) => self.wake(),
+                    // The connection was lost; `try_recv` reconnects on the next call.
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "job notifications failed; polling only");
+                        return;
+                    }
+                },
+                _ = self.token.cancelled() => return,
             }
         }
     }
@@ -270,6 +294,13 @@ impl Runner {
         let _ = beat.await;
 
         let mut snapshot = live.snapshot();
+        if let Ok(Processed::Finished { outcome, .. }) = &result {
+            snapshot.checks = outcome.checks;
+            snapshot.elapsed_ms = outcome.elapsed.as_millis() as u64;
+            if outcome.optimal_proven {
+                snapshot.explored_share = 1.0;
+            }
+        }
         live.count_checks(snapshot.checks);
         snapshot.phase = "finished".into();
         let progress = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());

@@ -146,6 +146,29 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Tells the workers of every process that a job was queued (PostgreSQL `NOTIFY`; nothing
+    /// on SQLite, where the only worker is woken in process).
+    pub async fn notify_job_queued(&self) -> Result<()> {
+        if let super::Backend::Postgres(pool) = &self.backend {
+            sqlx::query("SELECT pg_notify('deid_jobs', '')")
+                .execute(pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A listener for [`Store::notify_job_queued`] (PostgreSQL only).
+    pub async fn job_listener(&self) -> Result<Option<sqlx::postgres::PgListener>> {
+        match &self.backend {
+            super::Backend::Postgres(pool) => {
+                let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+                listener.listen("deid_jobs").await?;
+                Ok(Some(listener))
+            }
+            super::Backend::Sqlite(_) => Ok(None),
+        }
+    }
+
     /// A tenant's job.
     pub async fn job(&self, tenant: &str, id: &str) -> Result<Option<JobRow>> {
         const SQL: &str = select_job!("WHERE id = $1 AND tenant = $2");

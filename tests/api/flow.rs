@@ -55,6 +55,10 @@ async fn full_flow(kind: Db) {
     assert_eq!(job["status"], "succeeded");
     assert_eq!(job["attempts"], 1);
     assert_eq!(job["progress"]["phase"], "finished");
+    assert_eq!(
+        job["progress"]["explored_share"], 1.0,
+        "Flash proved the optimum"
+    );
     assert!(job["finished_at"].is_string());
 
     let report = app.get(&format!("/v1/jobs/{id}/result")).await;

@@ -571,24 +571,21 @@ impl ChildServer {
         let log = db.dir.join(format!("{tag}-{}.log", uuid::Uuid::now_v7()));
         let file = std::fs::File::create(&log).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_deid"));
-        cmd.arg("serve")
-            .args([
-                "--bind",
-                "127.0.0.1:0",
-                "--engine-threads",
-                "1",
-                "--workers",
-                "1",
-            ])
-            .args([
-                "--lease",
-                "1s",
-                "--poll-interval",
-                "200ms",
-                "--db-connections",
-                "4",
-            ])
-            .arg("--database-url")
+        cmd.arg("serve");
+        let defaults = [
+            ("--bind", "127.0.0.1:0"),
+            ("--engine-threads", "1"),
+            ("--workers", "1"),
+            ("--lease", "1s"),
+            ("--poll-interval", "200ms"),
+            ("--db-connections", "4"),
+        ];
+        for (flag, value) in defaults {
+            if !extra.contains(&flag) {
+                cmd.args([flag, value]);
+            }
+        }
+        cmd.arg("--database-url")
             .arg(&db.url)
             .arg("--data-dir")
             .arg(&db.dir)

@@ -118,3 +118,35 @@ async fn two_processes_share_the_queue() {
         "work was shared: {per_process:?}"
     );
 }
+
+/// With PostgreSQL, a job queued through one process wakes idle workers of the others at once
+/// (`LISTEN`/`NOTIFY`) instead of after their poll interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_jobs_wake_other_processes() {
+    let Some(db) = TestDb::new(Db::Postgres).await else {
+        return;
+    };
+    let slow_poll = ["--poll-interval", "60s"];
+    let a = ChildServer::start(&db, "a", &slow_poll);
+    let b = ChildServer::start(&db, "b", &slow_poll);
+    let api = a.api();
+    let dataset = upload_slow(&api, 500).await;
+    let first = api.create_job(&slow_job(&dataset, "60s")).await;
+    let second = api.create_job(&slow_job(&dataset, "60s")).await;
+    let ids = [
+        first["id"].as_str().unwrap(),
+        second["id"].as_str().unwrap(),
+    ];
+    // One worker per process: both jobs run only if both processes claimed one.
+    for id in ids {
+        api.wait_job(id, Duration::from_secs(10), |j| j["status"] == "running")
+            .await;
+    }
+    for id in ids {
+        api.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
+    }
+    for id in ids {
+        api.wait_job(id, Duration::from_secs(30), finished).await;
+    }
+    drop((a, b));
+}
