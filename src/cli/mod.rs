@@ -37,6 +37,12 @@ pub struct Cli {
 pub enum Command {
     /// Check one transformation and print a JSON report.
     Evaluate(EvaluateArgs),
+    /// Run the HTTP service (what `deid` does without arguments).
+    Serve(crate::config::ServeArgs),
+    /// Exit 0 if the local service answers `/healthz` (container health checks).
+    Healthcheck(crate::app::HealthcheckArgs),
+    /// Measure `GET /v1/jobs/{id}` throughput against a running service while two jobs run.
+    BenchApi(crate::api_bench::BenchArgs),
     /// Search the best transformation within a time limit; write the CSV and a JSON report.
     Anonymize(anonymize::AnonymizeArgs),
     /// Run benchmark problems on a directory of datasets and print a table.
@@ -132,16 +138,28 @@ pub struct EvaluateArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::BenchApi(args)) => crate::api_bench::run(args),
+        Some(Command::Healthcheck(args)) => crate::app::healthcheck(&args),
+        None => serve(crate::config::ServeArgs::default()),
         Some(Command::Anonymize(args)) => anonymize::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
-        None => {
-            use clap::CommandFactory;
-            Cli::command().print_help()?;
-            Ok(())
-        }
     }
+}
+
+/// Runs the service until Ctrl-C or SIGTERM.
+fn serve(args: crate::config::ServeArgs) -> anyhow::Result<()> {
+    crate::telemetry::init_logging(&args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("deid-io")
+        .build()?;
+    runtime.block_on(async move {
+        let app = crate::app::App::build(args).await?;
+        app.run(crate::app::shutdown_signal()).await
+    })
 }
 
 /// Reads the job specification from `--config` and applies the flags on top.

@@ -1,0 +1,362 @@
+//! `deid bench-api`: benchmarks of the service on loopback, against a `deid serve` child process
+//! with a fresh SQLite database (or `--database-url`).
+//!
+//! 1. **Memory**: streams a generated CSV of `--upload-mb` MB to `POST /v1/datasets` and reports
+//!    the server's peak resident memory (`VmHWM`) against the file size.
+//! 2. **Throughput**: starts two long jobs, then `--concurrency` clients call
+//!    `GET /v1/jobs/{id}` for `--seconds`; reports requests per second and latency percentiles,
+//!    and checks that both jobs were running the whole time.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde_json::{Value, json};
+
+/// Flags of `deid bench-api`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Seconds of the throughput measurement.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Concurrent client connections.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: usize,
+    /// Size of the generated upload in MB (0 skips the memory benchmark).
+    #[arg(long, default_value_t = 100)]
+    pub upload_mb: u64,
+    /// Database of the server (default: a fresh SQLite file in a temporary directory).
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Engine threads of the server.
+    #[arg(long, default_value_t = 2)]
+    pub engine_threads: usize,
+}
+
+/// A `deid serve` child process.
+struct Server {
+    child: Child,
+    base: String,
+    dir: PathBuf,
+}
+
+impl Server {
+    fn start(args: &BenchArgs) -> anyhow::Result<Server> {
+        let dir = std::env::temp_dir().join(format!("deid-bench-{}", uuid::Uuid::now_v7()));
+        std::fs::create_dir_all(&dir)?;
+        let log = dir.join("server.log");
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.args(["serve", "--bind", "127.0.0.1:0", "--workers", "2"])
+            .arg("--engine-threads")
+            .arg(args.engine_threads.to_string())
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["--max-upload-bytes", &(4u64 << 30).to_string()])
+            .env("RUST_LOG", "warn,deid::app=info")
+            .env("NO_COLOR", "1")
+            .env_remove("DEID_API_KEYS")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?);
+        match &args.database_url {
+            Some(url) => cmd.arg("--database-url").arg(url),
+            None => cmd.env_remove("DATABASE_URL"),
+        };
+        let child = cmd.spawn().context("cannot start deid serve")?;
+        let start = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(i) = text.find("deid listening on http://") {
+                let rest = &text[i + "deid listening on ".len()..];
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                return Ok(Server {
+                    child,
+                    base: rest[..end].to_string(),
+                    dir,
+                });
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                bail!("the server did not start:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// (current, peak) resident memory in bytes.
+    fn memory(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .map_or(0, |kb| kb * 1024)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs the benchmarks and prints a report.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        if args.upload_mb > 0 {
+            memory_benchmark(&args).await?;
+        }
+        throughput_benchmark(&args).await
+    })
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// A generated CSV: 8 columns of moderate cardinality, produced in 1 MiB pieces.
+fn generated_csv(total: u64) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> {
+    futures_util::stream::unfold((0u64, 0u64, true), move |(sent, row, first)| async move {
+        if sent >= total {
+            return None;
+        }
+        let mut buf = Vec::with_capacity(1 << 20);
+        if first {
+            buf.extend_from_slice(b"id,age,zip,sex,education,occupation,hours,income\n");
+        }
+        let mut r = row;
+        while buf.len() < (1 << 20) && sent + (buf.len() as u64) < total {
+            let h = r.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            use std::io::Write;
+            let _ = writeln!(
+                buf,
+                "{r},{},{:05},{},edu-{},occ-{},{},{}",
+                18 + h % 70,
+                (h >> 8) % 5000,
+                if (h >> 20) & 1 == 0 { "m" } else { "f" },
+                (h >> 24) % 16,
+                (h >> 32) % 40,
+                (h >> 40) % 80,
+                (h >> 44) % 200_000
+            );
+            r += 1;
+        }
+        let len = buf.len() as u64;
+        Some((Ok(buf), (sent + len, r, false)))
+    })
+}
+
+async fn memory_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
+    let server = Server::start(args)?;
+    let client = reqwest::Client::new();
+    let total = args.upload_mb * 1_000_000;
+    let (rss_before, _) = server.memory();
+    let start = Instant::now();
+    let r = client
+        .post(format!("{}/v1/datasets?name=generated", server.base))
+        .header("content-type", "text/csv")
+        .body(reqwest::Body::wrap_stream(generated_csv(total)))
+        .send()
+        .await?;
+    let status = r.status();
+    let body: Value = r.json().await?;
+    if !status.is_success() {
+        bail!("upload failed: {status} {body}");
+    }
+    let elapsed = start.elapsed();
+    let (rss_after, peak) = server.memory();
+    println!(
+        "## Upload of a {} MB CSV ({} rows)",
+        args.upload_mb, body["rows"]
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!(
+        "| upload time | {:.1} s ({:.0} MB/s) |",
+        elapsed.as_secs_f64(),
+        args.upload_mb as f64 / elapsed.as_secs_f64()
+    );
+    println!("| server RSS before | {:.0} MiB |", mb(rss_before));
+    println!("| server peak RSS (VmHWM) | {:.0} MiB |", mb(peak));
+    println!("| server RSS after | {:.0} MiB |", mb(rss_after));
+    println!(
+        "| peak RSS / file size | {:.2} |",
+        peak as f64 / total as f64
+    );
+    println!();
+    Ok(())
+}
+
+fn slow_dataset() -> String {
+    let mut s = (0..10)
+        .map(|i| format!("q{i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n";
+    let mut x: u64 = 7;
+    for _ in 0..3000 {
+        let row: Vec<String> = (0..10)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 20).to_string()
+            })
+            .collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+fn slow_job(dataset: &str, seconds: u64) -> Value {
+    let hierarchy: String = (0..20)
+        .map(|v| format!("{v};{}-{};*\n", v / 5 * 5, v / 5 * 5 + 4))
+        .collect();
+    let attributes: serde_json::Map<String, Value> = (0..10)
+        .map(|i| {
+            (
+                format!("q{i}"),
+                json!({"type": "quasi_identifying", "hierarchy": {"csv": hierarchy}}),
+            )
+        })
+        .collect();
+    json!({
+        "dataset_id": dataset,
+        "attributes": attributes,
+        "privacy": ["k-anonymity(k=3)"],
+        "suppression_limit": 1.0,
+        "time_limit": format!("{seconds}s"),
+        "algorithm": "exhaustive",
+        "threads": 1,
+    })
+}
+
+async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
+    let server = Server::start(args)?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
+    let base = server.base.clone();
+    let ds: Value = client
+        .post(format!("{base}/v1/datasets"))
+        .body(slow_dataset())
+        .send()
+        .await?
+        .json()
+        .await?;
+    let dataset = ds["id"].as_str().context("upload failed")?.to_string();
+    let mut jobs = Vec::new();
+    for _ in 0..2 {
+        let j: Value = client
+            .post(format!("{base}/v1/jobs"))
+            .body(slow_job(&dataset, args.seconds + 60).to_string())
+            .send()
+            .await?
+            .json()
+            .await?;
+        jobs.push(j["id"].as_str().context("job creation failed")?.to_string());
+    }
+    let running = |client: reqwest::Client, base: String, jobs: Vec<String>| async move {
+        let mut n = 0;
+        for id in &jobs {
+            let j: Value = client
+                .get(format!("{base}/v1/jobs/{id}"))
+                .send()
+                .await?
+                .json()
+                .await?;
+            n += usize::from(j["status"] == "running");
+        }
+        anyhow::Ok(n)
+    };
+    let start = Instant::now();
+    while running(client.clone(), base.clone(), jobs.clone()).await? < 2 {
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("the two jobs did not start");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for c in 0..args.concurrency {
+        let (client, base, id) = (client.clone(), base.clone(), jobs[c % 2].clone());
+        let (stop, errors) = (stop.clone(), errors.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                match client.get(format!("{base}/v1/jobs/{id}")).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        latencies.push(t.elapsed().as_micros() as u64);
+                    }
+                    _ => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            latencies
+        }));
+    }
+    let measured = Instant::now();
+    tokio::time::sleep(Duration::from_secs(args.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await?);
+    }
+    let elapsed = measured.elapsed().as_secs_f64();
+    let still_running = running(client.clone(), base.clone(), jobs.clone()).await?;
+    for id in &jobs {
+        let _ = client
+            .post(format!("{base}/v1/jobs/{id}/cancel"))
+            .send()
+            .await;
+    }
+    all.sort_unstable();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
+    println!(
+        "## GET /v1/jobs/{{id}} while two jobs run ({} clients, {} s, {} CPUs)",
+        args.concurrency,
+        args.seconds,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!(
+        "| requests | {} ({} errors) |",
+        all.len(),
+        errors.load(Ordering::Relaxed)
+    );
+    println!(
+        "| throughput | {:.0} requests/s |",
+        all.len() as f64 / elapsed
+    );
+    println!("| latency p50 | {:.2} ms |", pct(0.50));
+    println!("| latency p90 | {:.2} ms |", pct(0.90));
+    println!("| latency p99 | {:.2} ms |", pct(0.99));
+    println!("| latency max | {:.2} ms |", pct(1.0));
+    println!("| jobs still running at the end | {still_running} of 2 |");
+    println!();
+    Ok(())
+}

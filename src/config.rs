@@ -1,0 +1,114 @@
+//! Configuration of `deid serve`: every setting is a flag with an environment variable
+//! (`DEID_*`, plus the conventional `DATABASE_URL`), so the same binary runs on a laptop with no
+//! setup and in containers configured by environment.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// Flags of `deid serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port). Without API keys only loopback
+    /// addresses are allowed.
+    #[arg(long, env = "DEID_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Database: `postgres://user@host/db` or `sqlite:path`. Default: SQLite in the data directory.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Directory of the embedded SQLite database.
+    #[arg(long, env = "DEID_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Database connections of this process.
+    #[arg(long, env = "DEID_DB_CONNECTIONS", default_value_t = 16)]
+    pub db_connections: u32,
+    /// API keys as `tenant:key` pairs separated by commas. Keys are kept only as SHA-256 hashes.
+    #[arg(
+        long,
+        env = "DEID_API_KEYS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub api_keys: Vec<String>,
+    /// Jobs this process runs at once.
+    #[arg(long, env = "DEID_WORKERS", default_value_t = 1)]
+    pub workers: usize,
+    /// Threads of the engine pool (default: the number of CPUs).
+    #[arg(long, env = "DEID_ENGINE_THREADS")]
+    pub engine_threads: Option<usize>,
+    /// Largest accepted upload in bytes.
+    #[arg(long, env = "DEID_MAX_UPLOAD_BYTES", default_value_t = 1 << 30)]
+    pub max_upload_bytes: u64,
+    /// Largest accepted number of data rows.
+    #[arg(long, env = "DEID_MAX_ROWS", default_value_t = 20_000_000)]
+    pub max_rows: u64,
+    /// Largest accepted number of columns.
+    #[arg(long, env = "DEID_MAX_COLUMNS", default_value_t = 1000)]
+    pub max_columns: u64,
+    /// Largest accepted job time limit (e.g. `30m`).
+    #[arg(long, env = "DEID_MAX_TIME_LIMIT", default_value = "1h", value_parser = parse_duration)]
+    pub max_time_limit: Duration,
+    /// Time limit of jobs that give none.
+    #[arg(long, env = "DEID_DEFAULT_TIME_LIMIT", default_value = "60s", value_parser = parse_duration)]
+    pub default_time_limit: Duration,
+    /// Queued jobs (all tenants) beyond which new jobs get 429.
+    #[arg(long, env = "DEID_MAX_QUEUED_JOBS", default_value_t = 100)]
+    pub max_queued_jobs: i64,
+    /// Claims of a job before it fails (crashes, lost leases, storage errors).
+    #[arg(long, env = "DEID_MAX_ATTEMPTS", default_value_t = 3)]
+    pub max_attempts: i64,
+    /// Lease of a running job; another process takes over this long after heartbeats stop.
+    #[arg(long, env = "DEID_LEASE", default_value = "30s", value_parser = parse_duration)]
+    pub lease: Duration,
+    /// How often idle workers look for jobs queued by other processes.
+    #[arg(long, env = "DEID_POLL_INTERVAL", default_value = "1s", value_parser = parse_duration)]
+    pub poll_interval: Duration,
+    /// Timeout of ordinary requests (not uploads, event streams or downloads).
+    #[arg(long, env = "DEID_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Timeout of dataset uploads.
+    #[arg(long, env = "DEID_UPLOAD_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
+    pub upload_timeout: Duration,
+    /// Time running jobs get to hand back their lease at shutdown.
+    #[arg(long, env = "DEID_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    /// Attempts of a webhook delivery.
+    #[arg(long, env = "DEID_WEBHOOK_ATTEMPTS", default_value_t = 5)]
+    pub webhook_attempts: u32,
+    /// First delay between webhook attempts (doubled each time).
+    #[arg(long, env = "DEID_WEBHOOK_BACKOFF", default_value = "1s", value_parser = parse_duration)]
+    pub webhook_backoff: Duration,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "DEID_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        // Defaults only: ignore the process's arguments (but not its environment).
+        Wrapper::parse_from(["deid"]).args
+    }
+}
+
+impl ServeArgs {
+    /// Engine threads: the flag or the number of CPUs.
+    pub fn engine_threads(&self) -> usize {
+        self.engine_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+            .max(1)
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    crate::spec::parse_duration(text).ok_or_else(|| {
+        format!("cannot read '{text}' as a duration; expected e.g. 500ms, 30s, 5m, 1h")
+    })
+}

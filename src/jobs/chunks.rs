@@ -1,0 +1,140 @@
+//! Synchronous adapters between the engine (which reads and writes `std::io`) and chunks in the
+//! database, for use on engine threads: [`ChunkReader`] reads a dataset chunk by chunk,
+//! [`ResultWriter`] stores the anonymized CSV chunk by chunk under the job's lease. Neither ever
+//! holds more than one chunk.
+
+use std::io::{self, Read, Write};
+
+use tokio::runtime::Handle;
+
+use crate::store::{CHUNK_BYTES, Store};
+
+/// Reads a stored dataset's bytes. Must not be used on a tokio worker thread.
+#[derive(Debug)]
+pub struct ChunkReader {
+    store: Store,
+    handle: Handle,
+    dataset_id: String,
+    chunk_count: i64,
+    next: i64,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl ChunkReader {
+    /// A reader over chunks `0..chunk_count` of `dataset_id`.
+    pub fn new(store: Store, handle: Handle, dataset_id: String, chunk_count: i64) -> ChunkReader {
+        ChunkReader {
+            store,
+            handle,
+            dataset_id,
+            chunk_count,
+            next: 0,
+            buf: Vec::new(),
+            pos: 0,
+        }
+    }
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos >= self.buf.len() {
+            if self.next >= self.chunk_count {
+                return Ok(0);
+            }
+            let chunk = self
+                .handle
+                .block_on(self.store.dataset_chunk(&self.dataset_id, self.next))
+                .map_err(io::Error::other)?
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!(
+                            "chunk {} of the dataset is missing (was it deleted?)",
+                            self.next
+                        ),
+                    )
+                })?;
+            self.buf = chunk;
+            self.pos = 0;
+            self.next += 1;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Writes a job's result CSV into `result_chunks`, fenced by the lease: once the lease is lost
+/// every write fails with `ErrorKind::PermissionDenied`.
+#[derive(Debug)]
+pub struct ResultWriter {
+    store: Store,
+    handle: Handle,
+    job_id: String,
+    owner: String,
+    buf: Vec<u8>,
+    chunks: i64,
+}
+
+impl ResultWriter {
+    /// A writer for `job_id` held by `owner`.
+    pub fn new(store: Store, handle: Handle, job_id: String, owner: String) -> ResultWriter {
+        ResultWriter {
+            store,
+            handle,
+            job_id,
+            owner,
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            chunks: 0,
+        }
+    }
+
+    fn store_chunk(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let ok = self
+            .handle
+            .block_on(self.store.insert_result_chunk(
+                &self.job_id,
+                &self.owner,
+                self.chunks,
+                &self.buf,
+            ))
+            .map_err(io::Error::other)?;
+        if !ok {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the job's lease was lost",
+            ));
+        }
+        self.chunks += 1;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Stores the last chunk and returns the number of chunks.
+    pub fn finish(mut self) -> io::Result<i64> {
+        self.store_chunk()?;
+        Ok(self.chunks)
+    }
+}
+
+impl Write for ResultWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = CHUNK_BYTES - self.buf.len();
+        let n = data.len().min(room);
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() >= CHUNK_BYTES {
+            self.store_chunk()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // Chunks are stored when full or on `finish`; flushing early would create small chunks.
+        Ok(())
+    }
+}

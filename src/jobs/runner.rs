@@ -1,0 +1,640 @@
+//! The queue worker of one process.
+//!
+//! [`Runner::start`] spawns two loops on the task tracker:
+//! - the **claim loop**: waits for a free slot (a semaphore of `concurrency` permits), claims
+//!   the next due job (lease `lease`), runs it, and sleeps until woken (a job was queued here)
+//!   or the poll interval passes when the queue is empty;
+//! - the **reaper**: every `lease / 2`, puts jobs whose lease expired back in the queue (or
+//!   fails them after `max_attempts` claims).
+//!
+//! Running one job ([`Runner::run_claimed`]):
+//! 1. register a [`LiveJob`] (cancel flag, progress) in the live map;
+//! 2. start the heartbeat: every 250 ms publish the snapshot to local subscribers and persist it
+//!    with the lease extension; a lost lease, a cancel request or shutdown raise the cancel flag;
+//! 3. on the engine pool: read the dataset from its chunks, build the problem, [`run_job`],
+//!    evaluate the best transformation, write the report and the CSV (fenced by the lease);
+//! 4. finish with one fenced statement: succeeded / cancelled (best so far kept) / failed, or
+//!    back to the queue (retryable errors, shutdown), or nothing at all when the lease was lost;
+//! 5. send the webhook, if any.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use tokio::runtime::Handle;
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::chunks::{ChunkReader, ResultWriter};
+use super::cpu::EnginePool;
+use super::execute::{run_job, search_config};
+use super::progress::{LiveJob, Snapshot, StopCause};
+use crate::engine::search::{SearchConfig, SearchOutcome};
+use crate::engine::{Checker, CsvOptions, Problem, Table};
+use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
+use crate::spec::{JobSpec, SpecError};
+use crate::store::Store;
+use crate::store::datasets::DatasetRow;
+use crate::store::jobs::{ClaimedJob, Completion};
+
+/// Settings of the worker.
+#[derive(Debug, Clone)]
+pub struct RunnerSettings {
+    /// Jobs run at once by this process.
+    pub concurrency: usize,
+    /// Lease length; heartbeats come every 250 ms.
+    pub lease: Duration,
+    /// How often an idle worker looks at the queue (other replicas may queue jobs).
+    pub poll_interval: Duration,
+    /// Time limit of jobs that set none.
+    pub default_time_limit: Duration,
+    /// Attempts of a webhook delivery.
+    pub webhook_attempts: u32,
+    /// First webhook retry delay (doubled each time).
+    pub webhook_backoff: Duration,
+}
+
+/// Interval of heartbeats and progress publication.
+pub const HEARTBEAT: Duration = Duration::from_millis(250);
+
+/// Jobs running in this process, by id.
+pub type LiveJobs = Arc<DashMap<String, Arc<LiveJob>>>;
+
+/// The worker of one process.
+#[derive(Debug)]
+pub struct Runner {
+    store: Store,
+    pool: Arc<EnginePool>,
+    live: LiveJobs,
+    owner: String,
+    settings: RunnerSettings,
+    token: CancellationToken,
+    tracker: TaskTracker,
+    wake: Arc<Notify>,
+    http: reqwest::Client,
+}
+
+/// The outcome of the engine side of a job.
+enum Processed {
+    /// The search ended (completed, limits or user cancel) and the result was written.
+    Finished {
+        outcome: SearchOutcome,
+        report: Option<String>,
+        chunks: Option<i64>,
+    },
+    /// Shutdown or lost lease: write nothing.
+    Aborted,
+}
+
+/// A job failure: `retryable` ones go back to the queue while attempts remain.
+#[derive(Debug)]
+struct Failure {
+    code: &'static str,
+    message: String,
+    details: serde_json::Value,
+    retryable: bool,
+}
+
+impl Failure {
+    fn spec(e: SpecError) -> Failure {
+        Failure {
+            code: "invalid_spec",
+            message: e.to_string(),
+            details: serde_json::json!({ "field": e.field }),
+            retryable: false,
+        }
+    }
+
+    /// The message for logs: only for storage and internal failures, since messages about the
+    /// data (hierarchies, CSV) may quote cell values, which never go to the logs.
+    fn loggable(&self) -> &str {
+        match self.code {
+            "storage_error" | "internal_error" => &self.message,
+            _ => "(see the job's error)",
+        }
+    }
+
+    fn json(&self) -> String {
+        serde_json::json!({"code": self.code, "message": self.message, "details": self.details})
+            .to_string()
+    }
+}
+
+impl Runner {
+    /// A worker identified by a fresh owner id.
+    pub fn new(
+        store: Store,
+        pool: Arc<EnginePool>,
+        live: LiveJobs,
+        settings: RunnerSettings,
+        token: CancellationToken,
+        tracker: TaskTracker,
+    ) -> Arc<Runner> {
+        Arc::new(Runner {
+            store,
+            pool,
+            live,
+            owner: uuid::Uuid::now_v7().to_string(),
+            settings,
+            token,
+            tracker,
+            wake: Arc::new(Notify::new()),
+            http: reqwest::Client::new(),
+        })
+    }
+
+    /// This worker's lease owner id.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Wakes the claim loop (a job was queued).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Recovers and starts the loops. On SQLite (one process per database) every job still
+    /// marked running was interrupted by a crash and is re-queued at once; on PostgreSQL the
+    /// reaper waits for leases to expire, since other processes may hold them.
+    pub async fn start(self: &Arc<Self>) -> crate::store::Result<()> {
+        if !self.store.is_shared() {
+            let (requeued, failed) = self
+                .store
+                .reap_expired_leases(i64::MAX, &interrupted_error())
+                .await?;
+            if requeued + failed > 0 {
+                tracing::warn!(requeued, failed, "recovered jobs interrupted by a restart");
+            }
+            let purged = self.store.purge_stale_uploads(i64::MAX).await?;
+            if purged > 0 {
+                tracing::warn!(purged, "removed incomplete uploads");
+            }
+        }
+        let me = self.clone();
+        self.tracker.spawn(async move { me.claim_loop().await });
+        let me = self.clone();
+        self.tracker.spawn(async move { me.reap_loop().await });
+        if let Some(listener) = self.store.job_listener().await? {
+            let me = self.clone();
+            self.tracker
+                .spawn(async move { me.listen_loop(listener).await });
+        }
+        Ok(())
+    }
+
+    async fn claim_loop(self: Arc<Self>) {
+        let slots = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
+        let lease_ms = self.settings.lease.as_millis() as i64;
+        loop {
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+                _ = self.token.cancelled() => return,
+            };
+            if self.token.is_cancelled() {
+                return;
+            }
+            match self.store.claim_next_job(&self.owner, lease_ms).await {
+                Ok(Some(job)) => {
+                    let me = self.clone();
+                    self.tracker.spawn(async move {
+                        me.run_claimed(job).await;
+                        drop(permit);
+                    });
+                }
+                Ok(None) => {
+                    drop(permit);
+                    tokio::select! {
+                        _ = self.wake.notified() => {}
+                        _ = tokio::time::sleep(self.settings.poll_interval) => {}
+                        _ = self.token.cancelled() => return,
+                    }
+                }
+                Err(e) => {
+                    drop(permit);
+                    tracing::error!(error = %e, "claiming a job failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = self.token.cancelled() => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wakes the claim loop when another process queues a job (PostgreSQL `LISTEN`); the poll
+    /// interval remains the fallback if the connection drops.
+    async fn listen_loop(self: Arc<Self>, mut listener: sqlx::postgres::PgListener) {
+        loop {
+            tokio::select! {
+                n = listener.try_recv() => match n {
+                    Ok(Some(_)) => self.wake(),
+                    // The connection was lost; `try_recv` reconnects on the next call.
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "job notifications failed; polling only");
+                        return;
+                    }
+                },
+                _ = self.token.cancelled() => return,
+            }
+        }
+    }
+
+    async fn reap_loop(self: Arc<Self>) {
+        let every = (self.settings.lease / 2).max(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = self.token.cancelled() => return,
+            }
+            match self
+                .store
+                .reap_expired_leases(crate::store::now_ms(), &interrupted_error())
+                .await
+            {
+                Ok((0, 0)) => {}
+                Ok((requeued, failed)) => {
+                    tracing::warn!(
+                        requeued,
+                        failed,
+                        "re-queued jobs whose worker stopped heartbeating"
+                    );
+                    self.wake();
+                }
+                Err(e) => tracing::error!(error = %e, "reaping expired leases failed"),
+            }
+        }
+    }
+
+    /// Runs one claimed job to its end (see the module documentation).
+    async fn run_claimed(self: Arc<Self>, job: ClaimedJob) {
+        let span = tracing::info_span!("job", id = %job.id, attempt = job.attempts);
+        let _ = tracing::Instrument::instrument(self.clone().run_claimed_inner(job), span).await;
+    }
+
+    async fn run_claimed_inner(self: Arc<Self>, job: ClaimedJob) {
+        let started = Instant::now();
+        tracing::info!("job started");
+        let live = Arc::new(LiveJob::new());
+        self.live.insert(job.id.clone(), live.clone());
+        let beat_stop = CancellationToken::new();
+        let beat = tokio::spawn(heartbeat(
+            self.store.clone(),
+            job.id.clone(),
+            self.owner.clone(),
+            live.clone(),
+            self.settings.lease,
+            self.token.clone(),
+            beat_stop.clone(),
+        ));
+
+        let result = self.process(&job, &live).await;
+        beat_stop.cancel();
+        let _ = beat.await;
+
+        let mut snapshot = live.snapshot();
+        if let Ok(Processed::Finished { outcome, .. }) = &result {
+            snapshot.checks = outcome.checks;
+            snapshot.elapsed_ms = outcome.elapsed.as_millis() as u64;
+            if outcome.optimal_proven {
+                snapshot.explored_share = 1.0;
+            }
+        }
+        live.count_checks(snapshot.checks);
+        snapshot.phase = "finished".into();
+        let progress = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
+        let cause = live.cause();
+        let write = match (&result, cause) {
+            (_, StopCause::LeaseLost) => {
+                tracing::warn!("lease lost: the job belongs to another worker now");
+                Ok(false)
+            }
+            (Ok(Processed::Aborted), _) | (Err(_), StopCause::Shutdown) => {
+                tracing::info!("shutting down: job released to the queue");
+                self.store.release_job(&job.id, &self.owner).await
+            }
+            (
+                Ok(Processed::Finished {
+                    outcome,
+                    report,
+                    chunks,
+                }),
+                _,
+            ) => {
+                let (status, error) = if cause == StopCause::User {
+                    ("cancelled", None)
+                } else if outcome.best.is_some() {
+                    ("succeeded", None)
+                } else {
+                    let f = Failure {
+                        code: "no_solution",
+                        message: format!(
+                            "no transformation satisfies the privacy models within the suppression limit \
+                             (search {}, {} checks)",
+                            outcome.stop.name(),
+                            outcome.checks
+                        ),
+                        details: serde_json::json!({"stop": outcome.stop.name(), "optimal_proven": outcome.optimal_proven}),
+                        retryable: false,
+                    };
+                    ("failed", Some(f.json()))
+                };
+                metrics::histogram!("deid_job_duration_seconds", "status" => status)
+                    .record(started.elapsed().as_secs_f64());
+                self.store
+                    .complete_job(
+                        &job.id,
+                        &self.owner,
+                        &Completion {
+                            status,
+                            progress: &progress,
+                            result: report.as_deref(),
+                            result_chunks: *chunks,
+                            error: error.as_deref(),
+                        },
+                    )
+                    .await
+            }
+            (Err(f), _) if f.retryable && job.attempts < job.max_attempts => {
+                let delay = 1000i64 << job.attempts.clamp(0, 6);
+                tracing::warn!(code = f.code, error = %f.loggable(), delay_ms = delay, "job failed, will retry");
+                self.store
+                    .retry_job(&job.id, &self.owner, delay, &f.json())
+                    .await
+            }
+            (Err(f), _) => {
+                tracing::warn!(code = f.code, error = %f.loggable(), "job failed");
+                metrics::histogram!("deid_job_duration_seconds", "status" => "failed")
+                    .record(started.elapsed().as_secs_f64());
+                self.store
+                    .complete_job(
+                        &job.id,
+                        &self.owner,
+                        &Completion {
+                            status: "failed",
+                            progress: &progress,
+                            result: None,
+                            result_chunks: None,
+                            error: Some(&f.json()),
+                        },
+                    )
+                    .await
+            }
+        };
+        // Local subscribers see the final snapshot, then the channel closes and they read the row.
+        live.updates.send_replace(Arc::new(snapshot));
+        self.live.remove(&job.id);
+        match write {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("the job's final state was not written (lease lost)"),
+            Err(ref e) => tracing::error!(error = %e, "writing the job's final state failed"),
+        }
+        if matches!(write, Ok(true)) {
+            if let Ok(Some(row)) = self.store.job_by_id(&job.id).await
+                && super::view::is_terminal(&row.status)
+            {
+                tracing::info!(status = %row.status, elapsed_ms = started.elapsed().as_millis() as u64, "job ended");
+                let spec: Option<JobSpec> = serde_json::from_str(&job.spec).ok();
+                if let Some(url) = spec.and_then(|s| s.callback_url) {
+                    let me = self.clone();
+                    let id = job.id.clone();
+                    self.tracker.spawn(async move {
+                        super::webhook::deliver(
+                            &me.store,
+                            &me.http,
+                            &id,
+                            &url,
+                            me.settings.webhook_attempts,
+                            me.settings.webhook_backoff,
+                            &me.token,
+                        )
+                        .await
+                    });
+                }
+            }
+            self.wake();
+        }
+    }
+
+    /// Loads the dataset and runs the engine side on the pool.
+    async fn process(&self, job: &ClaimedJob, live: &Arc<LiveJob>) -> Result<Processed, Failure> {
+        let spec: JobSpec = serde_json::from_str(&job.spec).map_err(|e| Failure {
+            code: "invalid_spec",
+            message: format!("the stored specification cannot be read: {e}"),
+            details: serde_json::Value::Null,
+            retryable: false,
+        })?;
+        let dataset = match self.store.dataset(&job.tenant, &job.dataset_id).await {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                return Err(Failure {
+                    code: "dataset_not_found",
+                    message: format!("dataset {} no longer exists", job.dataset_id),
+                    details: serde_json::Value::Null,
+                    retryable: false,
+                });
+            }
+            Err(e) => {
+                return Err(Failure {
+                    code: "storage_error",
+                    message: e.to_string(),
+                    details: serde_json::Value::Null,
+                    retryable: true,
+                });
+            }
+        };
+        let settings = search_config(&spec, self.settings.default_time_limit, self.pool.threads())
+            .map_err(Failure::spec)?;
+        let ctx = EngineJob {
+            store: self.store.clone(),
+            handle: Handle::current(),
+            job_id: job.id.clone(),
+            owner: self.owner.clone(),
+            dataset,
+            spec,
+            settings,
+            live: live.clone(),
+        };
+        match self.pool.spawn(move || ctx.run()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(panic)) => {
+                tracing::error!(error = %panic, "the search panicked");
+                Err(Failure {
+                    code: "internal_error",
+                    message: "the search failed unexpectedly".into(),
+                    details: serde_json::Value::Null,
+                    retryable: false,
+                })
+            }
+            Err(_) => Err(Failure {
+                code: "internal_error",
+                message: "the engine pool stopped".into(),
+                details: serde_json::Value::Null,
+                retryable: true,
+            }),
+        }
+    }
+}
+
+/// The error recorded when a job's worker vanished too often.
+fn interrupted_error() -> String {
+    serde_json::json!({
+        "code": "worker_lost",
+        "message": "the job was interrupted (worker crashed or lost its lease) and its attempts are used up",
+        "details": null
+    })
+    .to_string()
+}
+
+/// Everything the engine side of a job needs, moved onto the pool.
+struct EngineJob {
+    store: Store,
+    handle: Handle,
+    job_id: String,
+    owner: String,
+    dataset: DatasetRow,
+    spec: JobSpec,
+    settings: SearchConfig,
+    live: Arc<LiveJob>,
+}
+
+impl EngineJob {
+    fn run(self) -> Result<Processed, Failure> {
+        // 1. Data, straight from the stored chunks.
+        let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
+        let reader = ChunkReader::new(
+            self.store.clone(),
+            self.handle.clone(),
+            self.dataset.id.clone(),
+            self.dataset.chunk_count,
+        );
+        let table = Table::read_csv(
+            std::io::BufReader::with_capacity(1 << 16, reader),
+            CsvOptions {
+                delimiter,
+                has_header: self.dataset.has_header != 0,
+            },
+            "dataset",
+        )
+        .map_err(|e| Failure {
+            code: "dataset_unreadable",
+            message: e.to_string(),
+            details: serde_json::Value::Null,
+            retryable: true,
+        })?;
+        // 2. The problem.
+        let mut config = self
+            .spec
+            .problem_config(|c, s| super::load_hierarchy(Some(&table), c, s))
+            .map_err(Failure::spec)?;
+        crate::spec::order_by_table(&mut config, &table);
+        let problem = Problem::new(table, config).map_err(|e| Failure::spec(e.into()))?;
+        // 3. The search.
+        let live = &self.live;
+        let outcome = run_job(&problem, &self.settings, &live.cancel, &|p| {
+            live.record(&problem, p)
+        })
+        .map_err(|e| Failure::spec(SpecError::new(e.field, e.message)))?;
+        if matches!(live.cause(), StopCause::Shutdown | StopCause::LeaseLost) {
+            return Ok(Processed::Aborted);
+        }
+        // 4. Report and anonymized CSV of the best transformation.
+        let Some(best) = &outcome.best else {
+            return Ok(Processed::Finished {
+                outcome,
+                report: None,
+                chunks: None,
+            });
+        };
+        live.set_phase("writing");
+        let checker = Checker::new(&problem);
+        let eval = checker.evaluate(&best.levels);
+        let mut report = search_report(
+            &problem,
+            &outcome,
+            Some(&eval),
+            self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
+        );
+        if let Some(obj) = report.as_object_mut() {
+            obj.insert("job_id".into(), self.job_id.clone().into());
+            obj.insert("dataset_id".into(), self.dataset.id.clone().into());
+            obj.insert(
+                "time_limit_ms".into(),
+                (self.settings.time_limit.as_millis() as u64).into(),
+            );
+        }
+        let mut writer = ResultWriter::new(
+            self.store.clone(),
+            self.handle.clone(),
+            self.job_id.clone(),
+            self.owner.clone(),
+        );
+        let written = crate::engine::output::write_csv(&problem, &eval, &mut writer, delimiter)
+            .map_err(|e| e.to_string())
+            .and_then(|()| writer.finish().map_err(|e| e.to_string()));
+        let chunks = match written {
+            Ok(n) => n,
+            Err(_) if live.cause() == StopCause::LeaseLost || !self.lease_held() => {
+                return Ok(Processed::Aborted);
+            }
+            Err(message) => {
+                return Err(Failure {
+                    code: "storage_error",
+                    message,
+                    details: serde_json::Value::Null,
+                    retryable: true,
+                });
+            }
+        };
+        Ok(Processed::Finished {
+            outcome,
+            report: Some(report.to_string()),
+            chunks: Some(chunks),
+        })
+    }
+
+    /// Whether this worker still holds the job (after a failed fenced write).
+    fn lease_held(&self) -> bool {
+        match self.handle.block_on(self.store.job_by_id(&self.job_id)) {
+            Ok(Some(row)) => row.lease_owner.as_deref() == Some(self.owner.as_str()),
+            _ => false,
+        }
+    }
+}
+
+/// The heartbeat of one running job (see the module documentation).
+async fn heartbeat(
+    store: Store,
+    id: String,
+    owner: String,
+    live: Arc<LiveJob>,
+    lease: Duration,
+    shutdown: CancellationToken,
+    done: CancellationToken,
+) {
+    let lease_ms = lease.as_millis() as i64;
+    let mut tick = tokio::time::interval(HEARTBEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = done.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if shutdown.is_cancelled() {
+            live.stop(StopCause::Shutdown);
+        }
+        let snapshot: Snapshot = live.publish();
+        live.count_checks(snapshot.checks);
+        let json = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
+        match store.heartbeat(&id, &owner, lease_ms, &json).await {
+            Ok(None) => live.stop(StopCause::LeaseLost),
+            Ok(Some(true)) => live.stop(StopCause::User),
+            Ok(Some(false)) => {}
+            Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+        }
+        if live.cancel.is_cancelled() && live.cause() == StopCause::LeaseLost {
+            return;
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! Datasets (metadata plus the CSV bytes in ordered chunks), the distinct values of their columns
+//! and their hierarchies.
+
+use super::{Result, Store, on_pool};
+
+/// A dataset's row in `datasets`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DatasetRow {
+    /// UUIDv7.
+    pub id: String,
+    /// Owning tenant.
+    pub tenant: String,
+    /// Display name.
+    pub name: String,
+    /// `uploading` or `ready`.
+    pub status: String,
+    /// Field delimiter (one character).
+    pub delimiter: String,
+    /// 1 if the first record is a header.
+    pub has_header: i64,
+    /// Size of the CSV in bytes.
+    pub size_bytes: i64,
+    /// Data rows.
+    pub row_count: i64,
+    /// Number of stored chunks.
+    pub chunk_count: i64,
+    /// JSON array of column profiles.
+    pub columns: String,
+    /// Creation time (ms since the epoch).
+    pub created_at: i64,
+}
+
+/// A new dataset, before its bytes arrive.
+#[derive(Debug, Clone)]
+pub struct NewDataset<'a> {
+    /// UUIDv7.
+    pub id: &'a str,
+    /// Owning tenant.
+    pub tenant: &'a str,
+    /// Display name.
+    pub name: &'a str,
+    /// Field delimiter.
+    pub delimiter: &'a str,
+    /// Whether the first record is a header.
+    pub has_header: bool,
+}
+
+/// A stored hierarchy.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HierarchyRow {
+    /// The column.
+    pub column_name: String,
+    /// Field delimiter of the CSV.
+    pub delimiter: String,
+    /// ARX-format CSV text as uploaded.
+    pub csv: String,
+    /// Number of levels.
+    pub levels: i64,
+    /// Upload time (ms since the epoch).
+    pub created_at: i64,
+}
+
+macro_rules! select_dataset {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, tenant, name, status, delimiter, has_header, size_bytes, row_count, chunk_count, columns, created_at FROM datasets ",
+            $rest
+        )
+    };
+}
+
+impl Store {
+    /// Inserts a dataset in state `uploading`.
+    pub async fn create_dataset(&self, new: &NewDataset<'_>) -> Result<()> {
+        const SQL: &str = "INSERT INTO datasets (id, tenant, name, status, delimiter, has_header, size_bytes, row_count, chunk_count, columns, created_at) \
+             VALUES ($1, $2, $3, 'uploading', $4, $5, 0, 0, 0, '[]', $6)";
+        on_pool!(self, pool => sqlx::query(SQL)
+            .bind(new.id)
+            .bind(new.tenant)
+            .bind(new.name)
+            .bind(new.delimiter)
+            .bind(new.has_header as i64)
+            .bind(super::now_ms())
+            .execute(pool)
+            .await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Stores chunk `seq` of a dataset's bytes.
+    pub async fn insert_dataset_chunk(
+        &self,
+        dataset_id: &str,
+        seq: i64,
+        data: &[u8],
+    ) -> Result<()> {
+        const SQL: &str = "INSERT INTO dataset_chunks (dataset_id, seq, data) VALUES ($1, $2, $3)";
+        on_pool!(self, pool => sqlx::query(SQL).bind(dataset_id).bind(seq).bind(data).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Marks an upload complete with its profile and the distinct values of small columns
+    /// (`(position, JSON array)`), in one transaction.
+    pub async fn finish_dataset(
+        &self,
+        dataset_id: &str,
+        size_bytes: i64,
+        row_count: i64,
+        chunk_count: i64,
+        columns_json: &str,
+        values: &[(i64, String)],
+    ) -> Result<()> {
+        const VALUES: &str =
+            "INSERT INTO dataset_values (dataset_id, position, dict_values) VALUES ($1, $2, $3)";
+        const FINISH: &str = "UPDATE datasets SET status = 'ready', size_bytes = $2, row_count = $3, chunk_count = $4, columns = $5 WHERE id = $1";
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            for (position, json) in values {
+                sqlx::query(VALUES).bind(dataset_id).bind(*position).bind(json.as_str()).execute(&mut *tx).await?;
+            }
+            sqlx::query(FINISH)
+                .bind(dataset_id)
+                .bind(size_bytes)
+                .bind(row_count)
+                .bind(chunk_count)
+                .bind(columns_json)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        })?;
+        Ok(())
+    }
+
+    /// Removes a dataset with everything stored for it (used for failed uploads too).
+    pub async fn purge_dataset(&self, dataset_id: &str) -> Result<()> {
+        const CHUNKS: &str = "DELETE FROM dataset_chunks WHERE dataset_id = $1";
+        const VALUES: &str = "DELETE FROM dataset_values WHERE dataset_id = $1";
+        const HIERARCHIES: &str = "DELETE FROM hierarchies WHERE dataset_id = $1";
+        const DATASET: &str = "DELETE FROM datasets WHERE id = $1";
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            for sql in [CHUNKS, VALUES, HIERARCHIES, DATASET] {
+                sqlx::query(sql).bind(dataset_id).execute(&mut *tx).await?;
+            }
+            tx.commit().await
+        })?;
+        Ok(())
+    }
+
+    /// Deletes a tenant's dataset unless a queued or running job uses it.
+    pub async fn delete_dataset(&self, tenant: &str, dataset_id: &str) -> Result<DeleteOutcome> {
+        // The job check and the delete are one statement, so a job claimed in between cannot
+        // lose its data; a job queued concurrently fails cleanly when its dataset is gone.
+        const SQL: &str = "DELETE FROM datasets WHERE id = $1 AND tenant = $2 AND status = 'ready' \
+             AND NOT EXISTS (SELECT 1 FROM jobs WHERE dataset_id = $1 AND status IN ('queued', 'running'))";
+        let deleted = on_pool!(self, pool => sqlx::query(SQL).bind(dataset_id).bind(tenant).execute(pool).await.map(|r| r.rows_affected()))?;
+        if deleted == 0 {
+            return Ok(match self.dataset(tenant, dataset_id).await? {
+                Some(_) => DeleteOutcome::InUse,
+                None => DeleteOutcome::NotFound,
+            });
+        }
+        self.purge_dataset(dataset_id).await?;
+        Ok(DeleteOutcome::Deleted)
+    }
+
+    /// A tenant's dataset in state `ready`.
+    pub async fn dataset(&self, tenant: &str, dataset_id: &str) -> Result<Option<DatasetRow>> {
+        const SQL: &str = select_dataset!("WHERE id = $1 AND tenant = $2 AND status = 'ready'");
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(SQL).bind(dataset_id).bind(tenant).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// A page of a tenant's datasets, newest first, strictly older than `before` (an id).
+    pub async fn list_datasets(
+        &self,
+        tenant: &str,
+        before: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<DatasetRow>> {
+        const FIRST: &str =
+            select_dataset!("WHERE tenant = $1 AND status = 'ready' ORDER BY id DESC LIMIT $2");
+        const NEXT: &str = select_dataset!(
+            "WHERE tenant = $1 AND status = 'ready' AND id < $3 ORDER BY id DESC LIMIT $2"
+        );
+        Ok(match before {
+            None => {
+                on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(FIRST).bind(tenant).bind(limit).fetch_all(pool).await)?
+            }
+            Some(b) => {
+                on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(NEXT).bind(tenant).bind(limit).bind(b).fetch_all(pool).await)?
+            }
+        })
+    }
+
+    /// Chunk `seq` of a dataset's bytes.
+    pub async fn dataset_chunk(&self, dataset_id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+        const SQL: &str = "SELECT data FROM dataset_chunks WHERE dataset_id = $1 AND seq = $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(dataset_id).bind(seq).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// The distinct values of column `position` (JSON array), if they were kept.
+    pub async fn column_values(&self, dataset_id: &str, position: i64) -> Result<Option<String>> {
+        const SQL: &str =
+            "SELECT dict_values FROM dataset_values WHERE dataset_id = $1 AND position = $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(dataset_id).bind(position).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// Stores (or replaces) the hierarchy of a column.
+    pub async fn put_hierarchy(
+        &self,
+        dataset_id: &str,
+        column: &str,
+        delimiter: &str,
+        csv: &str,
+        levels: i64,
+    ) -> Result<()> {
+        const SQL: &str = "INSERT INTO hierarchies (dataset_id, column_name, delimiter, csv, levels, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (dataset_id, column_name) DO UPDATE SET delimiter = excluded.delimiter, csv = excluded.csv, \
+             levels = excluded.levels, created_at = excluded.created_at";
+        on_pool!(self, pool => sqlx::query(SQL)
+            .bind(dataset_id)
+            .bind(column)
+            .bind(delimiter)
+            .bind(csv)
+            .bind(levels)
+            .bind(super::now_ms())
+            .execute(pool)
+            .await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// The hierarchy of a column, if one was stored.
+    pub async fn hierarchy(&self, dataset_id: &str, column: &str) -> Result<Option<HierarchyRow>> {
+        const SQL: &str = "SELECT column_name, delimiter, csv, levels, created_at FROM hierarchies WHERE dataset_id = $1 AND column_name = $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, HierarchyRow>(SQL).bind(dataset_id).bind(column).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// Columns with a stored hierarchy and their number of levels.
+    pub async fn hierarchy_levels(&self, dataset_id: &str) -> Result<Vec<(String, i64)>> {
+        const SQL: &str = "SELECT column_name, levels FROM hierarchies WHERE dataset_id = $1 ORDER BY column_name";
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, (String, i64)>(SQL).bind(dataset_id).fetch_all(pool).await)?,
+        )
+    }
+
+    /// Deletes uploads that never completed (after a crash), older than `older_than_ms`.
+    pub async fn purge_stale_uploads(&self, older_than_ms: i64) -> Result<u64> {
+        const SQL: &str = "SELECT id FROM datasets WHERE status = 'uploading' AND created_at < $1";
+        let ids: Vec<String> = on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(older_than_ms).fetch_all(pool).await)?;
+        for id in &ids {
+            self.purge_dataset(id).await?;
+        }
+        Ok(ids.len() as u64)
+    }
+}
+
+/// What [`Store::delete_dataset`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// The dataset is gone.
+    Deleted,
+    /// A queued or running job uses it.
+    InUse,
+    /// No such dataset for this tenant.
+    NotFound,
+}

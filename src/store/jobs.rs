@@ -1,0 +1,416 @@
+//! The job queue and job results (STYLE §2.4).
+//!
+//! - **Claim**: one `UPDATE … WHERE id = (SELECT … LIMIT 1) RETURNING …` statement; PostgreSQL
+//!   adds `FOR UPDATE SKIP LOCKED` so concurrent workers never claim the same job. SQLite has a
+//!   single writer, so the same statement is atomic there.
+//! - **Lease**: the claimer becomes `lease_owner` until `lease_expires_at`; every heartbeat
+//!   extends it and persists the progress. A heartbeat that updates no row means the lease was
+//!   lost: the worker stops and writes nothing more.
+//! - **Fencing**: result chunks, completion, retry and release all require
+//!   `lease_owner = $me AND status = 'running'`, so a zombie worker's late writes are rejected.
+//! - **Reaper**: running jobs whose lease expired go back to the queue, or fail once their
+//!   attempts are used up.
+
+use super::{Result, Store, now_ms, on_pool};
+
+/// Job states.
+pub const STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
+
+/// A job as shown by the API (everything but the specification and the result).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    /// UUIDv7.
+    pub id: String,
+    /// Owning tenant.
+    pub tenant: String,
+    /// The dataset.
+    pub dataset_id: String,
+    /// One of [`STATUSES`].
+    pub status: String,
+    /// Claims so far.
+    pub attempts: i64,
+    /// Claims allowed.
+    pub max_attempts: i64,
+    /// Worker holding the lease.
+    pub lease_owner: Option<String>,
+    /// 1 once a cancel was requested.
+    pub cancel_requested: i64,
+    /// Progress JSON (see `jobs::progress::Snapshot`).
+    pub progress: Option<String>,
+    /// Number of chunks of the result CSV.
+    pub result_chunks: Option<i64>,
+    /// Error JSON.
+    pub error: Option<String>,
+    /// Webhook delivery state.
+    pub webhook: Option<String>,
+    /// Times (ms since the epoch).
+    pub created_at: i64,
+    /// First claim.
+    pub started_at: Option<i64>,
+    /// End.
+    pub finished_at: Option<i64>,
+}
+
+macro_rules! select_job {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, tenant, dataset_id, status, attempts, max_attempts, lease_owner, cancel_requested, progress, \
+             result_chunks, error, webhook, created_at, started_at, finished_at FROM jobs ",
+            $rest
+        )
+    };
+}
+
+/// A job just claimed by this worker.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedJob {
+    /// UUIDv7.
+    pub id: String,
+    /// Owning tenant.
+    pub tenant: String,
+    /// The dataset.
+    pub dataset_id: String,
+    /// The specification JSON.
+    pub spec: String,
+    /// Claims including this one.
+    pub attempts: i64,
+    /// Claims allowed.
+    pub max_attempts: i64,
+}
+
+/// A new job.
+#[derive(Debug, Clone)]
+pub struct NewJob<'a> {
+    /// UUIDv7.
+    pub id: &'a str,
+    /// Owning tenant.
+    pub tenant: &'a str,
+    /// The dataset.
+    pub dataset_id: &'a str,
+    /// Validated specification JSON.
+    pub spec: &'a str,
+    /// Claims allowed.
+    pub max_attempts: i64,
+    /// Initial webhook state (`pending` when a callback URL is set).
+    pub webhook: Option<&'a str>,
+}
+
+/// How a running job ended, written with a fenced statement.
+#[derive(Debug, Clone)]
+pub struct Completion<'a> {
+    /// `succeeded`, `failed` or `cancelled`.
+    pub status: &'a str,
+    /// Final progress JSON.
+    pub progress: &'a str,
+    /// Result report JSON.
+    pub result: Option<&'a str>,
+    /// Chunks of the result CSV.
+    pub result_chunks: Option<i64>,
+    /// Error JSON.
+    pub error: Option<&'a str>,
+}
+
+/// What a cancel request did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The job was queued and is now cancelled.
+    Cancelled,
+    /// The job is running; its worker will stop and keep the best so far.
+    Requested,
+    /// The job had already ended.
+    AlreadyFinished,
+    /// No such job for this tenant.
+    NotFound,
+}
+
+impl Store {
+    /// Queues a job if its dataset is ready and fewer than `max_queued` jobs wait; returns false
+    /// when the queue is full.
+    pub async fn insert_job(&self, job: &NewJob<'_>, max_queued: i64) -> Result<bool> {
+        const SQL: &str = "INSERT INTO jobs (id, tenant, dataset_id, status, spec, attempts, max_attempts, run_at, \
+             cancel_requested, webhook, created_at) \
+             SELECT $1, $2, $3, 'queued', $4, 0, $5, $6, 0, $7, $6 \
+             WHERE (SELECT COUNT(*) FROM jobs WHERE status = 'queued') < $8";
+        let now = now_ms();
+        let n = on_pool!(self, pool => sqlx::query(SQL)
+            .bind(job.id)
+            .bind(job.tenant)
+            .bind(job.dataset_id)
+            .bind(job.spec)
+            .bind(job.max_attempts)
+            .bind(now)
+            .bind(job.webhook)
+            .bind(max_queued)
+            .execute(pool)
+            .await.map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Tells the workers of every process that a job was queued (PostgreSQL `NOTIFY`; nothing
+    /// on SQLite, where the only worker is woken in process).
+    pub async fn notify_job_queued(&self) -> Result<()> {
+        if let super::Backend::Postgres(pool) = &self.backend {
+            sqlx::query("SELECT pg_notify('deid_jobs', '')")
+                .execute(pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A listener for [`Store::notify_job_queued`] (PostgreSQL only).
+    pub async fn job_listener(&self) -> Result<Option<sqlx::postgres::PgListener>> {
+        match &self.backend {
+            super::Backend::Postgres(pool) => {
+                let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+                listener.listen("deid_jobs").await?;
+                Ok(Some(listener))
+            }
+            super::Backend::Sqlite(_) => Ok(None),
+        }
+    }
+
+    /// A tenant's job.
+    pub async fn job(&self, tenant: &str, id: &str) -> Result<Option<JobRow>> {
+        const SQL: &str = select_job!("WHERE id = $1 AND tenant = $2");
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// A page of a tenant's jobs, newest first, optionally with one status, older than `before`.
+    pub async fn list_jobs(
+        &self,
+        tenant: &str,
+        status: Option<&str>,
+        before: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<JobRow>> {
+        // One statement: NULL parameters disable their filter.
+        const SQL: &str = select_job!(
+            "WHERE tenant = $1 AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR id < $3) ORDER BY id DESC LIMIT $4"
+        );
+        Ok(on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL)
+            .bind(tenant)
+            .bind(status)
+            .bind(before)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
+    }
+
+    /// The result report JSON of a tenant's job (None if the job does not exist).
+    pub async fn job_result(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(String, Option<String>)>> {
+        const SQL: &str = "SELECT status, result FROM jobs WHERE id = $1 AND tenant = $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// Claims the oldest due job for `owner` with a lease of `lease_ms`.
+    pub async fn claim_next_job(&self, owner: &str, lease_ms: i64) -> Result<Option<ClaimedJob>> {
+        const PG: &str = "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, heartbeat_at = $3, \
+             attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
+             WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= $3 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             AND status = 'queued' \
+             RETURNING id, tenant, dataset_id, spec, attempts, max_attempts";
+        const SQLITE: &str = "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, heartbeat_at = $3, \
+             attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
+             WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= $3 ORDER BY run_at, id LIMIT 1) \
+             AND status = 'queued' \
+             RETURNING id, tenant, dataset_id, spec, attempts, max_attempts";
+        let now = now_ms();
+        let job = match &self.backend {
+            super::Backend::Postgres(pool) => {
+                sqlx::query_as::<_, ClaimedJob>(PG)
+                    .bind(owner)
+                    .bind(now + lease_ms)
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?
+            }
+            super::Backend::Sqlite(pool) => {
+                sqlx::query_as::<_, ClaimedJob>(SQLITE)
+                    .bind(owner)
+                    .bind(now + lease_ms)
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        Ok(job)
+    }
+
+    /// Extends the lease and persists the progress. Returns `None` if the lease was lost,
+    /// otherwise whether a cancel was requested.
+    pub async fn heartbeat(
+        &self,
+        id: &str,
+        owner: &str,
+        lease_ms: i64,
+        progress: &str,
+    ) -> Result<Option<bool>> {
+        const SQL: &str = "UPDATE jobs SET lease_expires_at = $3, heartbeat_at = $4, progress = $5 \
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested";
+        let now = now_ms();
+        let r = on_pool!(self, pool => sqlx::query_scalar::<_, i64>(SQL)
+            .bind(id)
+            .bind(owner)
+            .bind(now + lease_ms)
+            .bind(now)
+            .bind(progress)
+            .fetch_optional(pool)
+            .await)?;
+        Ok(r.map(|c| c != 0))
+    }
+
+    /// Stores chunk `seq` of a job's result CSV, fenced by the lease. Returns false if the lease
+    /// was lost.
+    pub async fn insert_result_chunk(
+        &self,
+        id: &str,
+        owner: &str,
+        seq: i64,
+        data: &[u8],
+    ) -> Result<bool> {
+        const SQL: &str = "INSERT INTO result_chunks (job_id, seq, data) SELECT $1, $2, $3 \
+             WHERE EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND lease_owner = $4 AND status = 'running') \
+             ON CONFLICT (job_id, seq) DO UPDATE SET data = excluded.data";
+        let n = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(seq).bind(data).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Chunk `seq` of a job's result CSV.
+    pub async fn result_chunk(&self, id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+        const SQL: &str = "SELECT data FROM result_chunks WHERE job_id = $1 AND seq = $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(id).bind(seq).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// Ends a running job (fenced). Returns false if the lease was lost.
+    pub async fn complete_job(&self, id: &str, owner: &str, done: &Completion<'_>) -> Result<bool> {
+        const SQL: &str = "UPDATE jobs SET status = $3, progress = $4, result = $5, result_chunks = $6, error = $7, \
+             finished_at = $8, lease_owner = NULL, lease_expires_at = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
+        const TRIM: &str = "DELETE FROM result_chunks WHERE job_id = $1 AND seq >= $2";
+        let n = on_pool!(self, pool => sqlx::query(SQL)
+            .bind(id)
+            .bind(owner)
+            .bind(done.status)
+            .bind(done.progress)
+            .bind(done.result)
+            .bind(done.result_chunks)
+            .bind(done.error)
+            .bind(now_ms())
+            .execute(pool)
+            .await.map(|r| r.rows_affected()))?;
+        if n == 1 {
+            // Chunks beyond the result (left by an earlier, interrupted attempt).
+            let keep = done.result_chunks.unwrap_or(0);
+            on_pool!(self, pool => sqlx::query(TRIM).bind(id).bind(keep).execute(pool).await.map(|r| r.rows_affected()))?;
+        }
+        Ok(n == 1)
+    }
+
+    /// Puts a running job back in the queue after a failure that may pass (fenced): due again
+    /// after `delay_ms`, or failed with `error` if its attempts are used up.
+    pub async fn retry_job(
+        &self,
+        id: &str,
+        owner: &str,
+        delay_ms: i64,
+        error: &str,
+    ) -> Result<bool> {
+        const SQL: &str = "UPDATE jobs SET \
+             status = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END, \
+             run_at = $3, error = $4, \
+             finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE $5 END, \
+             lease_owner = NULL, lease_expires_at = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
+        let now = now_ms();
+        let n = on_pool!(self, pool => sqlx::query(SQL)
+            .bind(id)
+            .bind(owner)
+            .bind(now + delay_ms)
+            .bind(error)
+            .bind(now)
+            .execute(pool)
+            .await.map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Gives a running job back at shutdown (fenced): queued again at once, without counting
+    /// the attempt, so another worker picks it up immediately.
+    pub async fn release_job(&self, id: &str, owner: &str) -> Result<bool> {
+        const SQL: &str = "UPDATE jobs SET status = 'queued', run_at = $3, attempts = attempts - 1, \
+             lease_owner = NULL, lease_expires_at = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
+        let n = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(owner).bind(now_ms()).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Re-queues running jobs whose lease expired before `deadline_ms` (or fails them when their
+    /// attempts are used up). Returns (re-queued, failed).
+    pub async fn reap_expired_leases(&self, deadline_ms: i64, error: &str) -> Result<(u64, u64)> {
+        const FAIL: &str = "UPDATE jobs SET status = 'failed', error = $2, finished_at = $3, lease_owner = NULL, \
+             lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < $1 AND attempts >= max_attempts";
+        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', run_at = $2, lease_owner = NULL, lease_expires_at = NULL \
+             WHERE status = 'running' AND lease_expires_at < $1 AND attempts < max_attempts";
+        let now = now_ms();
+        let failed = on_pool!(self, pool => sqlx::query(FAIL).bind(deadline_ms).bind(error).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok((requeued, failed))
+    }
+
+    /// Cancels a tenant's job: a queued job at once, a running one cooperatively.
+    pub async fn request_cancel(&self, tenant: &str, id: &str) -> Result<CancelOutcome> {
+        const QUEUED: &str = "UPDATE jobs SET status = 'cancelled', cancel_requested = 1, finished_at = $3 \
+             WHERE id = $1 AND tenant = $2 AND status = 'queued'";
+        const RUNNING: &str = "UPDATE jobs SET cancel_requested = 1 WHERE id = $1 AND tenant = $2 AND status = 'running'";
+        let n = on_pool!(self, pool => sqlx::query(QUEUED).bind(id).bind(tenant).bind(now_ms()).execute(pool).await.map(|r| r.rows_affected()))?;
+        if n == 1 {
+            return Ok(CancelOutcome::Cancelled);
+        }
+        let n = on_pool!(self, pool => sqlx::query(RUNNING).bind(id).bind(tenant).execute(pool).await.map(|r| r.rows_affected()))?;
+        if n == 1 {
+            return Ok(CancelOutcome::Requested);
+        }
+        Ok(match self.job(tenant, id).await? {
+            Some(_) => CancelOutcome::AlreadyFinished,
+            None => CancelOutcome::NotFound,
+        })
+    }
+
+    /// The specification JSON of a job (for webhooks).
+    pub async fn job_spec(&self, id: &str) -> Result<Option<String>> {
+        const SQL: &str = "SELECT spec FROM jobs WHERE id = $1";
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(id).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// A job by id regardless of tenant (workers and webhooks).
+    pub async fn job_by_id(&self, id: &str) -> Result<Option<JobRow>> {
+        const SQL: &str = select_job!("WHERE id = $1");
+        Ok(
+            on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).fetch_optional(pool).await)?,
+        )
+    }
+
+    /// Records the webhook delivery state.
+    pub async fn set_webhook_state(&self, id: &str, state: &str) -> Result<()> {
+        const SQL: &str = "UPDATE jobs SET webhook = $2 WHERE id = $1";
+        on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(state).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Number of jobs per status (metrics).
+    pub async fn count_jobs_by_status(&self) -> Result<Vec<(String, i64)>> {
+        const SQL: &str = "SELECT status, COUNT(*) FROM jobs GROUP BY status";
+        Ok(on_pool!(self, pool => sqlx::query_as::<_, (String, i64)>(SQL).fetch_all(pool).await)?)
+    }
+}

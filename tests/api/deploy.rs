@@ -1,0 +1,220 @@
+//! The documents that describe the service agree with it: `openapi.yaml` (every route and
+//! method, every error code and status), `docker-compose.yml`, `Dockerfile` and `.ci/run`.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::helpers::*;
+use crate::yaml;
+
+fn openapi() -> Value {
+    yaml::parse(&std::fs::read_to_string(repo("openapi.yaml")).unwrap())
+}
+
+#[test]
+fn openapi_describes_every_route() {
+    let doc = openapi();
+    let methods = ["get", "put", "post", "delete", "patch", "head", "options"];
+    let documented: BTreeSet<(String, String)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .filter(|m| methods.contains(&m.as_str()))
+                .map(move |m| (m.clone(), path.clone()))
+        })
+        .collect();
+    let implemented: BTreeSet<(String, String)> = deid::api::ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(documented, implemented);
+}
+
+#[test]
+fn openapi_lists_every_error_code() {
+    let doc = openapi();
+    let schema = &doc["components"]["schemas"]["ErrorCode"];
+    let listed: BTreeSet<&str> = schema["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let codes: BTreeSet<&str> = deid::api::error::ERROR_CODES
+        .iter()
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(listed, codes);
+    // The description states each code's status as the implementation does.
+    let text = schema["description"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Status by code: ")
+        .unwrap();
+    for part in text.trim_end_matches('.').split("; ") {
+        let (status, names) = part.split_once(' ').unwrap();
+        for name in names.split(", ") {
+            assert_eq!(
+                deid::api::error::status_of(name).as_u16().to_string(),
+                status,
+                "status of {name}"
+            );
+        }
+    }
+    // Every operation documents its error responses with the Error shape, and every status an
+    // error code can have is used somewhere.
+    let mut statuses = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Some(responses) = op.get("responses").and_then(Value::as_object) else {
+                continue;
+            };
+            for (status, r) in responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    assert_eq!(
+                        r["$ref"], "#/components/responses/Error",
+                        "{method} {path} {status}"
+                    );
+                    statuses.insert(status.parse::<u16>().unwrap());
+                }
+            }
+            if path.starts_with("/v1/") {
+                assert!(
+                    responses.contains_key("401"),
+                    "{method} {path} documents 401"
+                );
+            }
+        }
+    }
+    for needed in [400, 401, 404, 409, 413, 422, 429, 503] {
+        assert!(
+            statuses.contains(&needed),
+            "no operation documents {needed}"
+        );
+    }
+}
+
+#[test]
+fn openapi_job_spec_matches_the_parser() {
+    // Every documented property of JobSpec is accepted by the job specification parser.
+    let doc = openapi();
+    let props = doc["components"]["schemas"]["JobSpec"]["properties"]
+        .as_object()
+        .unwrap();
+    for name in props.keys() {
+        let mut spec = serde_json::Map::new();
+        let value = match name.as_str() {
+            "attributes" | "genetic" => serde_json::json!({}),
+            "privacy" => serde_json::json!([]),
+            "suppression_limit" | "risk_threshold" => serde_json::json!(0.5),
+            "check_limit" | "seed" | "threads" | "flash_max_space" => serde_json::json!(1),
+            _ => serde_json::json!("x"),
+        };
+        spec.insert(name.clone(), value);
+        let text = Value::Object(spec).to_string();
+        assert!(
+            deid::spec::JobSpec::from_json(&text).is_ok(),
+            "{name} is not accepted: {text}"
+        );
+    }
+    // And the algorithms listed are the ones the service accepts.
+    let listed: Vec<&str> = props["algorithm"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let names: Vec<&str> = deid::engine::search::Algorithm::ALL
+        .iter()
+        .map(|a| a.name())
+        .collect();
+    assert_eq!(listed, names);
+}
+
+#[test]
+fn compose_runs_deid_next_to_postgres() {
+    let doc = yaml::parse(&std::fs::read_to_string(repo("docker-compose.yml")).unwrap());
+    let services = &doc["services"];
+    let pg = &services["postgres"];
+    assert!(pg["image"].as_str().unwrap().starts_with("postgres:"));
+    let volume = pg["volumes"][0].as_str().unwrap();
+    let (name, mount) = volume.split_once(':').unwrap();
+    assert_eq!(mount, "/var/lib/postgresql/data");
+    assert!(
+        doc["volumes"].as_object().unwrap().contains_key(name),
+        "named volume {name}"
+    );
+    assert!(pg["healthcheck"]["test"].to_string().contains("pg_isready"));
+
+    let deid = &services["deid"];
+    assert_eq!(deid["build"], ".");
+    assert_eq!(deid["ports"][0], "8080:8080");
+    assert_eq!(
+        deid["depends_on"]["postgres"]["condition"],
+        "service_healthy"
+    );
+    assert!(
+        deid["healthcheck"]["test"]
+            .to_string()
+            .contains("healthcheck")
+    );
+    let env = &deid["environment"];
+    let url = env["DATABASE_URL"].as_str().unwrap();
+    assert!(
+        url.starts_with("postgres://") && url.contains("@postgres:5432/"),
+        "{url}"
+    );
+    assert_eq!(env["DEID_BIND"], "0.0.0.0:8080");
+    // Binding beyond loopback requires keys: the compose file must provide them.
+    assert!(
+        env["DEID_API_KEYS"]
+            .as_str()
+            .is_some_and(|k| k.contains(':'))
+    );
+    // The database credentials agree.
+    let pg_env = &pg["environment"];
+    let creds = format!(
+        "postgres://{}:{}@postgres:5432/{}",
+        pg_env["POSTGRES_USER"].as_str().unwrap(),
+        pg_env["POSTGRES_PASSWORD"].as_str().unwrap(),
+        pg_env["POSTGRES_DB"].as_str().unwrap()
+    );
+    assert_eq!(url, creds);
+}
+
+#[test]
+fn dockerfile_is_multi_stage_and_unprivileged() {
+    let text = std::fs::read_to_string(repo("Dockerfile")).unwrap();
+    let stages = text.lines().filter(|l| l.starts_with("FROM ")).count();
+    assert!(stages >= 2, "multi-stage");
+    assert!(
+        text.contains("cargo build --release --locked"),
+        "the same release build as CI"
+    );
+    let user = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("a USER line");
+    assert!(
+        !user.starts_with("root") && !user.starts_with('0'),
+        "non-root: {user}"
+    );
+    assert!(text.contains("EXPOSE 8080"));
+    let runtime = text.rsplit("FROM ").next().unwrap();
+    assert!(
+        runtime.starts_with("debian:") && runtime.contains("slim"),
+        "small runtime image"
+    );
+    // The command the README and CI use to test is what .ci/run runs.
+    let ci = std::fs::read_to_string(repo(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == "cargo test --release"),
+        "{ci}"
+    );
+}

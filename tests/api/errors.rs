@@ -1,0 +1,406 @@
+//! Every validation and limit error: status, code and shape.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::helpers::*;
+
+/// Malformed requests, unknown resources and routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_errors() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    app.post_raw("/v1/jobs", "{not json")
+        .await
+        .assert_error(400, "malformed_json");
+    app.post_raw("/v1/jobs", "")
+        .await
+        .assert_error(400, "malformed_json");
+    app.post_json("/v1/jobs", &json!([1, 2]))
+        .await
+        .assert_error(422, "invalid_spec");
+    app.post_json("/v1/jobs", &json!({"privacy": "k"}))
+        .await
+        .assert_error(422, "invalid_spec");
+    let v = app
+        .post_json("/v1/jobs", &json!({"supression_limit": 1}))
+        .await
+        .assert_error(422, "invalid_spec");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("supression_limit")
+    );
+    app.get("/v1/nothing")
+        .await
+        .assert_error(404, "route_not_found");
+    app.send(app.request(reqwest::Method::PATCH, "/v1/jobs"))
+        .await
+        .assert_error(405, "method_not_allowed");
+    app.get("/v1/datasets?limit=0")
+        .await
+        .assert_error(400, "invalid_query");
+    app.get("/v1/datasets?limit=abc")
+        .await
+        .assert_error(400, "invalid_query");
+    app.get("/v1/datasets?colour=red")
+        .await
+        .assert_error(400, "invalid_query");
+    app.get("/v1/jobs?status=done")
+        .await
+        .assert_error(400, "invalid_query");
+    app.get("/v1/jobs/nope")
+        .await
+        .assert_error(404, "job_not_found");
+    app.get("/v1/jobs/nope/result")
+        .await
+        .assert_error(404, "job_not_found");
+    app.get("/v1/jobs/nope/result.csv")
+        .await
+        .assert_error(404, "job_not_found");
+    app.get("/v1/jobs/nope/events")
+        .await
+        .assert_error(404, "job_not_found");
+    app.post_raw("/v1/jobs/nope/cancel", "")
+        .await
+        .assert_error(404, "job_not_found");
+    app.get("/v1/datasets/nope")
+        .await
+        .assert_error(404, "dataset_not_found");
+    app.send(app.request(reqwest::Method::DELETE, "/v1/datasets/nope"))
+        .await
+        .assert_error(404, "dataset_not_found");
+    app.post_raw("/v1/datasets?delimiter=ab", "a\n1\n")
+        .await
+        .assert_error(400, "invalid_query");
+    app.post_raw("/v1/datasets?header=maybe", "a\n1\n")
+        .await
+        .assert_error(400, "invalid_query");
+    app.stop().await;
+}
+
+/// Invalid uploads and hierarchies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_and_hierarchy_errors() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.max_upload_bytes = 10_000;
+    c.max_rows = 100;
+    c.max_columns = 70;
+    let app = spawn_app_with(db, c).await;
+    let v = app
+        .post_raw("/v1/datasets", "a,b\n1,2\n3\n")
+        .await
+        .assert_error(422, "invalid_csv");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("row 3"),
+        "{v}"
+    );
+    app.post_raw("/v1/datasets", "")
+        .await
+        .assert_error(422, "invalid_csv");
+    app.post_raw("/v1/datasets", "a,a\n1,2\n")
+        .await
+        .assert_error(422, "invalid_csv");
+    app.post_raw("/v1/datasets", "a,b\n")
+        .await
+        .assert_error(422, "invalid_csv");
+    app.post_raw("/v1/datasets", vec![b'a'; 20_000])
+        .await
+        .assert_error(413, "payload_too_large");
+    let many_rows: String = std::iter::once("a\n".to_string())
+        .chain((0..101).map(|i| format!("{i}\n")))
+        .collect();
+    app.post_raw("/v1/datasets", many_rows)
+        .await
+        .assert_error(413, "too_many_rows");
+    let wide: String = (0..71)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n"
+        + &vec!["1"; 71].join(",")
+        + "\n";
+    app.post_raw("/v1/datasets", wide)
+        .await
+        .assert_error(413, "too_many_columns");
+    // An upload that breaks off midway.
+    let parts: Vec<Result<Vec<u8>, std::io::Error>> = vec![
+        Ok(b"a,b\n1,2\n".to_vec()),
+        Err(std::io::Error::other("client gave up")),
+    ];
+    let broken = app
+        .request(reqwest::Method::POST, "/v1/datasets")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            parts,
+        )))
+        .send()
+        .await;
+    assert!(broken.is_err() || !broken.unwrap().status().is_success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Failed uploads leave nothing behind.
+    assert_eq!(app.get("/v1/datasets").await.json()["items"], json!([]));
+
+    let ds = app.upload("age,sex\n30,m\n31,f\n40,m\n", "").await;
+    let id = ds["id"].as_str().unwrap();
+    let put = |col: &str, body: &str| {
+        app.request(
+            reqwest::Method::PUT,
+            &format!("/v1/datasets/{id}/hierarchies/{col}"),
+        )
+        .body(body.to_string())
+    };
+    let v = app
+        .send(put("age", "30;3*;*\n31;3*;*\n"))
+        .await
+        .assert_error(422, "hierarchy_missing_values");
+    assert_eq!(v["error"]["details"]["missing"], json!(["40"]));
+    assert_eq!(v["error"]["details"]["total_missing"], 1);
+    app.send(put("age", "30;3*;*\n31;3*\n40;4*;*\n"))
+        .await
+        .assert_error(422, "invalid_hierarchy");
+    app.send(put("age", "30;3*;*\n30;4*;*\n31;3*;*\n40;4*;*\n"))
+        .await
+        .assert_error(422, "invalid_hierarchy");
+    app.send(put("age", ""))
+        .await
+        .assert_error(422, "invalid_hierarchy");
+    app.send(put("height", "1;*\n"))
+        .await
+        .assert_error(404, "column_not_found");
+    app.get(&format!("/v1/datasets/{id}/hierarchies/sex"))
+        .await
+        .assert_error(404, "hierarchy_not_found");
+    let ok = app.send(put("age", "30,3*,*\n31,3*,*\n40,4*,*\n")).await;
+    assert_eq!(
+        ok.status, 200,
+        "comma-separated hierarchies are detected: {}",
+        ok.text
+    );
+    assert_eq!(ok.json()["levels"], 3);
+    app.stop().await;
+}
+
+/// Invalid job specifications: 422 naming the field, before anything is queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_spec_errors() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let ds = app
+        .upload(
+            "age,sex,zip,disease\n30,m,1,a\n31,f,2,b\n40,m,1,a\n41,f,2,c\n",
+            "",
+        )
+        .await;
+    let id = ds["id"].as_str().unwrap();
+    app.put_hierarchy(id, "age", "30;3*;*\n31;3*;*\n40;4*;*\n41;4*;*\n")
+        .await;
+    let base = json!({
+        "dataset_id": id,
+        "attributes": {"age": {"type": "quasi_identifying"}, "disease": {"type": "sensitive"}},
+        "privacy": ["k-anonymity(k=2)"],
+    });
+    let field_error = |spec: serde_json::Value, code: &'static str, field: &'static str| {
+        let app = &app;
+        async move {
+            let r = app.post_json("/v1/jobs", &spec).await;
+            let v = r.assert_error(422, code);
+            assert_eq!(v["error"]["details"]["field"], field, "{v}");
+        }
+    };
+    let with = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut s = base.clone();
+        f(&mut s);
+        s
+    };
+    field_error(
+        with(&|s| {
+            s.as_object_mut()
+                .unwrap()
+                .remove("dataset_id")
+                .map(|_| ())
+                .unwrap()
+        }),
+        "invalid_spec",
+        "dataset_id",
+    )
+    .await;
+    field_error(
+        with(&|s| s["dataset_id"] = json!("nope")),
+        "invalid_spec",
+        "dataset_id",
+    )
+    .await;
+    field_error(
+        with(&|s| s["input"] = json!("/etc/passwd")),
+        "invalid_spec",
+        "input",
+    )
+    .await;
+    field_error(
+        with(&|s| s["attributes"]["height"] = json!({"type": "sensitive"})),
+        "invalid_spec",
+        "attributes.height",
+    )
+    .await;
+    field_error(
+        with(&|s| s["attributes"]["sex"] = json!({"type": "quasi_identifying"})),
+        "invalid_spec",
+        "attributes.sex.hierarchy",
+    )
+    .await;
+    field_error(
+        with(&|s| {
+            s["attributes"]["sex"] =
+                json!({"type": "quasi_identifying", "hierarchy": {"csv": "m;*\n"}})
+        }),
+        "hierarchy_missing_values",
+        "attributes.sex.hierarchy",
+    )
+    .await;
+    field_error(
+        with(&|s| {
+            s["attributes"]["sex"] =
+                json!({"type": "quasi_identifying", "hierarchy": {"csv": "m;*\nf\n"}})
+        }),
+        "invalid_hierarchy",
+        "attributes.sex.hierarchy",
+    )
+    .await;
+    field_error(
+        with(&|s| s["attributes"]["age"]["max_level"] = json!(7)),
+        "invalid_spec",
+        "attributes.age.max_level",
+    )
+    .await;
+    field_error(
+        with(&|s| s["privacy"] = json!(["k-anonymity(k=x)"])),
+        "invalid_spec",
+        "privacy[0].k",
+    )
+    .await;
+    field_error(
+        with(&|s| s["privacy"] = json!(["k-anonymity(k=5)"])),
+        "invalid_spec",
+        "privacy[0]",
+    )
+    .await;
+    field_error(
+        with(&|s| s["privacy"] = json!([])),
+        "invalid_spec",
+        "privacy",
+    )
+    .await;
+    field_error(
+        with(&|s| s["suppression_limit"] = json!(1.5)),
+        "invalid_spec",
+        "suppression_limit",
+    )
+    .await;
+    field_error(
+        with(&|s| s["quality"] = json!("lost")),
+        "invalid_spec",
+        "quality.model",
+    )
+    .await;
+    field_error(
+        with(&|s| s["algorithm"] = json!("magic")),
+        "invalid_spec",
+        "algorithm",
+    )
+    .await;
+    field_error(
+        with(&|s| s["time_limit"] = json!("2h")),
+        "invalid_spec",
+        "time_limit",
+    )
+    .await;
+    field_error(
+        with(&|s| s["time_limit"] = json!("soon")),
+        "invalid_spec",
+        "time_limit",
+    )
+    .await;
+    field_error(
+        with(&|s| s["threads"] = json!(64)),
+        "invalid_spec",
+        "threads",
+    )
+    .await;
+    field_error(
+        with(&|s| s["callback_url"] = json!("ftp://x")),
+        "invalid_spec",
+        "callback_url",
+    )
+    .await;
+    field_error(
+        with(&|s| s["callback_url"] = json!("https://example.org/hook")),
+        "invalid_spec",
+        "callback_url",
+    )
+    .await;
+    field_error(
+        with(&|s| s["attributes"]["age"]["hierarchy"] = json!({"file": "/etc/age.csv"})),
+        "invalid_hierarchy",
+        "attributes.age.hierarchy",
+    )
+    .await;
+    field_error(
+        with(&|s| s["attributes"]["age"]["hierarchy"] = json!({"stored": false})),
+        "invalid_spec",
+        "attributes.age.hierarchy.stored",
+    )
+    .await;
+    // Nothing was queued.
+    assert_eq!(app.get("/v1/jobs").await.json()["items"], json!([]));
+
+    // More than 64 quasi-identifiers.
+    let header: Vec<String> = (0..65).map(|i| format!("c{i}")).collect();
+    let wide = format!("{}\n{}\n", header.join(","), vec!["1"; 65].join(","));
+    let ds = app.upload(wide, "").await;
+    let attributes: serde_json::Map<String, serde_json::Value> = header
+        .iter()
+        .map(|c| {
+            (
+                c.clone(),
+                json!({"type": "quasi_identifying", "hierarchy": {"csv": "1;*\n"}}),
+            )
+        })
+        .collect();
+    let spec =
+        json!({"dataset_id": ds["id"], "attributes": attributes, "privacy": ["k-anonymity(k=1)"]});
+    let v = app
+        .post_json("/v1/jobs", &spec)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(v["error"]["details"]["field"], "attributes");
+    assert!(v["error"]["message"].as_str().unwrap().contains("64"));
+    app.stop().await;
+}
+
+/// A full queue answers 429 with Retry-After.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_limit() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.max_queued_jobs = 1;
+    let app = spawn_app_with(db, c).await;
+    let ds = app.upload(slow_csv(500), "").await;
+    let id = ds["id"].as_str().unwrap();
+    let running = app.create_job(&slow_job(id, "60s")).await;
+    let rid = running["id"].as_str().unwrap();
+    app.wait_job(rid, Duration::from_secs(30), |j| j["status"] == "running")
+        .await;
+    let queued = app.create_job(&slow_job(id, "60s")).await;
+    let r = app.post_json("/v1/jobs", &slow_job(id, "60s")).await;
+    r.assert_error(429, "queue_full");
+    assert!(r.headers.get("retry-after").is_some());
+    app.post_raw(
+        &format!("/v1/jobs/{}/cancel", queued["id"].as_str().unwrap()),
+        "",
+    )
+    .await;
+    app.post_raw(&format!("/v1/jobs/{rid}/cancel"), "").await;
+    app.wait_job(rid, Duration::from_secs(30), finished).await;
+    app.stop().await;
+}

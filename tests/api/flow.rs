@@ -1,0 +1,389 @@
+//! The main flow on both databases: upload → hierarchies → job → SSE → result → CSV (checked
+//! independently), live events of a long job, cancel, webhooks, paging.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::both_databases;
+use crate::helpers::*;
+
+async fn full_flow(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let dataset = upload_adult(&app).await;
+    let ds = app.get(&format!("/v1/datasets/{dataset}")).await.json();
+    assert_eq!(ds["columns"].as_array().unwrap().len(), 9);
+    let age = &ds["columns"][1];
+    assert_eq!(age["name"], "age");
+    assert_eq!(age["detected_type"], "integer");
+    assert_eq!(age["distinct_count"], 72);
+    assert_eq!(ds["hierarchies"]["age"], 5);
+    // The stored hierarchy comes back as uploaded.
+    let h = app
+        .get(&format!("/v1/datasets/{dataset}/hierarchies/sex"))
+        .await;
+    assert_eq!(h.status, 200);
+    assert_eq!(
+        h.text,
+        std::fs::read_to_string(repo("examples/adult/adult_hierarchy_sex.csv")).unwrap()
+    );
+
+    let (k, limit) = (5, 0.02);
+    let job = app.create_job(&adult_job(&dataset, k, limit)).await;
+    let id = job["id"].as_str().unwrap();
+    assert!(
+        job["status"] == "queued" || job["status"] == "running",
+        "{job}"
+    );
+    let events = app.events(id, Duration::from_secs(120)).await;
+    assert_eq!(events.first().unwrap().0, "progress", "{events:?}");
+    let (last, view) = events.last().unwrap();
+    assert_eq!(last, "done", "{events:?}");
+    assert_eq!(view["status"], "succeeded");
+    // Event ids and names are well-formed; the final view carries the best transformation.
+    assert!(
+        events
+            .iter()
+            .all(|(n, _)| ["progress", "improvement", "done"].contains(&n.as_str()))
+    );
+    let best = view["best"].clone();
+    assert!(best["transformation"].is_object());
+
+    let job = app.job(id).await;
+    assert_eq!(job["status"], "succeeded");
+    assert_eq!(job["attempts"], 1);
+    assert_eq!(job["progress"]["phase"], "finished");
+    assert_eq!(
+        job["progress"]["explored_share"], 1.0,
+        "Flash proved the optimum"
+    );
+    assert!(job["finished_at"].is_string());
+
+    let report = app.get(&format!("/v1/jobs/{id}/result")).await;
+    assert_eq!(report.status, 200);
+    let report = report.json();
+    assert_eq!(report["anonymous"], true);
+    assert_eq!(report["rows"], 30162);
+    assert_eq!(report["transformation"], best["transformation"]);
+    assert!(report["risk"]["input"].is_object() && report["risk"]["output"].is_object());
+    assert!(report["checks"].as_u64().unwrap() > 0);
+    assert_eq!(
+        report["algorithm"], "flash",
+        "auto picks Flash for small spaces"
+    );
+    assert_eq!(report["optimal_proven"], true);
+    assert!(!report["trace"].as_array().unwrap().is_empty());
+
+    let csv = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
+    assert_eq!(csv.status, 200);
+    assert!(
+        csv.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let max_suppressed = (limit * 30162.0f64).floor() as usize;
+    let (rows, suppressed) =
+        check_k_anonymity(&csv.text, b';', &ADULT_QIS, k as usize, max_suppressed);
+    assert_eq!(rows, 30162);
+    assert_eq!(
+        suppressed as u64,
+        report["suppressed_rows"].as_u64().unwrap()
+    );
+    // Non-QI columns are unchanged, row by row.
+    let original = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
+    for (a, b) in original.lines().zip(csv.text.lines()).skip(1).take(200) {
+        assert_eq!(a.rsplit(';').next(), b.rsplit(';').next());
+    }
+
+    // The result stays downloadable after the dataset is deleted.
+    let del = app
+        .send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{dataset}")))
+        .await;
+    assert_eq!(del.status, 204, "{}", del.text);
+    app.get(&format!("/v1/datasets/{dataset}"))
+        .await
+        .assert_error(404, "dataset_not_found");
+    let again = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
+    assert_eq!(again.text, csv.text);
+
+    // Metrics in Prometheus format.
+    let metrics = app.get("/metrics").await;
+    assert_eq!(metrics.status, 200);
+    for name in [
+        "deid_jobs{state=\"succeeded\"}",
+        "deid_checks_total",
+        "deid_job_duration_seconds",
+        "deid_http_requests_total",
+        "deid_http_request_duration_seconds",
+    ] {
+        assert!(
+            metrics.text.contains(name),
+            "{name} missing:\n{}",
+            metrics.text
+        );
+    }
+    app.stop().await;
+}
+both_databases!(full_flow, full_flow_sqlite, full_flow_postgres);
+
+async fn live_events_and_cancel(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let ds = app.upload(slow_csv(3000), "name=slow").await;
+    let dataset = ds["id"].as_str().unwrap();
+    let job = app.create_job(&slow_job(dataset, "60s")).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    // A second job waits in the queue (one worker) and can be cancelled at once.
+    let queued = app.create_job(&slow_job(dataset, "60s")).await;
+    let qid = queued["id"].as_str().unwrap();
+    let j = app
+        .wait_job(&id, Duration::from_secs(30), |j| j["best"].is_object())
+        .await;
+    assert_eq!(j["status"], "running");
+    let r = app.post_raw(&format!("/v1/jobs/{qid}/cancel"), "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["status"], "cancelled");
+    // The dataset is in use by the running job.
+    let del = app
+        .send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{dataset}")))
+        .await;
+    del.assert_error(409, "dataset_in_use");
+    // The result is not there yet.
+    app.get(&format!("/v1/jobs/{id}/result"))
+        .await
+        .assert_error(409, "result_not_available");
+
+    // Live events: collect for a while from a second client while the job runs, then cancel.
+    let events_app = app.api.clone();
+    let id2 = id.clone();
+    let reader =
+        tokio::spawn(async move { events_app.events(&id2, Duration::from_secs(60)).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let r = app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let events = reader.await.unwrap();
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.first(), Some(&"progress"));
+    assert_eq!(names.last(), Some(&"cancelled"), "{names:?}");
+    // About 4 progress events per second while running.
+    let progress = names.iter().filter(|n| **n == "progress").count();
+    assert!(progress >= 4, "{names:?}");
+    assert!(names.contains(&"improvement"), "{names:?}");
+    let checks: Vec<u64> = events
+        .iter()
+        .filter(|(n, _)| n == "progress")
+        .map(|(_, v)| v["progress"]["checks"].as_u64().unwrap())
+        .collect();
+    assert!(checks.windows(2).all(|w| w[0] <= w[1]), "{checks:?}");
+
+    let j = app.job(&id).await;
+    assert_eq!(j["status"], "cancelled");
+    assert_eq!(j["cancel_requested"], true);
+    // The best so far became the result.
+    let report = app.get(&format!("/v1/jobs/{id}/result")).await.json();
+    assert_eq!(report["stop"], "cancelled");
+    assert_eq!(report["transformation"], j["best"]["transformation"]);
+    let csv = app.get(&format!("/v1/jobs/{id}/result.csv")).await.text;
+    let qis: Vec<String> = (0..SLOW_QIS).map(|i| format!("q{i}")).collect();
+    let qis: Vec<&str> = qis.iter().map(String::as_str).collect();
+    let (rows, _) = check_k_anonymity(&csv, b',', &qis, 3, 3000);
+    assert_eq!(rows, 3000);
+    // Cancelling again is a conflict.
+    app.post_raw(&format!("/v1/jobs/{id}/cancel"), "")
+        .await
+        .assert_error(409, "job_finished");
+    // A late subscriber gets the current state and the final event at once.
+    let late = app.events(&id, Duration::from_secs(10)).await;
+    let late_names: Vec<&str> = late.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(late_names, ["progress", "cancelled"]);
+    // Listing and filtering.
+    let list = app.get("/v1/jobs?status=cancelled").await.json();
+    assert_eq!(list["items"].as_array().unwrap().len(), 2);
+    let page = app.get("/v1/jobs?limit=1").await.json();
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let page2 = app
+        .get(&format!("/v1/jobs?limit=1&cursor={cursor}"))
+        .await
+        .json();
+    assert_ne!(page2["items"][0]["id"], page["items"][0]["id"]);
+    assert!(page2["next_cursor"].is_null());
+    app.stop().await;
+}
+both_databases!(
+    live_events_and_cancel,
+    live_events_and_cancel_sqlite,
+    live_events_and_cancel_postgres
+);
+
+/// Webhooks are retried until the receiver accepts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_is_retried_until_delivered() {
+    use std::sync::{Arc, Mutex};
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let r2 = received.clone();
+    let hook = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(v): axum::Json<Value>| {
+            let r2 = r2.clone();
+            async move {
+                let mut got = r2.lock().unwrap();
+                got.push(v);
+                // Reject the first attempt.
+                if got.len() == 1 {
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    axum::http::StatusCode::OK
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, hook).await.unwrap() });
+
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let dataset = upload_adult(&app).await;
+    let mut spec = adult_job(&dataset, 2, 0.0);
+    spec["callback_url"] = json!(format!("http://{hook_addr}/hook"));
+    let job = app.create_job(&spec).await;
+    let id = job["id"].as_str().unwrap();
+    assert_eq!(job["webhook"], "pending");
+    let j = app
+        .wait_job(id, Duration::from_secs(60), |j| j["webhook"] == "delivered")
+        .await;
+    assert_eq!(j["status"], "succeeded");
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1]["event"], "job.finished");
+    assert_eq!(got[1]["job"]["id"], id);
+    assert_eq!(got[1]["job"]["status"], "succeeded");
+    app.stop().await;
+}
+
+/// Uploads as multipart forms; dataset paging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multipart_upload_and_paging() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    for i in 0..3 {
+        // A form with a text field before the file, written by hand.
+        let boundary = "deid-test-boundary";
+        let form = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nignored\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f{i}.csv\"\r\n\
+             Content-Type: text/csv\r\n\r\na;b\n{i};x\n{i};y\n\r\n--{boundary}--\r\n"
+        );
+        let r = app
+            .send(
+                app.request(reqwest::Method::POST, "/v1/datasets?delimiter=;")
+                    .header(
+                        "content-type",
+                        format!("multipart/form-data; boundary={boundary}"),
+                    )
+                    .body(form),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let v = r.json();
+        assert_eq!(v["name"], format!("f{i}.csv"));
+        assert_eq!(v["rows"], 2);
+        assert_eq!(v["columns"][1]["distinct_count"], 2);
+    }
+    let p1 = app.get("/v1/datasets?limit=2").await.json();
+    assert_eq!(p1["items"].as_array().unwrap().len(), 2);
+    assert_eq!(p1["items"][0]["name"], "f2.csv", "newest first");
+    let cursor = p1["next_cursor"].as_str().unwrap();
+    let p2 = app
+        .get(&format!("/v1/datasets?limit=2&cursor={cursor}"))
+        .await
+        .json();
+    assert_eq!(p2["items"].as_array().unwrap().len(), 1);
+    assert_eq!(p2["items"][0]["name"], "f0.csv");
+    assert!(p2["next_cursor"].is_null());
+    app.stop().await;
+}
+
+/// Hierarchies given as builder specifications are built against the data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builder_hierarchies() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let csv = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
+    let ds = app.upload(csv, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    let spec = json!({
+        "dataset_id": id,
+        "attributes": {
+            "age": {"type": "quasi_identifying", "hierarchy": {"type": "interval", "width": 10, "levels": [2]}},
+            "sex": {"type": "quasi_identifying", "hierarchy": {"type": "suppression"}},
+        },
+        "privacy": ["k-anonymity(k=10)"],
+        "suppression_limit": 0.01,
+    });
+    let bad = app
+        .post_json("/v1/jobs", &json!({"dataset_id": id, "attributes": {"age": {"type": "quasi_identifying", "hierarchy": {"type": "bogus"}}}, "privacy": ["k-anonymity(k=2)"]}))
+        .await;
+    let v = bad.assert_error(422, "invalid_hierarchy");
+    assert_eq!(v["error"]["details"]["field"], "attributes.age.hierarchy");
+    let job = app.create_job(&spec).await;
+    let jid = job["id"].as_str().unwrap();
+    let j = app.wait_job(jid, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "succeeded", "{j}");
+    let csv = app.get(&format!("/v1/jobs/{jid}/result.csv")).await.text;
+    let (rows, _) = check_k_anonymity(&csv, b';', &["age", "sex"], 10, 301);
+    assert_eq!(rows, 30162);
+    app.stop().await;
+}
+
+/// Shutdown ends event streams and hands running jobs back to the queue without counting the
+/// attempt; the next start runs them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_releases_jobs_and_ends_streams() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let c = config(&db);
+    let app = spawn_app_with(db, c.clone()).await;
+    let ds = app.upload(slow_csv(1000), "").await;
+    let job = app
+        .create_job(&slow_job(ds["id"].as_str().unwrap(), "60s"))
+        .await;
+    let id = job["id"].as_str().unwrap().to_string();
+    app.wait_job(&id, Duration::from_secs(30), |j| j["best"].is_object())
+        .await;
+    let api = app.api.clone();
+    let id2 = id.clone();
+    let reader = tokio::spawn(async move { api.events(&id2, Duration::from_secs(60)).await });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let start = std::time::Instant::now();
+    let db = app.stop().await;
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        start.elapsed()
+    );
+    let events = tokio::time::timeout(Duration::from_secs(5), reader)
+        .await
+        .expect("the event stream ended with the server")
+        .unwrap();
+    assert!(!events.is_empty());
+    assert!(
+        events
+            .iter()
+            .all(|(n, _)| n == "progress" || n == "improvement"),
+        "no final event: {events:?}"
+    );
+
+    let app = spawn_app_with(db, c).await;
+    let j = app
+        .wait_job(&id, Duration::from_secs(30), |j| {
+            j["status"] == "running" && j["progress"]["checks"].as_u64().unwrap_or(0) > 0
+        })
+        .await;
+    assert_eq!(j["attempts"], 1, "the released attempt does not count: {j}");
+    app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
+    let j = app.wait_job(&id, Duration::from_secs(30), finished).await;
+    assert_eq!(j["status"], "cancelled");
+    app.stop().await;
+}

@@ -1,0 +1,29 @@
+//! API tests: the service on a random port driven with reqwest, against SQLite and PostgreSQL.
+//! PostgreSQL tests need a server (`DEID_TEST_DATABASE_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); they fail when it is unreachable unless
+//! `DEID_SKIP_POSTGRES=1`.
+
+mod auth;
+mod deploy;
+mod errors;
+mod flow;
+mod helpers;
+mod process;
+mod queue;
+mod yaml;
+
+/// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
+#[macro_export]
+macro_rules! both_databases {
+    ($body:ident, $sqlite:ident, $postgres:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $sqlite() {
+            $body($crate::helpers::Db::Sqlite).await
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $postgres() {
+            $body($crate::helpers::Db::Postgres).await
+        }
+    };
+}

@@ -1,0 +1,158 @@
+//! The job queue at the store level: concurrent claims never hand out a job twice, expired
+//! leases are reaped, and a stale owner's writes are rejected (fencing).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use deid::store::Store;
+use deid::store::jobs::{Completion, NewJob};
+
+use crate::both_databases;
+use crate::helpers::*;
+
+async fn store(db: &TestDb) -> Store {
+    Store::connect(Some(&db.url), &db.dir, 4).await.unwrap()
+}
+
+async fn queue(store: &Store, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let id = uuid::Uuid::now_v7().to_string();
+        let job = NewJob {
+            id: &id,
+            tenant: "t",
+            dataset_id: "d",
+            spec: "{}",
+            max_attempts: 2,
+            webhook: None,
+        };
+        assert!(store.insert_job(&job, 1000).await.unwrap());
+        ids.push(id);
+    }
+    ids
+}
+
+async fn concurrent_claims(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let ids = queue(&store, 40).await;
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let owner = format!("worker-{w}");
+            let mut claimed = Vec::new();
+            while let Some(job) = store.claim_next_job(&owner, 60_000).await.unwrap() {
+                assert_eq!(job.attempts, 1);
+                claimed.push(job.id);
+            }
+            claimed
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let unique: HashSet<&String> = all.iter().collect();
+    assert_eq!(all.len(), ids.len(), "every job claimed exactly once");
+    assert_eq!(unique.len(), ids.len());
+    store.close().await;
+}
+both_databases!(
+    concurrent_claims,
+    concurrent_claims_sqlite,
+    concurrent_claims_postgres
+);
+
+async fn stale_owner_is_fenced(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let id = queue(&store, 1).await.remove(0);
+    // A claims with a lease that expires at once; the reaper gives the job back.
+    let a = store.claim_next_job("a", 1).await.unwrap().unwrap();
+    assert_eq!(a.id, id);
+    assert!(store.heartbeat(&id, "a", 1, "{}").await.unwrap().is_some());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (requeued, failed) = store
+        .reap_expired_leases(deid::store::now_ms(), "{}")
+        .await
+        .unwrap();
+    assert_eq!((requeued, failed), (1, 0));
+    // B claims it (second attempt).
+    let b = store.claim_next_job("b", 60_000).await.unwrap().unwrap();
+    assert_eq!((b.id.as_str(), b.attempts), (id.as_str(), 2));
+    // Everything A still tries is rejected.
+    assert_eq!(
+        store
+            .heartbeat(&id, "a", 60_000, "{\"stale\":1}")
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        !store
+            .insert_result_chunk(&id, "a", 0, b"stale")
+            .await
+            .unwrap()
+    );
+    let done = Completion {
+        status: "succeeded",
+        progress: "{}",
+        result: Some("{\"by\":\"a\"}"),
+        result_chunks: Some(1),
+        error: None,
+    };
+    assert!(!store.complete_job(&id, "a", &done).await.unwrap());
+    assert!(!store.release_job(&id, "a").await.unwrap());
+    assert!(!store.retry_job(&id, "a", 0, "{}").await.unwrap());
+    // B's writes go through.
+    assert_eq!(
+        store.heartbeat(&id, "b", 60_000, "{}").await.unwrap(),
+        Some(false)
+    );
+    assert!(
+        store
+            .insert_result_chunk(&id, "b", 0, b"x;y\n")
+            .await
+            .unwrap()
+    );
+    let done_b = Completion {
+        result: Some("{\"by\":\"b\"}"),
+        ..done
+    };
+    assert!(store.complete_job(&id, "b", &done_b).await.unwrap());
+    let (status, result) = store.job_result("t", &id).await.unwrap().unwrap();
+    assert_eq!(status, "succeeded");
+    assert_eq!(result.as_deref(), Some("{\"by\":\"b\"}"));
+    assert_eq!(
+        store.result_chunk(&id, 0).await.unwrap().as_deref(),
+        Some(&b"x;y\n"[..])
+    );
+
+    // A job whose attempts are used up fails when its lease expires.
+    let id2 = queue(&store, 1).await.remove(0);
+    for owner in ["c", "d"] {
+        let j = store.claim_next_job(owner, 1).await.unwrap().unwrap();
+        assert_eq!(j.id, id2);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        store
+            .reap_expired_leases(deid::store::now_ms(), "{\"code\":\"worker_lost\"}")
+            .await
+            .unwrap();
+    }
+    let row = store.job_by_id(&id2).await.unwrap().unwrap();
+    assert_eq!(row.status, "failed");
+    assert_eq!(row.attempts, 2);
+    assert!(row.error.unwrap().contains("worker_lost"));
+    assert!(store.claim_next_job("e", 1000).await.unwrap().is_none());
+    store.close().await;
+}
+both_databases!(
+    stale_owner_is_fenced,
+    stale_owner_is_fenced_sqlite,
+    stale_owner_is_fenced_postgres
+);
