@@ -236,7 +236,7 @@ fn profile_csv<R: Read>(
     input: R,
     options: CsvOptions,
 ) -> std::result::Result<Profile, EngineError> {
-    use crate::engine::data::{csv_error, csv_reader, field_str};
+    use crate::engine::data::{csv_error, csv_reader, field_str, header_name};
     let source = "dataset";
     let mut reader = csv_reader(input, options.delimiter);
     let mut record = csv::ByteRecord::new();
@@ -257,22 +257,13 @@ fn profile_csv<R: Read>(
         };
         if record_no == 1 {
             for (i, raw) in record.iter().enumerate() {
-                let name = if options.has_header {
-                    let raw = bom(i, raw);
-                    let name = field_str(source, record_no, i, &raw)?.to_string();
-                    if name.is_empty() {
-                        return Err(EngineError::Csv {
-                            source_name: source.into(),
-                            message: format!("header column {} has an empty name", i + 1),
-                        });
-                    }
-                    if columns.iter().any(|c| c.name == name) {
-                        return Err(EngineError::DuplicateColumn { name });
-                    }
-                    name
-                } else {
-                    format!("column{}", i + 1)
-                };
+                let name = header_name(
+                    source,
+                    i,
+                    &bom(i, raw),
+                    options.has_header,
+                    columns.iter().map(|c| c.name.as_str()),
+                )?;
                 columns.push(ColumnStats {
                     name,
                     hashes: Default::default(),

@@ -266,6 +266,31 @@ pub(crate) fn field_str<'a>(
     })
 }
 
+/// The name of header field `index` (`column<N>` when the file has no header), checked to be
+/// valid UTF-8, non-empty and not among `taken`.
+pub fn header_name<'a>(
+    source_name: &str,
+    index: usize,
+    raw: &[u8],
+    has_header: bool,
+    mut taken: impl Iterator<Item = &'a str>,
+) -> Result<String> {
+    if !has_header {
+        return Ok(format!("column{}", index + 1));
+    }
+    let name = field_str(source_name, 1, index, raw)?.to_string();
+    if name.is_empty() {
+        return Err(EngineError::Csv {
+            source_name: source_name.to_string(),
+            message: format!("header column {} has an empty name", index + 1),
+        });
+    }
+    if taken.any(|t| t == name) {
+        return Err(EngineError::DuplicateColumn { name });
+    }
+    Ok(name)
+}
+
 /// Strips a UTF-8 byte order mark from the first field of the first record.
 fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
@@ -294,21 +319,13 @@ impl Table {
                 let width = record.len();
                 for (i, raw) in record.iter().enumerate() {
                     let raw = if i == 0 { strip_bom(raw) } else { raw };
-                    let name = if options.has_header {
-                        let name = field_str(source_name, record_no, i, raw)?.to_string();
-                        if name.is_empty() {
-                            return Err(EngineError::Csv {
-                                source_name: source_name.to_string(),
-                                message: format!("header column {} has an empty name", i + 1),
-                            });
-                        }
-                        if columns.iter().any(|c| c.name == name) {
-                            return Err(EngineError::DuplicateColumn { name });
-                        }
-                        name
-                    } else {
-                        format!("column{}", i + 1)
-                    };
+                    let name = header_name(
+                        source_name,
+                        i,
+                        raw,
+                        options.has_header,
+                        columns.iter().map(|c| c.name.as_str()),
+                    )?;
                     columns.push(Column {
                         name,
                         dict: Dictionary::new(),
