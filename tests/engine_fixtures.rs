@@ -115,3 +115,47 @@ fn bottom_and_top() {
     assert_eq!(top.score, 1.0);
     assert_eq!(top.utility, 0.0);
 }
+
+#[test]
+fn level_bounds_restrict_the_lattice_and_are_validated() {
+    let build = |min: Option<u8>, max: Option<u8>| {
+        let dir = "tests/fixtures/test";
+        let table = Table::read_csv(
+            File::open(format!("{dir}/test.csv")).unwrap(),
+            CsvOptions {
+                delimiter: b';',
+                has_header: true,
+            },
+            "test.csv",
+        )
+        .unwrap();
+        let h = Hierarchy::read_csv(
+            File::open(format!("{dir}/test_hierarchy_zipcode.csv")).unwrap(),
+            b';',
+            "zipcode",
+        )
+        .unwrap();
+        let mut zip = QuasiIdentifier::new("zipcode", h);
+        zip.min_level = min;
+        zip.max_level = max;
+        let config = ProblemConfig {
+            quasi_identifiers: vec![zip],
+            privacy: vec![PrivacyModel::KAnonymity { k: 2 }],
+            ..Default::default()
+        };
+        Problem::new(table, config)
+    };
+    let p = build(Some(1), Some(3)).unwrap();
+    assert_eq!(
+        (p.lattice().min(), p.lattice().max()),
+        (&[1u8][..], &[3u8][..])
+    );
+    assert_eq!(p.lattice().size(), Some(3));
+    let err = build(None, Some(6)).unwrap_err().to_string();
+    assert!(
+        err.contains("attributes.zipcode.max_level") && err.contains("0..=5"),
+        "{err}"
+    );
+    let err = build(Some(4), Some(2)).unwrap_err().to_string();
+    assert!(err.contains("min_level 4 is above max_level 2"), "{err}");
+}
