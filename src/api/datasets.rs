@@ -24,7 +24,7 @@ use super::error::{ApiError, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
 use crate::engine::data::Column;
-use crate::engine::{CsvOptions, EngineError, Hierarchy};
+use crate::engine::{ColumnKind, CsvOptions, EngineError, Hierarchy};
 use crate::jobs::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
@@ -37,10 +37,23 @@ pub const MAX_STORED_VALUES: usize = 100_000;
 pub struct ColumnProfile {
     /// Header name.
     pub name: String,
-    /// `integer`, `decimal` or `text`.
+    /// `integer`, `decimal`, `date`, `code` (fixed-length digit strings) or `text`.
     pub detected_type: String,
     /// Number of distinct values.
     pub distinct_count: u64,
+    /// Format of a `date` column, e.g. `dd.MM.yyyy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_format: Option<String>,
+    /// Number of digits of a `code` column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_length: Option<usize>,
+    /// Missing-value markers found (`NA`, `?`, empty, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// A hierarchy builder specification that fits the column (usable as
+    /// `"hierarchy": {…}` in a job); absent for columns with too many distinct values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_hierarchy: Option<serde_json::Value>,
 }
 
 /// A dataset as returned by the API.
@@ -309,18 +322,40 @@ fn profile_csv<R: Read>(
     let mut profiles = Vec::with_capacity(columns.len());
     let mut values = Vec::new();
     for (i, c) in columns.into_iter().enumerate() {
-        profiles.push(ColumnProfile {
+        let mut profile = ColumnProfile {
             name: c.name.clone(),
             detected_type: c.detected_type().to_string(),
             distinct_count: c.hashes.len() as u64,
-        });
+            date_format: None,
+            code_length: None,
+            missing: Vec::new(),
+            suggested_hierarchy: None,
+        };
         if let Some(v) = &c.values {
+            // The engine's type detection needs every distinct value: only for kept columns.
+            let detected = crate::engine::types::detect_values(&c.name, v);
+            profile.detected_type = match &detected.kind {
+                ColumnKind::Integer => "integer",
+                ColumnKind::Decimal => "decimal",
+                ColumnKind::Date { .. } => "date",
+                ColumnKind::Code { .. } => "code",
+                ColumnKind::Text => "text",
+            }
+            .to_string();
+            match &detected.kind {
+                ColumnKind::Date { format } => profile.date_format = Some(format.clone()),
+                ColumnKind::Code { length } => profile.code_length = Some(*length),
+                _ => {}
+            }
+            profile.missing = detected.missing.clone();
+            profile.suggested_hierarchy = serde_json::to_value(&detected.suggestion).ok();
             let list: Vec<&str> = v.iter().map(|s| &**s).collect();
             values.push((
                 i as i64,
                 serde_json::to_string(&list).unwrap_or_else(|_| "[]".into()),
             ));
         }
+        profiles.push(profile);
     }
     Ok(Profile {
         rows,

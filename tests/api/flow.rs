@@ -387,3 +387,49 @@ async fn shutdown_releases_jobs_and_ends_streams() {
     assert_eq!(j["status"], "cancelled");
     app.stop().await;
 }
+
+/// Uploads report the engine's type detection with a usable hierarchy suggestion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn type_detection_and_suggestions() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let mut csv = String::from("zip,born,income,city\n");
+    for i in 0..60 {
+        csv.push_str(&format!(
+            "{:05},{:02}.{:02}.19{},{}.5,{}\n",
+            1000 + i * 37,
+            1 + i % 28,
+            1 + i % 12,
+            50 + i % 40,
+            i * 100,
+            ["Bonn", "Kiel", "Ulm", "NA"][i % 4]
+        ));
+    }
+    let ds = app.upload(csv, "").await;
+    let cols = &ds["columns"];
+    assert_eq!(cols[0]["detected_type"], "code");
+    assert_eq!(cols[0]["code_length"], 5);
+    assert_eq!(cols[1]["detected_type"], "date");
+    assert_eq!(cols[1]["date_format"], "dd.MM.yyyy");
+    assert_eq!(cols[2]["detected_type"], "decimal");
+    assert_eq!(cols[3]["detected_type"], "text");
+    assert_eq!(cols[3]["distinct_count"], 4);
+    // The suggestion works as a job's hierarchy.
+    let spec = json!({
+        "dataset_id": ds["id"],
+        "attributes": {
+            "zip": {"type": "quasi_identifying", "hierarchy": cols[0]["suggested_hierarchy"]},
+            "income": {"type": "quasi_identifying", "hierarchy": cols[2]["suggested_hierarchy"]},
+        },
+        "privacy": ["k-anonymity(k=3)"],
+    });
+    let job = app.create_job(&spec).await;
+    let j = app
+        .wait_job(
+            job["id"].as_str().unwrap(),
+            Duration::from_secs(60),
+            finished,
+        )
+        .await;
+    assert_eq!(j["status"], "succeeded", "{j}");
+    app.stop().await;
+}
