@@ -179,6 +179,64 @@ pub fn parse_builder(
     })
 }
 
+/// Picks the most frequent of `;`, `,`, tab and `|` in the first line (`;`, ARX's default, on
+/// ties), for hierarchy tables whose delimiter was not given.
+pub fn sniff_delimiter(text: &[u8]) -> u8 {
+    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let mut best = (b';', first.iter().filter(|&&b| b == b';').count());
+    for d in [b',', b'\t', b'|'] {
+        let n = first.iter().filter(|&&b| b == d).count();
+        if n > best.1 {
+            best = (d, n);
+        }
+    }
+    best.0
+}
+
+/// A delimiter as a byte, or an error naming `field` if it is not one ASCII character.
+pub fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
+    u8::try_from(c)
+        .ok()
+        .filter(|b| b.is_ascii())
+        .ok_or_else(|| {
+            SpecError::new(
+                field,
+                format!("the delimiter must be one ASCII character, got '{c}'"),
+            )
+        })
+}
+
+/// Parses an ARX hierarchy table given as text (delimiter sniffed unless given).
+pub fn hierarchy_from_csv(
+    text: &[u8],
+    delimiter: Option<char>,
+    column: &str,
+    field: &str,
+) -> Result<Hierarchy, SpecError> {
+    let d = match delimiter {
+        Some(c) => delimiter_byte(c, &format!("{field}.delimiter"))?,
+        None => sniff_delimiter(text),
+    };
+    Hierarchy::read_csv(text, d, column).map_err(|e| SpecError::new(field, e.to_string()))
+}
+
+/// Builds a hierarchy from a builder specification for `column` of `table`. Without a table the
+/// specification is only validated and a one-level placeholder is returned.
+pub fn hierarchy_from_builder(
+    value: &serde_json::Value,
+    table: Option<&crate::engine::Table>,
+    column: &str,
+    field: &str,
+) -> Result<Hierarchy, SpecError> {
+    let spec = parse_builder(value, field)?;
+    let on_field = |e: EngineError| SpecError::new(field, e.to_string());
+    spec.validate(column).map_err(on_field)?;
+    match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
+        Some(col) => spec.build(col).map_err(on_field),
+        None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),
+    }
+}
+
 /// Keeps the parameter part of an engine field path (`privacy.k` → `.k`).
 fn suffix(f: &str) -> String {
     match f.find('.') {
@@ -598,6 +656,16 @@ mod tests {
             .search_config()
             .unwrap_err();
         assert!(err.field.starts_with("genetic"), "{err}");
+    }
+
+    #[test]
+    fn delimiters_are_sniffed_with_semicolon_on_ties() {
+        assert_eq!(sniff_delimiter(b"a;b,c\n"), b';');
+        assert_eq!(sniff_delimiter(b"a,b,c;d\n"), b',');
+        assert_eq!(sniff_delimiter(b"single\n"), b';');
+        assert_eq!(sniff_delimiter(b"a\tb\n"), b'\t');
+        let err = delimiter_byte('é', "delimiter").unwrap_err();
+        assert!(err.message.contains("'é'"));
     }
 
     #[test]

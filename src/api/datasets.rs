@@ -771,7 +771,7 @@ pub async fn put_hierarchy(
         .map_err(|_| ApiError::new("invalid_hierarchy", "the hierarchy is not valid UTF-8"))?;
     let delimiter = match params.delimiter.as_deref() {
         Some(d) => parse_delimiter(Some(d), b';', "delimiter")?,
-        None => crate::jobs::sniff_delimiter(text.as_bytes()),
+        None => crate::spec::sniff_delimiter(text.as_bytes()),
     };
     let hierarchy = Hierarchy::read_csv(text.as_bytes(), delimiter, &column).map_err(|e| {
         ApiError::new("invalid_hierarchy", e.to_string()).with_details(json!({"column": column}))

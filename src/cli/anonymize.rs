@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 
-use super::{ProblemArgs, delimiter_byte, job_spec, load_problem, write_report};
+use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::engine::{
     CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
 };
 use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
+use crate::spec::delimiter_byte;
 use crate::spec::{DurationSpec, GeneticSpec};
 
 /// Flags of `deid anonymize`.

@@ -17,6 +17,7 @@ use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
 use crate::spec::{
     AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec, SpecError,
+    delimiter_byte,
 };
 
 /// Command-line interface of deid.
@@ -225,28 +226,6 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     Ok(spec)
 }
 
-/// Picks the most frequent of `;`, `,` and tab in the first line.
-fn sniff_delimiter(path: &Path) -> u8 {
-    let text = std::fs::read(path).unwrap_or_default();
-    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
-    [b';', b',', b'\t']
-        .into_iter()
-        .max_by_key(|d| first.iter().filter(|b| *b == d).count())
-        .unwrap_or(b';')
-}
-
-pub(crate) fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
-    u8::try_from(c)
-        .ok()
-        .filter(|b| b.is_ascii())
-        .ok_or_else(|| {
-            SpecError::new(
-                field,
-                format!("the delimiter must be one ASCII character, got '{c}'"),
-            )
-        })
-}
-
 /// Resolves a hierarchy source of the CLI: ARX CSV files (a `.json` file holds a builder
 /// specification), inline CSV and builder specifications (built against the column's values).
 pub fn load_hierarchy(
@@ -274,41 +253,24 @@ pub fn load_hierarchy(
                 let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                     SpecError::new(&field, format!("{} is not valid JSON: {e}", path.display()))
                 })?;
-                return build_from_spec(table, column, &value, &field);
+                return crate::spec::hierarchy_from_builder(&value, Some(table), column, &field);
             }
-            let d = match delimiter {
-                Some(c) => delimiter_byte(*c, &field)?,
-                None => sniff_delimiter(&path),
-            };
-            let f = File::open(&path).map_err(|e| {
+            let text = std::fs::read(&path).map_err(|e| {
                 SpecError::new(&field, format!("cannot open {}: {e}", path.display()))
             })?;
-            Ok(Hierarchy::read_csv(BufReader::new(f), d, column)?)
+            crate::spec::hierarchy_from_csv(&text, *delimiter, column, &field)
         }
         Some(HierarchySource::Inline { csv, delimiter }) => {
-            let d = delimiter_byte(delimiter.unwrap_or(';'), &field)?;
-            Ok(Hierarchy::read_csv(csv.as_bytes(), d, column)?)
+            crate::spec::hierarchy_from_csv(csv.as_bytes(), *delimiter, column, &field)
         }
         Some(HierarchySource::Stored { .. }) => Err(SpecError::new(
             field,
             "stored hierarchies exist only in the service; give a file or inline CSV",
         )),
-        Some(HierarchySource::Builder(value)) => build_from_spec(table, column, value, &field),
+        Some(HierarchySource::Builder(value)) => {
+            crate::spec::hierarchy_from_builder(value, Some(table), column, &field)
+        }
     }
-}
-
-/// Builds a hierarchy for `column` of `table` from a builder specification.
-pub fn build_from_spec(
-    table: &Table,
-    column: &str,
-    value: &serde_json::Value,
-    field: &str,
-) -> Result<Hierarchy, SpecError> {
-    let spec = crate::spec::parse_builder(value, field)?;
-    let idx = table
-        .column_index(column)
-        .ok_or_else(|| SpecError::new(field, format!("unknown column '{column}'")))?;
-    Ok(spec.build(table.column(idx))?)
 }
 
 /// Loads the input and builds the problem described by `spec`. Relative paths in a config
@@ -356,7 +318,7 @@ fn hierarchy(args: HierarchyArgs) -> anyhow::Result<()> {
             suggestion
         }
     };
-    let h = build_from_spec(&table, &args.column, &value, &field)?;
+    let h = crate::spec::hierarchy_from_builder(&value, Some(&table), &args.column, &field)?;
     let d = delimiter_byte(args.output_delimiter, "--output-delimiter")?;
     print!("{}", h.to_csv(d));
     Ok(())

@@ -29,18 +29,7 @@ pub fn load_hierarchy(
              and use {\"stored\": true}, or give {\"csv\": \"…\"} inline",
         )),
         Some(HierarchySource::Inline { csv, delimiter }) => {
-            let d = match delimiter {
-                Some(c) if c.is_ascii() => *c as u8,
-                Some(c) => {
-                    return Err(SpecError::new(
-                        format!("{field}.delimiter"),
-                        format!("the delimiter must be one ASCII character, got '{c}'"),
-                    ));
-                }
-                None => sniff_delimiter(csv.as_bytes()),
-            };
-            Hierarchy::read_csv(csv.as_bytes(), d, column)
-                .map_err(|e| SpecError::new(field, e.to_string()))
+            crate::spec::hierarchy_from_csv(csv.as_bytes(), *delimiter, column, &field)
         }
         Some(HierarchySource::Stored { .. }) => Err(SpecError::new(
             field,
@@ -51,26 +40,7 @@ pub fn load_hierarchy(
             "file paths are not accepted by the service; upload the hierarchy or give it inline",
         )),
         Some(HierarchySource::Builder(value)) => {
-            let spec = crate::spec::parse_builder(value, &field)?;
-            let on_field = |e: crate::engine::EngineError| SpecError::new(&field, e.to_string());
-            spec.validate(column).map_err(on_field)?;
-            match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
-                Some(col) => spec.build(col).map_err(on_field),
-                None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),
-            }
+            crate::spec::hierarchy_from_builder(value, table, column, &field)
         }
     }
-}
-
-/// Picks the most frequent of `;`, `,`, tab and `|` in the first line (`;`, ARX's default, on ties).
-pub fn sniff_delimiter(text: &[u8]) -> u8 {
-    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
-    let mut best = (b';', first.iter().filter(|&&b| b == b';').count());
-    for d in [b',', b'\t', b'|'] {
-        let n = first.iter().filter(|&&b| b == d).count();
-        if n > best.1 {
-            best = (d, n);
-        }
-    }
-    best.0
 }
