@@ -12,33 +12,33 @@ use deid::engine::{
     Checker, CsvOptions, Hierarchy, Problem, ProblemConfig, QuasiIdentifier, Table,
 };
 
-fn problem(k: u32, limit: f64) -> Problem {
-    let dir = "tests/fixtures/test";
-    let table = Table::read_csv(
-        File::open(format!("{dir}/test.csv")).unwrap(),
+const DIR: &str = "tests/fixtures/test";
+
+fn table() -> Table {
+    Table::read_csv(
+        File::open(format!("{DIR}/test.csv")).unwrap(),
         CsvOptions {
             delimiter: b';',
             has_header: true,
         },
         "test.csv",
     )
-    .unwrap();
-    let qi = |c: &str| {
-        let h = Hierarchy::read_csv(
-            File::open(format!("{dir}/test_hierarchy_{c}.csv")).unwrap(),
-            b';',
-            c,
-        )
-        .unwrap();
-        QuasiIdentifier::new(c, h)
-    };
+    .unwrap()
+}
+
+fn qi(c: &str) -> QuasiIdentifier {
+    let file = File::open(format!("{DIR}/test_hierarchy_{c}.csv")).unwrap();
+    QuasiIdentifier::new(c, Hierarchy::read_csv(file, b';', c).unwrap())
+}
+
+fn problem(k: u32, limit: f64) -> Problem {
     let config = ProblemConfig {
         quasi_identifiers: vec![qi("age"), qi("gender"), qi("zipcode")],
         privacy: vec![PrivacyModel::KAnonymity { k }],
         suppression_limit: limit,
         ..Default::default()
     };
-    Problem::new(table, config).unwrap()
+    Problem::new(table(), config).unwrap()
 }
 
 /// Normalised Loss of one attribute: (L − n/D) / (n − n/D) with gs-factor 0.5.
@@ -119,23 +119,7 @@ fn bottom_and_top() {
 #[test]
 fn level_bounds_restrict_the_lattice_and_are_validated() {
     let build = |min: Option<u8>, max: Option<u8>| {
-        let dir = "tests/fixtures/test";
-        let table = Table::read_csv(
-            File::open(format!("{dir}/test.csv")).unwrap(),
-            CsvOptions {
-                delimiter: b';',
-                has_header: true,
-            },
-            "test.csv",
-        )
-        .unwrap();
-        let h = Hierarchy::read_csv(
-            File::open(format!("{dir}/test_hierarchy_zipcode.csv")).unwrap(),
-            b';',
-            "zipcode",
-        )
-        .unwrap();
-        let mut zip = QuasiIdentifier::new("zipcode", h);
+        let mut zip = qi("zipcode");
         zip.min_level = min;
         zip.max_level = max;
         let config = ProblemConfig {
@@ -143,7 +127,7 @@ fn level_bounds_restrict_the_lattice_and_are_validated() {
             privacy: vec![PrivacyModel::KAnonymity { k: 2 }],
             ..Default::default()
         };
-        Problem::new(table, config)
+        Problem::new(table(), config)
     };
     let p = build(Some(1), Some(3)).unwrap();
     assert_eq!(
