@@ -1,5 +1,5 @@
 //! End-to-end searches on `examples/adult` (30 162 rows, 9 QIs, 12 960 transformations,
-//! 5-anonymity, Loss): Flash without and with 5 % suppression, and Lightning with 5 %
+//! 5-anonymity, Loss): Flash with 0 %, 5 % and 100 % suppression, and Lightning with 5 %
 //! suppression and a check limit (it would otherwise run to its end).
 
 use std::hint::black_box;
@@ -31,6 +31,7 @@ fn bench_search(c: &mut Criterion) {
     let cases = [
         ("flash k=5 0%", Algorithm::Flash, 0.0, None),
         ("flash k=5 5%", Algorithm::Flash, 0.05, None),
+        ("flash k=5 100%", Algorithm::Flash, 1.0, None),
         (
             "lightning k=5 5% 1000 checks",
             Algorithm::Lightning,

@@ -362,10 +362,14 @@ pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GeneticSpec {
-    /// Generations.
+    /// Generations: the stop after them if `stop_after_iterations`, else the stagnation window
+    /// before the population is re-seeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u32>,
-    /// Individuals per subpopulation (plus one per quasi-identifier).
+    /// Stop after `iterations` generations instead of using the whole time limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_iterations: Option<bool>,
+    /// Individuals per subpopulation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subpopulation_size: Option<usize>,
     /// Share of the fittest kept unchanged.
@@ -394,6 +398,9 @@ impl GeneticSpec {
         let d = GeneticParams::default();
         GeneticParams {
             iterations: self.iterations.unwrap_or(d.iterations),
+            stop_after_iterations: self
+                .stop_after_iterations
+                .unwrap_or(d.stop_after_iterations),
             subpopulation_size: self.subpopulation_size.unwrap_or(d.subpopulation_size),
             elite_fraction: self.elite_fraction.unwrap_or(d.elite_fraction),
             crossover_fraction: self.crossover_fraction.unwrap_or(d.crossover_fraction),

@@ -39,9 +39,14 @@ pub struct AnonymizeArgs {
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Genetic algorithm: generations.
+    /// Genetic algorithm: generations (the stop with `--stop-after-iterations`, else the
+    /// stagnation window before re-seeding).
     #[arg(long)]
     pub iterations: Option<u32>,
+    /// Genetic algorithm: stop after `--iterations` generations instead of using the whole
+    /// time limit (ARX's behaviour).
+    #[arg(long)]
+    pub stop_after_iterations: bool,
     /// Genetic algorithm: individuals per subpopulation.
     #[arg(long)]
     pub subpopulation_size: Option<usize>,
@@ -126,6 +131,9 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     spec.threads = args.threads.or(spec.threads);
     let mut g: GeneticSpec = spec.genetic.unwrap_or_default();
     g.iterations = args.iterations.or(g.iterations);
+    if args.stop_after_iterations {
+        g.stop_after_iterations = Some(true);
+    }
     g.subpopulation_size = args.subpopulation_size.or(g.subpopulation_size);
     g.elite_fraction = args.elite_fraction.or(g.elite_fraction);
     g.crossover_fraction = args.crossover_fraction.or(g.crossover_fraction);

@@ -8,16 +8,18 @@
 //! specialization (generalization) of the query. Memory grows with the antichain, not with the
 //! lattice.
 //!
-//! BFS starts at the bottom and always expands the queued transformation with the best score.
+//! BFS starts at the bottom with a greedy dive to a first solution (a deid addition, see [`run`]),
+//! then always expands the queued transformation with the best score.
 //! Every transformation is generated exactly once, from its *canonical parent* (the node with
 //! its last non-minimal level decremented), so no set of visited nodes is needed. A transformation
 //! whose lower bound cannot beat the optimum is added to the "insufficient utility" antichain,
 //! which prunes its whole up-set. When the queue runs empty the optimum is proven.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
-use super::{Ctx, Phase, Scored};
+use super::{Ctx, Phase, Scored, exact_cmp};
+use crate::engine::check::CheckResult;
 use crate::engine::lattice::{Lattice, Levels};
 
 /// Which way a stored property is inherited.
@@ -208,16 +210,91 @@ pub(crate) fn canonical_children(lattice: &Lattice, levels: &[u8]) -> Vec<Levels
         .collect()
 }
 
+/// Finds a first solution quickly, so that lower-bound pruning works from the start:
+/// 1. a diagonal path from the bottom to the top (each step raises the quasi-identifier with
+///    the lowest relative level), binary-searched for its lowest anonymous transformation
+///    (about log₂ height checks; the path is not checked as a whole, so with non-monotone models
+///    the result is just some anonymous transformation on it);
+/// 2. a descent from there: while a direct specialization is anonymous and scores better, move
+///    to the best one (at most #QIs checks per step).
+///
+/// Returns every result so that the branch and bound does not check them again; `None` if
+/// stopped.
+fn incumbent(ctx: &mut Ctx<'_, '_>) -> Option<HashMap<Levels, CheckResult>> {
+    let lattice = ctx.lattice();
+    let (min, max) = (lattice.min(), lattice.max());
+    let mut path = vec![lattice.bottom()];
+    loop {
+        let cur = path.last().expect("non-empty");
+        let raise = (0..cur.len())
+            .filter(|&i| cur[i] < max[i])
+            .min_by(|&a, &b| {
+                let rel = |i: usize| f64::from(cur[i] + 1 - min[i]) / f64::from(max[i] - min[i]);
+                rel(a).total_cmp(&rel(b))
+            });
+        let Some(i) = raise else { break };
+        let mut next = cur.clone();
+        next[i] += 1;
+        path.push(next);
+    }
+    let mut known: HashMap<Levels, CheckResult> = HashMap::new();
+    let (mut lo, mut hi) = (1usize, path.len() - 1);
+    let mut found: Option<CheckResult> = None;
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        let r = ctx.check(&path[mid])?;
+        known.insert(r.levels.clone(), r.clone());
+        if r.anonymous {
+            found = Some(r);
+            hi = mid - 1;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let Some(mut cur) = found else {
+        return Some(known);
+    };
+    loop {
+        let preds: Vec<Levels> = lattice
+            .predecessors(&cur.levels)
+            .into_iter()
+            .filter(|p| !known.contains_key(p))
+            .collect();
+        let results = ctx.check_all(&preds);
+        if results.len() < preds.len() {
+            return None;
+        }
+        let better = results
+            .iter()
+            .filter(|r| {
+                r.anonymous && exact_cmp(r.score, &r.levels, cur.score, &cur.levels).is_lt()
+            })
+            .min_by(|a, b| exact_cmp(a.score, &a.levels, b.score, &b.levels))
+            .cloned();
+        for r in results {
+            known.insert(r.levels.clone(), r);
+        }
+        match better {
+            Some(b) => cur = b,
+            None => return Some(known),
+        }
+    }
+}
+
 /// Best-first branch and bound. Returns true if the space was exhausted.
 ///
 /// Steps:
 /// 1. check the bottom and queue it (ordered by score, then rank and levels);
-/// 2. pop the best; skip it if its up-set is known to be insufficient or its lower bound cannot
+/// 2. find a first solution ([`incumbent`]; not in the paper, which starts without an
+///    incumbent and can then run for a long time without any solution, e.g. on cup without
+///    suppression), so that lower-bound pruning works from the start;
+/// 3. pop the best; skip it if its up-set is known to be insufficient or its lower bound cannot
 ///    beat the optimum (then record it in the antichain); if it is anonymous and the score is
 ///    monotone, its proper generalizations cannot win either (record it);
-/// 3. otherwise check its canonical children that are neither covered by the antichain nor
-///    hopeless by the quality model's generalization-only bound (in parallel) and queue them;
-/// 4. repeat until the queue is empty (optimal) or a limit is hit (anytime result).
+/// 4. otherwise take its canonical children that are neither covered by the antichain nor
+///    hopeless by the quality model's generalization-only bound, check those the dive did not
+///    (in parallel) and queue them;
+/// 5. repeat until the queue is empty (optimal) or a limit is hit (anytime result).
 pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     ctx.set_phase(Phase::Searching);
     let lattice = ctx.lattice();
@@ -226,6 +303,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     let Some(r) = ctx.check(&lattice.bottom()) else {
         return false;
     };
+    ctx.set_phase(Phase::Greedy);
+    let Some(mut known) = incumbent(ctx) else {
+        return false;
+    };
+    ctx.set_phase(Phase::Searching);
     let mut explored = 1u64;
     queue.push(Reverse(Scored::of(&r)));
     while let Some(Reverse(item)) = queue.pop() {
@@ -241,18 +323,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
             continue;
         }
         let mut children: Vec<Levels> = Vec::new();
+        let mut results: Vec<CheckResult> = Vec::new();
         for c in canonical_children(lattice, node) {
             if insufficient.covers(&c) {
                 continue;
             }
-            if ctx.cannot_improve_unchecked(&c) {
+            if let Some(r) = known.remove(&c) {
+                results.push(r);
+            } else if ctx.cannot_improve_unchecked(&c) {
                 insufficient.insert(&c);
             } else {
                 children.push(c);
             }
         }
         ctx.add_expansions(1);
-        let results = ctx.check_all(&children);
+        let checked = ctx.check_all(&children);
+        let complete = checked.len() == children.len();
+        results.extend(checked);
         explored += results.len() as u64;
         ctx.set_explored(explored);
         for r in &results {
@@ -262,7 +349,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
                 queue.push(Reverse(Scored::of(r)));
             }
         }
-        if ctx.should_stop() {
+        if !complete || ctx.should_stop() {
             return false;
         }
     }

@@ -126,8 +126,14 @@ impl fmt::Display for Algorithm {
 /// (crossover 0.2, mutation 0.2, subpopulation 100).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GeneticParams {
-    /// Number of generations (≥ 1).
+    /// Generations (≥ 1) after which the search stops if `stop_after_iterations` is set (the
+    /// paper's and ARX's behaviour). Otherwise evolution goes on until the time limit, and this
+    /// is the stagnation window: after `iterations` generations without a better individual,
+    /// everything but the elite is re-seeded at random.
     pub iterations: u32,
+    /// Stop after `iterations` generations even if time is left (default false: use the whole
+    /// time limit, which finds better transformations on large solution spaces).
+    pub stop_after_iterations: bool,
     /// Individuals per subpopulation (≥ 2).
     pub subpopulation_size: usize,
     /// Share of each subpopulation copied unchanged into the next generation, in [0, 1].
@@ -148,6 +154,7 @@ impl Default for GeneticParams {
     fn default() -> Self {
         GeneticParams {
             iterations: 50,
+            stop_after_iterations: false,
             subpopulation_size: 50,
             elite_fraction: 0.2,
             crossover_fraction: 0.4,

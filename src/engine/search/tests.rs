@@ -85,7 +85,13 @@ fn assert_optimal_agree(problem: &Problem) {
         assert_eq!(key(&flash), expected, "flash with {a:?}");
         assert!(flash.checks <= truth.checks, "{a:?}");
     }
-    for alg in [Algorithm::Bfs, Algorithm::Lightning, Algorithm::TopDown] {
+    // The genetic algorithm runs until it has checked the whole (small) space.
+    for alg in [
+        Algorithm::Bfs,
+        Algorithm::Lightning,
+        Algorithm::TopDown,
+        Algorithm::Genetic,
+    ] {
         let o = run(problem, &config(alg));
         assert!(o.optimal_proven, "{alg}");
         assert_eq!(key(&o), expected, "{alg}");
@@ -404,6 +410,8 @@ fn every_algorithm_returns_a_confirmed_anonymous_transformation() {
                     | Algorithm::Lightning
                     | Algorithm::TopDown
                     | Algorithm::Exhaustive
+                    // Checks every transformation of these small spaces before the time limit.
+                    | Algorithm::Genetic
             );
             assert_eq!(o.optimal_proven, optimal_claim, "{alg}");
             assert_eq!(o.stop, StopReason::Completed, "{alg}");
@@ -642,6 +650,7 @@ fn genetic_depends_on_the_seed_only() {
     let p = adult(5, 0.05);
     let mut cfg = config(Algorithm::Genetic);
     cfg.genetic.iterations = 5;
+    cfg.genetic.stop_after_iterations = true;
     let a = run(&p, &cfg);
     let b = run(&p, &cfg);
     assert_eq!(key(&a), key(&b));
@@ -651,6 +660,55 @@ fn genetic_depends_on_the_seed_only() {
     other.seed = 7;
     let c = run(&p, &other);
     assert!(a.checks != c.checks || a.trace != c.trace);
+}
+
+#[test]
+fn genetic_uses_the_whole_budget_unless_told_to_stop() {
+    let p = adult(5, 0.0);
+    let mut cfg = config(Algorithm::Genetic);
+    cfg.genetic.iterations = 3;
+    cfg.genetic.stop_after_iterations = true;
+    let short = run(&p, &cfg);
+    assert_eq!(short.stop, StopReason::Completed);
+    assert!(!short.optimal_proven);
+    // Two subpopulations of 50: at most 100 + 3 · 2 · 40 individuals.
+    assert!(short.checks <= 100 + 3 * 80, "{}", short.checks);
+    cfg.genetic.stop_after_iterations = false;
+    cfg.check_limit = Some(2000);
+    let long = run(&p, &cfg);
+    assert_eq!(long.stop, StopReason::CheckLimit);
+    assert_eq!(long.checks, 2000);
+    // Same seed: the long run starts like the short one, so it is at least as good.
+    let (s, l) = (short.best.unwrap(), long.best.unwrap());
+    assert!(
+        key_cmp(l.score, &l.levels, s.score, &s.levels).is_le(),
+        "{} vs {}",
+        l.score,
+        s.score
+    );
+    // Run to the end, it checks all 12,960 transformations and proves the optimum.
+    cfg.check_limit = None;
+    let full = run(&p, &cfg);
+    assert!(full.optimal_proven);
+    assert_eq!(full.checks, 12_960);
+    let flash = run(&p, &config(Algorithm::Flash));
+    assert_eq!(key(&full), key(&flash));
+}
+
+#[test]
+fn bfs_has_a_solution_after_a_few_checks() {
+    // Without suppression adult's optimum lies above ~3,000 transformations with lower Loss;
+    // the incumbent (binary search on a diagonal path, then descent) is found first.
+    let p = adult(5, 0.0);
+    let mut cfg = config(Algorithm::Bfs);
+    cfg.check_limit = Some(40);
+    let o = run(&p, &cfg);
+    assert_eq!(o.stop, StopReason::CheckLimit);
+    assert_confirmed(&p, &o, Algorithm::Bfs);
+    // The descent only moves to better anonymous specializations: every improvement is better.
+    for w in o.trace.windows(2) {
+        assert!(key_cmp(w[1].score, &w[1].levels, w[0].score, &w[0].levels).is_lt());
+    }
 }
 
 #[test]
