@@ -210,26 +210,16 @@ impl Flash {
 
     /// Tags `id` and all its generalizations.
     fn tag_up(&mut self, id: usize, bit: u8) {
-        if self.has(id, bit) {
-            return;
-        }
-        self.set(id, bit);
-        let mut stack = vec![id];
-        while let Some(x) = stack.pop() {
-            for i in 0..self.min.len() {
-                if self.digit(x, i) + 1 < self.range[i] {
-                    let y = x + self.strides[i];
-                    if !self.has(y, bit) {
-                        self.set(y, bit);
-                        stack.push(y);
-                    }
-                }
-            }
-        }
+        self.tag_closure(id, bit, true);
     }
 
     /// Tags `id` and all its specializations.
     fn tag_down(&mut self, id: usize, bit: u8) {
+        self.tag_closure(id, bit, false);
+    }
+
+    /// Tags `id` and everything above (`up`) or below it that is not tagged yet.
+    fn tag_closure(&mut self, id: usize, bit: u8, up: bool) {
         if self.has(id, bit) {
             return;
         }
@@ -237,12 +227,17 @@ impl Flash {
         let mut stack = vec![id];
         while let Some(x) = stack.pop() {
             for i in 0..self.min.len() {
-                if self.digit(x, i) > 0 {
-                    let y = x - self.strides[i];
-                    if !self.has(y, bit) {
-                        self.set(y, bit);
-                        stack.push(y);
-                    }
+                let d = self.digit(x, i);
+                let y = if up && d + 1 < self.range[i] {
+                    x + self.strides[i]
+                } else if !up && d > 0 {
+                    x - self.strides[i]
+                } else {
+                    continue;
+                };
+                if !self.has(y, bit) {
+                    self.set(y, bit);
+                    stack.push(y);
                 }
             }
         }

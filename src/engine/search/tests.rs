@@ -358,18 +358,6 @@ fn flash_equals_exhaustive_on_adult() {
     }
 }
 
-const HEURISTICS: [Algorithm; 9] = [
-    Algorithm::Auto,
-    Algorithm::Flash,
-    Algorithm::Lightning,
-    Algorithm::TopDown,
-    Algorithm::Genetic,
-    Algorithm::Bfs,
-    Algorithm::DataFly,
-    Algorithm::ImprovedGreedy,
-    Algorithm::Exhaustive,
-];
-
 fn assert_confirmed(p: &Problem, o: &SearchOutcome, alg: Algorithm) {
     let best = o
         .best
@@ -399,7 +387,7 @@ fn every_algorithm_returns_a_confirmed_anonymous_transformation() {
         if !Checker::new(p).check(&p.lattice().top()).anonymous {
             continue;
         }
-        for alg in HEURISTICS {
+        for alg in Algorithm::ALL {
             let o = run(p, &config(alg));
             assert_confirmed(p, &o, alg);
             let optimal_claim = matches!(
@@ -625,7 +613,7 @@ fn observer_sees_monotone_improvements_and_regular_progress() {
 #[test]
 fn results_do_not_depend_on_the_number_of_threads() {
     let p = adult(5, 0.05);
-    for alg in HEURISTICS {
+    for alg in Algorithm::ALL {
         let mut outcomes = Vec::new();
         for threads in [Some(1), Some(2)] {
             let mut cfg = config(alg);
