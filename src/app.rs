@@ -75,6 +75,7 @@ impl App {
                 default_time_limit: config.default_time_limit,
                 webhook_attempts: config.webhook_attempts,
                 webhook_backoff: config.webhook_backoff,
+                webhook_allow_private: config.webhook_allow_private,
             },
             token.clone(),
             tracker.clone(),

@@ -80,6 +80,11 @@ pub struct ServeArgs {
     /// First delay between webhook attempts (doubled each time).
     #[arg(long, env = "DEID_WEBHOOK_BACKOFF", default_value = "1s", value_parser = parse_duration)]
     pub webhook_backoff: Duration,
+    /// Allow callback URLs that point to loopback, private, link-local or other non-public
+    /// addresses (off by default: a job submitter must not be able to make the server POST to
+    /// internal services).
+    #[arg(long, env = "DEID_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
+    pub webhook_allow_private: bool,
     /// Log format: `text` or `json`.
     #[arg(long, env = "DEID_LOG_FORMAT", default_value = "text")]
     pub log_format: String,

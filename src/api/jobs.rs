@@ -148,22 +148,11 @@ pub async fn create_job(
         .with_details(json!({"field": "time_limit", "max_ms": state.config.max_time_limit.as_millis() as u64})));
     }
     spec.time_limit = Some(DurationSpec::Millis(settings.time_limit.as_millis() as u64));
-    if let Some(url) = &spec.callback_url {
-        match reqwest::Url::parse(url) {
-            Ok(u) if u.scheme() == "http" && u.host().is_some() => {}
-            Ok(u) if u.scheme() == "https" => {
-                return Err(spec_error(
-                    "callback_url",
-                    "https callbacks are not supported by this build; use http (e.g. through a local TLS proxy)",
-                ));
-            }
-            _ => {
-                return Err(spec_error(
-                    "callback_url",
-                    format!("not an http URL: '{url}'"),
-                ));
-            }
-        }
+    if let Some(url) = &spec.callback_url
+        && let Err(message) =
+            crate::jobs::webhook::check_url(url, state.config.webhook_allow_private)
+    {
+        return Err(spec_error("callback_url", message));
     }
     if let Some(t) = spec.risk_threshold
         && !(t > 0.0 && t <= 1.0)

@@ -53,6 +53,8 @@ pub struct RunnerSettings {
     pub webhook_attempts: u32,
     /// First webhook retry delay (doubled each time).
     pub webhook_backoff: Duration,
+    /// Deliver webhooks to non-public addresses too.
+    pub webhook_allow_private: bool,
 }
 
 /// Interval of heartbeats and progress publication.
@@ -72,7 +74,6 @@ pub struct Runner {
     token: CancellationToken,
     tracker: TaskTracker,
     wake: Arc<Notify>,
-    http: reqwest::Client,
 }
 
 /// The outcome of the engine side of a job.
@@ -140,7 +141,6 @@ impl Runner {
             token,
             tracker,
             wake: Arc::new(Notify::new()),
-            http: reqwest::Client::new(),
         })
     }
 
@@ -402,11 +402,13 @@ impl Runner {
                     self.tracker.spawn(async move {
                         super::webhook::deliver(
                             &me.store,
-                            &me.http,
                             &id,
                             &url,
-                            me.settings.webhook_attempts,
-                            me.settings.webhook_backoff,
+                            &super::webhook::Policy {
+                                attempts: me.settings.webhook_attempts,
+                                backoff: me.settings.webhook_backoff,
+                                allow_private: me.settings.webhook_allow_private,
+                            },
                             &me.token,
                         )
                         .await

@@ -220,7 +220,8 @@ both_databases!(
     live_events_and_cancel_postgres
 );
 
-/// Webhooks are retried until the receiver accepts them.
+/// Webhooks go to public addresses only unless allowed, and are retried until the receiver
+/// accepts them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_is_retried_until_delivered() {
     use std::sync::{Arc, Mutex};
@@ -246,9 +247,32 @@ async fn webhook_is_retried_until_delivered() {
     let hook_addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, hook).await.unwrap() });
 
+    // By default callbacks to loopback or private addresses are refused (server-side request
+    // forgery), with the field named.
     let app = spawn_app(Db::Sqlite).await.unwrap();
     let dataset = upload_adult(&app).await;
     let mut spec = adult_job(&dataset, 2, 0.0);
+    for url in [
+        format!("http://{hook_addr}/hook"),
+        "http://localhost:9/x".into(),
+        "http://169.254.169.254/latest/meta-data".into(),
+    ] {
+        spec["callback_url"] = json!(url);
+        let e = app
+            .post_json("/v1/jobs", &spec)
+            .await
+            .assert_error(422, "invalid_spec");
+        assert_eq!(e["error"]["details"]["field"], "callback_url", "{e}");
+        assert!(e["error"]["message"].as_str().unwrap().contains("private"));
+    }
+    app.stop().await;
+
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut cfg = config(&db);
+    cfg.webhook_allow_private = true;
+    let app = spawn_app_with(db, cfg).await;
+    let dataset = upload_adult(&app).await;
+    spec["dataset_id"] = json!(dataset);
     spec["callback_url"] = json!(format!("http://{hook_addr}/hook"));
     let job = app.create_job(&spec).await;
     let id = job["id"].as_str().unwrap();
