@@ -354,6 +354,13 @@ fn is_json(headers: &HeaderMap) -> bool {
         })
 }
 
+/// True if a body sent as CSV is a JSON object with a `type` (a specification sent without
+/// `Content-Type: application/json`, e.g. by `curl -d`); only used to improve error messages.
+fn looks_like_spec(text: &str) -> bool {
+    text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.get("type").is_some())
+}
+
 /// `PUT /v1/datasets/{id}/hierarchies/{column}`: stores (or replaces) the column's hierarchy.
 /// An `application/json` body is a builder specification, built at once against the column's
 /// values; any other body is an ARX CSV, validated against them.
@@ -408,8 +415,19 @@ pub async fn put_hierarchy(
         Some(d) => parse_delimiter(Some(d), b';', "delimiter")?,
         None => crate::spec::sniff_delimiter(text.as_bytes()),
     };
+    let hint = |mut e: ApiError| {
+        if looks_like_spec(text) {
+            e.message.push_str(
+                "; the body looks like a builder specification: send it with Content-Type: application/json",
+            );
+        }
+        e
+    };
     let hierarchy = Hierarchy::read_csv(text.as_bytes(), delimiter, &column).map_err(|e| {
-        ApiError::new("invalid_hierarchy", e.to_string()).with_details(json!({"column": column}))
+        hint(
+            ApiError::new("invalid_hierarchy", e.to_string())
+                .with_details(json!({"column": column})),
+        )
     })?;
     if hierarchy.rows().is_empty() {
         return Err(ApiError::new(
@@ -420,7 +438,7 @@ pub async fn put_hierarchy(
     if let Some(col) = stored_column(&state, &dataset, &column).await? {
         hierarchy
             .encode(&col)
-            .map_err(|e| missing_values_error(e, "body"))?;
+            .map_err(|e| hint(missing_values_error(e, "body")))?;
     }
     let levels = hierarchy.height() as i64;
     state

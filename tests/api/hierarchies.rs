@@ -405,6 +405,24 @@ async fn stored_specs(kind: Db) {
     app.put_spec(&id, "height", &spec)
         .await
         .assert_error(404, "column_not_found");
+    // Without the JSON content type the body is a table; the error says what was meant.
+    let v = app
+        .send(
+            app.request(
+                reqwest::Method::PUT,
+                &format!("/v1/datasets/{id}/hierarchies/age"),
+            )
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(spec.to_string()),
+        )
+        .await
+        .assert_error(422, "hierarchy_missing_values");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Content-Type: application/json")
+    );
     app.send(
         app.request(
             reqwest::Method::PUT,
