@@ -1,4 +1,5 @@
-//! Datasets and hierarchies.
+//! Datasets: upload, listing, deletion, and the stored distinct values of their columns (the
+//! hierarchies of their columns are in [`super::hierarchies`]).
 //!
 //! Upload (`POST /v1/datasets`, a `text/csv` body or a multipart form with a `file` field): the
 //! body is streamed into 1 MiB chunks in the database and, at the same time, through a channel
@@ -24,9 +25,9 @@ use super::error::{ApiError, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
 use crate::engine::data::Column;
-use crate::engine::{ColumnKind, CsvOptions, EngineError, Hierarchy};
+use crate::engine::{ColumnKind, CsvOptions, EngineError};
 use crate::jobs::view::rfc3339;
-use crate::store::datasets::{DatasetRow, DeleteOutcome, NewDataset};
+use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
 
 /// Distinct values of a column are kept (for validation) up to this many.
@@ -75,12 +76,15 @@ pub struct DatasetView {
     pub columns: Vec<ColumnProfile>,
     /// Columns with a stored hierarchy → number of levels.
     pub hierarchies: BTreeMap<String, i64>,
+    /// Columns with a stored hierarchy → `csv` (an uploaded table) or `builder` (a
+    /// specification). A separate map so that `hierarchies` keeps its shape.
+    pub hierarchy_kinds: BTreeMap<String, String>,
     /// Upload time (RFC 3339).
     pub created_at: String,
 }
 
 impl DatasetView {
-    fn new(row: &DatasetRow, hierarchies: Vec<(String, i64)>) -> DatasetView {
+    fn new(row: &DatasetRow, hierarchies: Vec<HierarchyLevels>) -> DatasetView {
         DatasetView {
             id: row.id.clone(),
             name: row.name.clone(),
@@ -89,7 +93,14 @@ impl DatasetView {
             size_bytes: row.size_bytes,
             rows: row.row_count,
             columns: serde_json::from_str(&row.columns).unwrap_or_default(),
-            hierarchies: hierarchies.into_iter().collect(),
+            hierarchy_kinds: hierarchies
+                .iter()
+                .map(|h| (h.column_name.clone(), h.kind.clone()))
+                .collect(),
+            hierarchies: hierarchies
+                .into_iter()
+                .map(|h| (h.column_name, h.levels))
+                .collect(),
             created_at: rfc3339(row.created_at),
         }
     }
@@ -676,25 +687,6 @@ pub async fn delete_dataset(
     }
 }
 
-/// Query parameters of a hierarchy upload.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HierarchyParams {
-    /// Field delimiter (default: detected from the first line, `;` on ties).
-    pub delimiter: Option<String>,
-}
-
-/// A stored hierarchy's summary.
-#[derive(Debug, Serialize)]
-pub struct HierarchyView {
-    /// The column.
-    pub column: String,
-    /// Number of levels, including the original values.
-    pub levels: i64,
-    /// Rows (distinct original values) of the hierarchy.
-    pub rows: usize,
-}
-
 /// Builds a column holding the stored distinct values of a dataset column, or `None` if they
 /// were not kept (too many).
 pub async fn stored_column(
@@ -741,88 +733,6 @@ pub fn missing_values_error(e: EngineError, field: &str) -> ApiError {
         .with_details(json!({"field": field, "column": column, "missing": missing, "total_missing": total_missing})),
         other => ApiError::new("invalid_hierarchy", other.to_string()).with_details(json!({"field": field})),
     }
-}
-
-/// `PUT /v1/datasets/{id}/hierarchies/{column}`.
-pub async fn put_hierarchy(
-    State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path((id, column)): Path<(String, String)>,
-    ApiQuery(params): ApiQuery<HierarchyParams>,
-    body: std::result::Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Json<HierarchyView>> {
-    let dataset = find_dataset(&state, &tenant, &id).await?;
-    let columns: Vec<ColumnProfile> = serde_json::from_str(&dataset.columns).unwrap_or_default();
-    if !columns.iter().any(|c| c.name == column) {
-        return Err(ApiError::new(
-            "column_not_found",
-            format!(
-                "the dataset has no column '{column}'; its columns are: {}",
-                columns
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-    let body = body.map_err(super::extract::body_rejection)?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::new("invalid_hierarchy", "the hierarchy is not valid UTF-8"))?;
-    let delimiter = match params.delimiter.as_deref() {
-        Some(d) => parse_delimiter(Some(d), b';', "delimiter")?,
-        None => crate::spec::sniff_delimiter(text.as_bytes()),
-    };
-    let hierarchy = Hierarchy::read_csv(text.as_bytes(), delimiter, &column).map_err(|e| {
-        ApiError::new("invalid_hierarchy", e.to_string()).with_details(json!({"column": column}))
-    })?;
-    if hierarchy.rows().is_empty() {
-        return Err(ApiError::new(
-            "invalid_hierarchy",
-            "the hierarchy has no rows",
-        ));
-    }
-    if let Some(col) = stored_column(&state, &dataset, &column).await? {
-        hierarchy
-            .encode(&col)
-            .map_err(|e| missing_values_error(e, "body"))?;
-    }
-    let levels = hierarchy.height() as i64;
-    state
-        .store
-        .put_hierarchy(&id, &column, &(delimiter as char).to_string(), text, levels)
-        .await?;
-    Ok(Json(HierarchyView {
-        column,
-        levels,
-        rows: hierarchy.rows().len(),
-    }))
-}
-
-/// `GET /v1/datasets/{id}/hierarchies/{column}`: the CSV as uploaded.
-pub async fn get_hierarchy(
-    State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path((id, column)): Path<(String, String)>,
-) -> Result<Response> {
-    find_dataset(&state, &tenant, &id).await?;
-    let h = state.store.hierarchy(&id, &column).await?.ok_or_else(|| {
-        ApiError::new(
-            "hierarchy_not_found",
-            format!("no hierarchy stored for column '{column}'"),
-        )
-    })?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                axum::http::HeaderName::from_static("x-deid-delimiter"),
-                h.delimiter.clone(),
-            ),
-        ],
-        h.csv,
-    )
-        .into_response())
 }
 
 #[cfg(test)]

@@ -117,10 +117,17 @@ pub async fn create_job(
         };
         if wants_stored {
             match state.store.hierarchy(&dataset_id, name).await? {
+                // A stored specification is built against the full data when the job runs
+                // (the same values, so the same table as stored, plus analytic shares).
                 Some(h) => {
-                    attr.hierarchy = Some(HierarchySource::Inline {
-                        csv: h.csv,
-                        delimiter: h.delimiter.chars().next(),
+                    attr.hierarchy = Some(match h.spec {
+                        Some(spec) => HierarchySource::Builder(
+                            serde_json::from_str(&spec).map_err(ApiError::internal)?,
+                        ),
+                        None => HierarchySource::Inline {
+                            csv: h.csv,
+                            delimiter: h.delimiter.chars().next(),
+                        },
                     });
                 }
                 None => {

@@ -1,7 +1,8 @@
 //! The HTTP API (axum): routes under `/v1`, health and metrics endpoints, and the layers around
 //! them (API keys, timeouts, body limits, panics, metrics, tracing).
 //!
-//! - [`datasets`]: uploads, listing, deletion, hierarchies.
+//! - [`datasets`]: uploads, listing, deletion.
+//! - [`hierarchies`]: stored hierarchies (ARX tables or builder specifications) and previews.
 //! - [`jobs`]: job creation, views, events (SSE), cancel, results.
 //! - [`health`]: `/healthz`, `/readyz`, `/metrics`.
 //! - [`error`]: the single error shape; [`extract`]: extractors that use it; [`auth`]: API keys.
@@ -11,6 +12,7 @@ pub mod datasets;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod hierarchies;
 pub mod jobs;
 pub mod state;
 
@@ -41,6 +43,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/datasets/{id}"),
     ("get", "/v1/datasets/{id}/hierarchies/{column}"),
     ("put", "/v1/datasets/{id}/hierarchies/{column}"),
+    ("post", "/v1/datasets/{id}/hierarchies/{column}/preview"),
     ("get", "/v1/jobs"),
     ("post", "/v1/jobs"),
     ("get", "/v1/jobs/{id}"),
@@ -72,9 +75,13 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/v1/datasets/{id}/hierarchies/{column}",
-            get(datasets::get_hierarchy)
-                .put(datasets::put_hierarchy)
+            get(hierarchies::get_hierarchy)
+                .put(hierarchies::put_hierarchy)
                 .layer(timeout(quick)),
+        )
+        .route(
+            "/v1/datasets/{id}/hierarchies/{column}/preview",
+            post(hierarchies::preview_hierarchy).layer(timeout(quick)),
         )
         .route(
             "/v1/jobs",

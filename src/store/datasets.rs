@@ -52,12 +52,51 @@ pub struct HierarchyRow {
     pub column_name: String,
     /// Field delimiter of the CSV.
     pub delimiter: String,
-    /// ARX-format CSV text as uploaded.
+    /// ARX-format CSV text: as uploaded, or the table `spec` produced when it was stored.
     pub csv: String,
     /// Number of levels.
     pub levels: i64,
+    /// The builder specification (JSON), `None` for a hierarchy uploaded as CSV.
+    pub spec: Option<String>,
     /// Upload time (ms since the epoch).
     pub created_at: i64,
+}
+
+impl HierarchyRow {
+    /// `builder` for a stored specification, `csv` for an uploaded table.
+    pub fn kind(&self) -> &'static str {
+        if self.spec.is_some() {
+            "builder"
+        } else {
+            "csv"
+        }
+    }
+}
+
+/// A hierarchy to store: an ARX table, plus the specification it was built from (if any).
+#[derive(Debug, Clone)]
+pub struct NewHierarchy<'a> {
+    /// The column.
+    pub column: &'a str,
+    /// Field delimiter of `csv`.
+    pub delimiter: &'a str,
+    /// ARX-format CSV text.
+    pub csv: &'a str,
+    /// Number of levels.
+    pub levels: i64,
+    /// The builder specification (JSON) that produced `csv`.
+    pub spec: Option<&'a str>,
+}
+
+/// One line of a dataset's hierarchy summary: column, levels and kind (`csv` or `builder`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct HierarchyLevels {
+    /// The column.
+    pub column_name: String,
+    /// Number of levels.
+    pub levels: i64,
+    /// `csv` or `builder`.
+    pub kind: String,
 }
 
 macro_rules! select_dataset {
@@ -211,24 +250,18 @@ impl Store {
     }
 
     /// Stores (or replaces) the hierarchy of a column.
-    pub async fn put_hierarchy(
-        &self,
-        dataset_id: &str,
-        column: &str,
-        delimiter: &str,
-        csv: &str,
-        levels: i64,
-    ) -> Result<()> {
-        const SQL: &str = "INSERT INTO hierarchies (dataset_id, column_name, delimiter, csv, levels, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
+    pub async fn put_hierarchy(&self, dataset_id: &str, h: &NewHierarchy<'_>) -> Result<()> {
+        const SQL: &str = "INSERT INTO hierarchies (dataset_id, column_name, delimiter, csv, levels, spec, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (dataset_id, column_name) DO UPDATE SET delimiter = excluded.delimiter, csv = excluded.csv, \
-             levels = excluded.levels, created_at = excluded.created_at";
+             levels = excluded.levels, spec = excluded.spec, created_at = excluded.created_at";
         on_pool!(self, pool => sqlx::query(SQL)
             .bind(dataset_id)
-            .bind(column)
-            .bind(delimiter)
-            .bind(csv)
-            .bind(levels)
+            .bind(h.column)
+            .bind(h.delimiter)
+            .bind(h.csv)
+            .bind(h.levels)
+            .bind(h.spec)
             .bind(super::now_ms())
             .execute(pool)
             .await.map(|r| r.rows_affected()))?;
@@ -237,17 +270,18 @@ impl Store {
 
     /// The hierarchy of a column, if one was stored.
     pub async fn hierarchy(&self, dataset_id: &str, column: &str) -> Result<Option<HierarchyRow>> {
-        const SQL: &str = "SELECT column_name, delimiter, csv, levels, created_at FROM hierarchies WHERE dataset_id = $1 AND column_name = $2";
+        const SQL: &str = "SELECT column_name, delimiter, csv, levels, spec, created_at FROM hierarchies WHERE dataset_id = $1 AND column_name = $2";
         Ok(
             on_pool!(self, pool => sqlx::query_as::<_, HierarchyRow>(SQL).bind(dataset_id).bind(column).fetch_optional(pool).await)?,
         )
     }
 
-    /// Columns with a stored hierarchy and their number of levels.
-    pub async fn hierarchy_levels(&self, dataset_id: &str) -> Result<Vec<(String, i64)>> {
-        const SQL: &str = "SELECT column_name, levels FROM hierarchies WHERE dataset_id = $1 ORDER BY column_name";
+    /// Columns with a stored hierarchy, their number of levels and kind, by column name.
+    pub async fn hierarchy_levels(&self, dataset_id: &str) -> Result<Vec<HierarchyLevels>> {
+        const SQL: &str = "SELECT column_name, levels, CASE WHEN spec IS NULL THEN 'csv' ELSE 'builder' END AS kind \
+             FROM hierarchies WHERE dataset_id = $1 ORDER BY column_name";
         Ok(
-            on_pool!(self, pool => sqlx::query_as::<_, (String, i64)>(SQL).bind(dataset_id).fetch_all(pool).await)?,
+            on_pool!(self, pool => sqlx::query_as::<_, HierarchyLevels>(SQL).bind(dataset_id).fetch_all(pool).await)?,
         )
     }
 

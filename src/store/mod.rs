@@ -86,8 +86,14 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 
 /// The migrations of `migrations/`, embedded: (version, description, SQL). Every file of the
 /// folder must be listed here (a unit test checks it).
-pub const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../migrations/0001_init.sql")),
+    (
+        2,
+        "hierarchy specs",
+        include_str!("../../migrations/0002_hierarchy_specs.sql"),
+    ),
+];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).
 fn migrator() -> sqlx::migrate::Migrator {

@@ -8,6 +8,7 @@ mod deploy;
 mod errors;
 mod flow;
 mod helpers;
+mod hierarchies;
 mod process;
 mod queue;
 mod yaml;
