@@ -5,7 +5,8 @@
 //!   the next due job (lease `lease`), runs it, and sleeps until woken (a job was queued here)
 //!   or the poll interval passes when the queue is empty;
 //! - the **reaper**: every `lease / 2`, puts jobs whose lease expired back in the queue (or
-//!   fails them after `max_attempts` claims).
+//!   fails them after `max_attempts` claims), and delivers webhooks that a stopped process left
+//!   `pending` (deliveries are leased in the job's row, so one process sends each).
 //!
 //! Running one job ([`Runner::run_claimed`]):
 //! 1. register a [`LiveJob`] (cancel flag, progress) in the live map;
@@ -15,7 +16,7 @@
 //!    evaluate the best transformation, write the report and the CSV (fenced by the lease);
 //! 4. finish with one fenced statement: succeeded / cancelled (best so far kept) / failed, or
 //!    back to the queue (retryable errors, shutdown), or nothing at all when the lease was lost;
-//! 5. send the webhook, if any.
+//! 5. send the webhook, if any, under a delivery lease.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -248,6 +249,7 @@ impl Runner {
                 _ = tokio::time::sleep(every) => {}
                 _ = self.token.cancelled() => return,
             }
+            self.recover_webhooks().await;
             match self
                 .store
                 .reap_expired_leases(crate::store::now_ms(), &interrupted_error())
@@ -263,6 +265,58 @@ impl Runner {
                     self.wake();
                 }
                 Err(e) => tracing::error!(error = %e, "reaping expired leases failed"),
+            }
+        }
+    }
+
+    /// The webhook delivery settings.
+    fn webhook_policy(&self) -> super::webhook::Policy {
+        super::webhook::Policy {
+            attempts: self.settings.webhook_attempts,
+            backoff: self.settings.webhook_backoff,
+            allow_private: self.settings.webhook_allow_private,
+        }
+    }
+
+    /// Delivers job `id`'s webhook in the background if this process gets its lease.
+    fn spawn_webhook(self: &Arc<Self>, id: String, url: String) {
+        let me = self.clone();
+        self.tracker.spawn(async move {
+            let policy = me.webhook_policy();
+            let until = crate::store::now_ms() + policy.max_duration().as_millis() as i64;
+            match me.store.claim_webhook(&id, until).await {
+                Ok(true) => {
+                    super::webhook::deliver(&me.store, &id, &url, &policy, &me.token).await;
+                }
+                Ok(false) => {}
+                Err(e) => tracing::error!(job = %id, error = %e, "claiming a webhook failed"),
+            }
+        });
+    }
+
+    /// Picks up webhooks of ended jobs that are still `pending` without a live lease (the
+    /// process that was to deliver them died).
+    async fn recover_webhooks(self: &Arc<Self>) {
+        let ids = match self.store.orphaned_webhooks(16).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(error = %e, "looking for undelivered webhooks failed");
+                return;
+            }
+        };
+        for id in ids {
+            let spec: Option<JobSpec> = match self.store.job_spec(&id).await {
+                Ok(s) => s.and_then(|s| serde_json::from_str(&s).ok()),
+                Err(_) => continue,
+            };
+            match spec.and_then(|s| s.callback_url) {
+                Some(url) => {
+                    tracing::warn!(job = %id, "delivering a webhook left pending by a stopped process");
+                    self.spawn_webhook(id, url);
+                }
+                None => {
+                    let _ = self.store.set_webhook_state(&id, "failed").await;
+                }
             }
         }
     }
@@ -397,22 +451,7 @@ impl Runner {
                 tracing::info!(status = %row.status, elapsed_ms = started.elapsed().as_millis() as u64, "job ended");
                 let spec: Option<JobSpec> = serde_json::from_str(&job.spec).ok();
                 if let Some(url) = spec.and_then(|s| s.callback_url) {
-                    let me = self.clone();
-                    let id = job.id.clone();
-                    self.tracker.spawn(async move {
-                        super::webhook::deliver(
-                            &me.store,
-                            &id,
-                            &url,
-                            &super::webhook::Policy {
-                                attempts: me.settings.webhook_attempts,
-                                backoff: me.settings.webhook_backoff,
-                                allow_private: me.settings.webhook_allow_private,
-                            },
-                            &me.token,
-                        )
-                        .await
-                    });
+                    self.spawn_webhook(job.id.clone(), url);
                 }
             }
             self.wake();

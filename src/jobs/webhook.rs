@@ -21,6 +21,26 @@ pub struct Policy {
     pub allow_private: bool,
 }
 
+impl Policy {
+    /// The longest a delivery can take (every attempt timing out, every delay waited) plus a
+    /// margin: the lease taken on the delivery.
+    pub fn max_duration(&self) -> Duration {
+        let attempts = self.attempts.max(1);
+        let mut total = Duration::from_secs(30) + ATTEMPT_TIMEOUT * attempts;
+        let mut delay = self.backoff;
+        for _ in 1..attempts {
+            total += delay;
+            delay = (delay * 2).min(MAX_DELAY);
+        }
+        total
+    }
+}
+
+/// Timeout of one delivery attempt.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest delay between attempts.
+const MAX_DELAY: Duration = Duration::from_secs(300);
+
 /// True for globally routable unicast addresses; false for loopback, private (RFC 1918, unique
 /// local), link-local, carrier-grade NAT, unspecified, multicast, broadcast, documentation,
 /// benchmarking and reserved ranges, and IPv6 forms embedding such an IPv4 address.
@@ -130,7 +150,8 @@ async fn destination(url: &reqwest::Url, allow_private: bool) -> Result<SocketAd
         .ok_or(Refusal::Forbidden)
 }
 
-/// Delivers the final state of job `id` to `url`.
+/// Delivers the final state of job `id` to `url`; the caller holds the delivery's lease
+/// (`Store::claim_webhook`). At shutdown the lease is released and the webhook stays `pending`.
 pub async fn deliver(
     store: &Store,
     id: &str,
@@ -168,7 +189,7 @@ pub async fn deliver(
                 let client = reqwest::Client::builder()
                     .redirect(reqwest::redirect::Policy::none())
                     .resolve(host, addr)
-                    .timeout(Duration::from_secs(10))
+                    .timeout(ATTEMPT_TIMEOUT)
                     .build();
                 let sent = match client {
                     Ok(c) => c.post(parsed.clone()).json(&body).send().await,
@@ -195,9 +216,12 @@ pub async fn deliver(
         if attempt < attempts {
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
-                _ = shutdown.cancelled() => break,
+                _ = shutdown.cancelled() => {
+                    let _ = store.release_webhook(id).await;
+                    return;
+                }
             }
-            delay = (delay * 2).min(Duration::from_secs(300));
+            delay = (delay * 2).min(MAX_DELAY);
         }
     }
     fail(store, id).await;

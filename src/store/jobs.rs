@@ -408,6 +408,36 @@ impl Store {
         Ok(())
     }
 
+    /// Takes the delivery of job `id`'s webhook until `until_ms` if it is still `pending`, the
+    /// job has ended and no other process holds an unexpired lease on it. True if taken.
+    pub async fn claim_webhook(&self, id: &str, until_ms: i64) -> Result<bool> {
+        const SQL: &str = "UPDATE jobs SET webhook_lease_until = $2 WHERE id = $1 AND webhook = 'pending' \
+             AND status IN ('succeeded', 'failed', 'cancelled') \
+             AND (webhook_lease_until IS NULL OR webhook_lease_until < $3)";
+        let n = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(until_ms).bind(now_ms()).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Gives up the lease on job `id`'s webhook (shutdown): it stays `pending` for another process
+    /// or the next start.
+    pub async fn release_webhook(&self, id: &str) -> Result<()> {
+        const SQL: &str = "UPDATE jobs SET webhook_lease_until = NULL WHERE id = $1";
+        on_pool!(self, pool => sqlx::query(SQL).bind(id).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Ended jobs whose webhook is still `pending` and not leased (or the lease expired): their
+    /// delivering process died. At most `limit`, oldest first.
+    pub async fn orphaned_webhooks(&self, limit: i64) -> Result<Vec<String>> {
+        const SQL: &str = "SELECT id FROM jobs WHERE webhook = 'pending' \
+             AND status IN ('succeeded', 'failed', 'cancelled') \
+             AND (webhook_lease_until IS NULL OR webhook_lease_until < $1) \
+             ORDER BY finished_at LIMIT $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(now_ms()).bind(limit).fetch_all(pool).await)?,
+        )
+    }
+
     /// Number of jobs per status (metrics).
     pub async fn count_jobs_by_status(&self) -> Result<Vec<(String, i64)>> {
         const SQL: &str = "SELECT status, COUNT(*) FROM jobs GROUP BY status";

@@ -93,6 +93,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "hierarchy specs",
         include_str!("../../migrations/0002_hierarchy_specs.sql"),
     ),
+    (
+        3,
+        "webhook leases",
+        include_str!("../../migrations/0003_webhook_leases.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

@@ -286,6 +286,27 @@ async fn webhook_is_retried_until_delivered() {
     assert_eq!(got[1]["event"], "job.finished");
     assert_eq!(got[1]["job"]["id"], id);
     assert_eq!(got[1]["job"]["status"], "succeeded");
+
+    // A process that dies between the end of a job and the delivery leaves the webhook
+    // `pending` without a lease; a restarted process delivers it.
+    let db = app.stop().await;
+    let store = deid::store::Store::connect(Some(&db.url), &db.dir, 2)
+        .await
+        .unwrap();
+    store.set_webhook_state(id, "pending").await.unwrap();
+    store.release_webhook(id).await.unwrap();
+    store.close().await;
+    drop(store);
+    let mut cfg = config(&db);
+    cfg.webhook_allow_private = true;
+    let app = spawn_app_with(db, cfg).await;
+    let j = app
+        .wait_job(id, Duration::from_secs(60), |j| j["webhook"] == "delivered")
+        .await;
+    assert_eq!(j["status"], "succeeded");
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[2]["job"]["id"], id);
     app.stop().await;
 }
 

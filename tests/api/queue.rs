@@ -156,3 +156,63 @@ both_databases!(
     stale_owner_is_fenced_sqlite,
     stale_owner_is_fenced_postgres
 );
+
+/// Webhook deliveries are leased: one process takes a pending webhook of an ended job, a
+/// second claim fails while the lease lives, and a released or expired lease makes it an orphan
+/// that any process picks up again.
+async fn webhook_leases(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let id = uuid::Uuid::now_v7().to_string();
+    let job = NewJob {
+        id: &id,
+        tenant: "t",
+        dataset_id: "d",
+        spec: "{}",
+        max_attempts: 1,
+        webhook: Some("pending"),
+    };
+    assert!(store.insert_job(&job, 1000).await.unwrap());
+    let far = deid::store::now_ms() + 60_000;
+    // Not ended yet: neither claimable nor orphaned.
+    assert!(!store.claim_webhook(&id, far).await.unwrap());
+    assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
+    store.claim_next_job("w", 60_000).await.unwrap().unwrap();
+    let done = Completion {
+        status: "succeeded",
+        progress: "{}",
+        result: None,
+        result_chunks: None,
+        error: None,
+    };
+    assert!(store.complete_job(&id, "w", &done).await.unwrap());
+    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), vec![id.clone()]);
+    assert!(store.claim_webhook(&id, far).await.unwrap());
+    assert!(!store.claim_webhook(&id, far).await.unwrap(), "leased");
+    assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
+    // Shutdown releases the lease: pending again for anyone.
+    store.release_webhook(&id).await.unwrap();
+    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), vec![id.clone()]);
+    // An expired lease (its process died) counts as none.
+    assert!(
+        store
+            .claim_webhook(&id, deid::store::now_ms() - 1)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), vec![id.clone()]);
+    assert!(store.claim_webhook(&id, far).await.unwrap());
+    // Delivered (or failed) webhooks are never taken again.
+    store.set_webhook_state(&id, "delivered").await.unwrap();
+    store.release_webhook(&id).await.unwrap();
+    assert!(!store.claim_webhook(&id, far).await.unwrap());
+    assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
+    store.close().await;
+}
+both_databases!(
+    webhook_leases,
+    webhook_leases_sqlite,
+    webhook_leases_postgres
+);
