@@ -109,6 +109,11 @@ async fn upload_and_hierarchy_errors() {
     app.post_raw("/v1/datasets", vec![b'a'; 20_000])
         .await
         .assert_error(413, "payload_too_large");
+    // JSON bodies (job specifications, hierarchy specifications) have their own limit.
+    let big_json = vec![b' '; deid::api::JSON_BODY_LIMIT + 1];
+    app.post_raw("/v1/jobs", big_json)
+        .await
+        .assert_error(413, "payload_too_large");
     let many_rows: String = std::iter::once("a\n".to_string())
         .chain((0..101).map(|i| format!("{i}\n")))
         .collect();
