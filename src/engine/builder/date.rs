@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    LabelRegistry, Rows, clamp_shares, default_missing, invalid, is_missing, require_values,
+    LabelRegistry, Rows, default_missing, extent_shares, invalid, is_missing, require_values,
 };
 use crate::engine::error::Result;
 
@@ -259,22 +259,10 @@ impl DateSpec {
             .iter()
             .zip(&extents)
             .map(|((_, dt), ext)| {
-                let mut s = Vec::with_capacity(height);
-                s.push(1.0 / n);
-                if dt.is_none() {
-                    s.extend(std::iter::repeat_n(1.0 / n, k));
-                } else {
-                    s.extend(ext.iter().map(|&(lo, hi)| {
-                        if range > 0.0 {
-                            (hi - lo) as f64 / range
-                        } else {
-                            1.0
-                        }
-                    }));
-                }
-                s.push(1.0);
-                clamp_shares(&mut s);
-                s
+                let widths = dt
+                    .is_some()
+                    .then(|| ext.iter().map(|&(lo, hi)| (hi - lo) as f64).collect());
+                extent_shares(widths, k, n, range)
             })
             .collect();
         Ok((rows, shares))

@@ -23,7 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    GroupSizes, LabelRegistry, MAX_SCALE, Number, Rows, clamp_shares, default_missing,
+    GroupSizes, LabelRegistry, MAX_SCALE, Number, Rows, default_missing, extent_shares,
     format_units, invalid, is_missing, leaf_range, require_values, validate_levels,
 };
 use crate::engine::error::{EngineError, Result};
@@ -269,23 +269,10 @@ impl IntervalSpec {
         let shares = extents
             .iter()
             .map(|ext| {
-                let mut s = Vec::with_capacity(height);
-                s.push(1.0 / n);
-                if ext.is_empty() {
-                    // Missing value: no width, keeps the share of a single value.
-                    s.extend(std::iter::repeat_n(1.0 / n, group_levels));
-                } else {
-                    s.extend(ext.iter().map(|&(lo, hi)| {
-                        if range > 0.0 {
-                            (hi - lo) as f64 / range
-                        } else {
-                            1.0
-                        }
-                    }));
-                }
-                s.push(1.0);
-                clamp_shares(&mut s);
-                s
+                // An empty extent is a missing value.
+                let widths = (!ext.is_empty())
+                    .then(|| ext.iter().map(|&(lo, hi)| (hi - lo) as f64).collect());
+                extent_shares(widths, group_levels, n, range)
             })
             .collect();
         Ok((rows, shares))

@@ -173,6 +173,29 @@ pub(crate) fn clamp_shares(raw: &mut [f64]) {
     }
 }
 
+/// Analytic domain shares of one row of an interval or date hierarchy: 1/n for the value
+/// itself, width / range at each group level (`None`: a missing value, which keeps the share of
+/// a single value at the `group_levels` levels), 1 for the top `*`; clamped by [`clamp_shares`].
+pub(crate) fn extent_shares(
+    widths: Option<Vec<f64>>,
+    group_levels: usize,
+    n: f64,
+    range: f64,
+) -> Vec<f64> {
+    let mut s = Vec::with_capacity(group_levels + 2);
+    s.push(1.0 / n);
+    match widths {
+        None => s.extend(std::iter::repeat_n(1.0 / n, group_levels)),
+        Some(w) => s.extend(
+            w.into_iter()
+                .map(|w| if range > 0.0 { w / range } else { 1.0 }),
+        ),
+    }
+    s.push(1.0);
+    clamp_shares(&mut s);
+    s
+}
+
 // ---------------------------------------------------------------------------------------------
 // Group sizes
 
