@@ -268,6 +268,33 @@ impl Hierarchy {
     }
 }
 
+/// A table from the codes of one level of an [`EncodedHierarchy`] to the codes of a higher level,
+/// stored with the narrowest width that holds the target codes.
+#[derive(Debug, Clone, Copy)]
+pub enum CodeMap<'a> {
+    /// Same level: codes are unchanged.
+    Identity,
+    /// Target codes below 2^8.
+    U8(&'a [u8]),
+    /// Target codes below 2^16.
+    U16(&'a [u16]),
+    /// Anything larger.
+    U32(&'a [u32]),
+}
+
+impl CodeMap<'_> {
+    /// The target code of `code`.
+    #[inline]
+    pub fn get(self, code: u32) -> u32 {
+        match self {
+            CodeMap::Identity => code,
+            CodeMap::U8(t) => t[code as usize] as u32,
+            CodeMap::U16(t) => t[code as usize] as u32,
+            CodeMap::U32(t) => t[code as usize],
+        }
+    }
+}
+
 /// A hierarchy restricted to the values of one column, ready for the check.
 #[derive(Debug, Clone)]
 pub struct EncodedHierarchy {
@@ -309,6 +336,38 @@ impl EncodedHierarchy {
         } else {
             &self.labels[level][code as usize]
         }
+    }
+
+    /// The level-`level` code of the column's dictionary code `value`.
+    #[inline]
+    pub fn code(&self, level: usize, value: u32) -> u32 {
+        self.map[level][value as usize]
+    }
+
+    /// The table from level-`from` codes to level-`to` codes (`from ≤ to`; level-0 codes are the
+    /// column's dictionary codes). Monotonicity makes it well defined.
+    pub fn generalize(&self, from: usize, to: usize) -> CodeMap<'_> {
+        debug_assert!(from <= to && to < self.height());
+        if from == to {
+            CodeMap::Identity
+        } else if from == 0 {
+            CodeMap::U32(&self.map[to])
+        } else {
+            CodeMap::U32(&self.up[from][to])
+        }
+    }
+
+    /// Domain share of the generalized value `code` at `level`: hierarchy rows under it divided
+    /// by all rows, or the builder's analytic share.
+    #[inline]
+    pub fn share(&self, level: usize, code: u32) -> f64 {
+        self.share[level][code as usize]
+    }
+
+    /// Distinct leaves of the hierarchy table under the generalized value `code` at `level`.
+    #[inline]
+    pub fn leaves(&self, level: usize, code: u32) -> u32 {
+        self.leaves[level][code as usize]
     }
 
     /// Approximate heap size in bytes.

@@ -215,7 +215,7 @@ impl HierarchicalDistance {
         hierarchy: &EncodedHierarchy,
         field: &str,
     ) -> Result<HierarchicalDistance> {
-        let levels = hierarchy.map.len();
+        let levels = hierarchy.height();
         if !(2..=MAX_LEVELS).contains(&levels) {
             return Err(EngineError::config(
                 format!("{field}.distance"),
@@ -235,7 +235,7 @@ impl HierarchicalDistance {
         dfs.sort_by(|&a, &b| {
             (0..levels)
                 .rev()
-                .map(|l| hierarchy.map[l][a as usize].cmp(&hierarchy.map[l][b as usize]))
+                .map(|l| hierarchy.code(l, a).cmp(&hierarchy.code(l, b)))
                 .find(|o| o.is_ne())
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
@@ -243,7 +243,9 @@ impl HierarchicalDistance {
         for (i, &c) in dfs.iter().enumerate() {
             dfs_pos[c as usize] = i as u32;
         }
-        let node: Vec<Vec<u32>> = hierarchy.map[..height].to_vec();
+        let node: Vec<Vec<u32>> = (0..height)
+            .map(|l| (0..codes as u32).map(|c| hierarchy.code(l, c)).collect())
+            .collect();
         let global = node
             .iter()
             .enumerate()
@@ -709,22 +711,22 @@ mod tests {
     fn li_hierarchical(h: &EncodedHierarchy, global: &[u32], class: &[u32]) -> f64 {
         let n: i128 = global.iter().map(|&g| g as i128).sum();
         let bn: i128 = class.iter().map(|&c| c as i128).sum();
-        let height = h.map.len() - 1;
+        let height = h.height() - 1;
         // extra(leaf) = n·c − N·g (positive = class has too much).
         let mut extra: Vec<i128> = (0..global.len())
             .map(|v| n * class[v] as i128 - bn * global[v] as i128)
             .collect();
         let mut cost = 0.0;
         for l in 1..=height {
-            let nodes = h.labels[l].len();
+            let nodes = h.distinct(l);
             let mut pos = vec![0i128; nodes];
             let mut neg = vec![0i128; nodes];
             // Children of level l are the level l−1 nodes.
             for (child, &e) in extra.iter().enumerate() {
                 let leaf = (0..global.len())
-                    .find(|&v| h.map[l - 1][v] as usize == child)
+                    .find(|&v| h.code(l - 1, v as u32) as usize == child)
                     .unwrap();
-                let parent = h.map[l][leaf] as usize;
+                let parent = h.code(l, leaf as u32) as usize;
                 if e > 0 {
                     pos[parent] += e;
                 } else {

@@ -370,7 +370,7 @@ impl PreparedQuality {
             let codes = &groups.codes[b * q..b * q + q];
             let mut product = 1.0f64;
             for (i, col) in columns.iter().enumerate() {
-                let code = problem.hierarchies()[i].map[0][codes[i] as usize] as usize;
+                let code = problem.hierarchies()[i].code(0, codes[i]) as usize;
                 product *= col.area[0][code];
             }
             ambiguity_min.add(k, product.min(f64::MAX));

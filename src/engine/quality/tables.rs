@@ -62,10 +62,9 @@ impl ColumnTables {
         let mut entropy_prev = 0i128;
         let mut kl_prev = 0i128;
         for (level, level_areas) in area.iter().enumerate() {
-            let map = &encoded.map[level];
-            let level_share: Vec<i64> = encoded.share[level]
-                .iter()
-                .map(|&s| to_fixed(s.clamp(0.0, 1.0)) as i64)
+            let map = encoded.generalize(0, level);
+            let level_share: Vec<i64> = (0..encoded.distinct(level) as u32)
+                .map(|v| to_fixed(encoded.share(level, v).clamp(0.0, 1.0)) as i64)
                 .collect();
             let level_log_area: Vec<i64> = level_areas
                 .iter()
@@ -74,13 +73,13 @@ impl ColumnTables {
             // Frequencies of the generalized values.
             let mut freq = vec![0u64; encoded.distinct(level)];
             for (x, &c) in counts.iter().enumerate() {
-                freq[map[x] as usize] += c as u64;
+                freq[map.get(x as u32) as usize] += c as u64;
             }
             let mut loss = 0i128;
             let mut log_sum = 0i128;
             let mut entropy = ExactSum::default();
             for (x, &c) in counts.iter().enumerate() {
-                let v = map[x] as usize;
+                let v = map.get(x as u32) as usize;
                 loss += c as i128 * level_share[v] as i128;
                 log_sum += c as i128 * level_log_area[v] as i128;
                 if c > 0 {
@@ -128,10 +127,12 @@ impl ColumnTables {
 /// number of distinct leaves. Computed from the hierarchy's rows so that analytic shares do not
 /// leak into the domain-point counts.
 fn leaf_areas(encoded: &EncodedHierarchy) -> (Vec<Vec<f64>>, f64) {
-    let areas = encoded
-        .leaves
-        .iter()
-        .map(|l| l.iter().map(|&c| c as f64).collect())
+    let areas = (0..encoded.height())
+        .map(|level| {
+            (0..encoded.distinct(level) as u32)
+                .map(|v| encoded.leaves(level, v) as f64)
+                .collect()
+        })
         .collect();
     (areas, encoded.domain_size as f64)
 }
