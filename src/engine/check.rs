@@ -349,13 +349,16 @@ impl<'p> Checker<'p> {
         };
         for e in 0..entries {
             let codes = &src.codes[e * q..e * q + q];
-            let key = &mut ws.key;
             let mut packed_key = 0u64;
-            for i in 0..q {
-                let c = tables[i].get(codes[i]);
-                key[i] = c;
-                packed_key = packed_key.wrapping_add(c as u64 * ws.strides[i]);
+            // Zipped slices: no bounds checks or reloads of the workspace in the hot loop.
+            for (((k, &c), t), &stride) in
+                ws.key.iter_mut().zip(codes).zip(&tables).zip(&ws.strides)
+            {
+                let c = t.get(c);
+                *k = c;
+                packed_key = packed_key.wrapping_add(c as u64 * stride);
             }
+            let key = &ws.key;
             // Packed keys are exact: the slot stores the key itself. Otherwise it stores a hash
             // and the codes are compared on a match.
             let (h, stored) = if packed {
