@@ -1,7 +1,8 @@
 //! `deid bench`: benchmark problems on a directory of ARX-layout datasets, printing a table.
 //!
 //! `deid bench checks` checks every transformation of each dataset's lattice (k-anonymity, Loss)
-//! and reports checks per second — the engine's core throughput.
+//! and reports checks per second — the engine's core throughput — and the memory the encoded
+//! problem holds next to the CSV's size ([`crate::engine::problem::MemoryUsage`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -103,9 +104,9 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
     println!(
-        "| dataset | rows | QIs | transformations | threads | load (s) | CSV (MB) | encoded (MB) | index (MB) | checks | time (s) | checks/s | anonymous |"
+        "| dataset | rows | QIs | transformations | threads | load (s) | CSV (MB) | table (MB) | hierarchies (MB) | value tables (MB) | encoded (MB) | encoded / CSV | index (MB) | checks | time (s) | checks/s | anonymous |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for name in args
         .datasets
         .split(',')
@@ -122,10 +123,20 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         };
         let problem = Problem::new(ds.table, config)?;
         let load = start.elapsed().as_secs_f64();
-        let csv_mb =
-            std::fs::metadata(args.data.join(name).join(format!("{name}.csv")))?.len() as f64 / 1e6;
-        let encoded_mb = problem.encoded_bytes() as f64 / 1e6;
-        let index_mb = problem.index_bytes() as f64 / 1e6;
+        let csv_bytes =
+            std::fs::metadata(args.data.join(name).join(format!("{name}.csv")))?.len() as f64;
+        let memory = problem.memory();
+        let mb = |bytes: usize| format!("{:.2}", bytes as f64 / 1e6);
+        let sizes = [
+            format!("{:.2}", csv_bytes / 1e6),
+            mb(memory.table),
+            mb(memory.hierarchies),
+            mb(memory.value_tables),
+            mb(memory.encoded()),
+            format!("{:.2}", memory.encoded() as f64 / csv_bytes),
+            mb(memory.index),
+        ]
+        .join(" | ");
         let lattice = problem.lattice();
         let size = lattice.size().unwrap_or(u128::MAX);
         let n = args.max_checks.map_or(size, |m| size.min(m as u128)) as u64;
@@ -145,7 +156,7 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         });
         let secs = start.elapsed().as_secs_f64();
         println!(
-            "| {name} | {} | {} | {} | {} | {load:.2} | {csv_mb:.1} | {encoded_mb:.1} | {index_mb:.1} | {n} | {secs:.3} | {:.0} | {anonymous} |",
+            "| {name} | {} | {} | {} | {} | {load:.2} | {sizes} | {n} | {secs:.3} | {:.0} | {anonymous} |",
             problem.rows(),
             lattice.dimensions(),
             lattice.size_string(),

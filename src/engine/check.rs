@@ -13,6 +13,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::hierarchy::CodeMap;
 use super::lattice::{Lattice, Levels};
 use super::privacy;
 use super::problem::{Groups, Histograms, Problem, hash_codes};
@@ -313,19 +314,9 @@ impl<'p> Checker<'p> {
     ) -> Groups {
         let q = levels.len();
         let hs = self.problem.hierarchies();
-        // Per column: the table from the source level to the target level (None: unchanged).
-        let tables: Vec<Option<&[u32]>> = (0..q)
-            .map(|i| {
-                let from = src_levels.map_or(0, |s| s[i]) as usize;
-                let to = levels[i] as usize;
-                (from != to).then(|| {
-                    if from == 0 {
-                        &hs[i].map[to][..]
-                    } else {
-                        &hs[i].up[from][to][..]
-                    }
-                })
-            })
+        // Per column: the table from the source level to the target level.
+        let tables: Vec<CodeMap<'_>> = (0..q)
+            .map(|i| hs[i].generalize(src_levels.map_or(0, |s| s[i]) as usize, levels[i] as usize))
             .collect();
         // Packed keys (mixed radix over the distinct values per level) when they fit in 64 bits.
         ws.strides.clear();
@@ -358,16 +349,16 @@ impl<'p> Checker<'p> {
         };
         for e in 0..entries {
             let codes = &src.codes[e * q..e * q + q];
-            let key = &mut ws.key;
             let mut packed_key = 0u64;
-            for i in 0..q {
-                let c = match tables[i] {
-                    Some(t) => t[codes[i] as usize],
-                    None => codes[i],
-                };
-                key[i] = c;
-                packed_key = packed_key.wrapping_add(c as u64 * ws.strides[i]);
+            // Zipped slices: no bounds checks or reloads of the workspace in the hot loop.
+            for (((k, &c), t), &stride) in
+                ws.key.iter_mut().zip(codes).zip(&tables).zip(&ws.strides)
+            {
+                let c = t.get(c);
+                *k = c;
+                packed_key = packed_key.wrapping_add(c as u64 * stride);
             }
+            let key = &ws.key;
             // Packed keys are exact: the slot stores the key itself. Otherwise it stores a hash
             // and the codes are compared on a match.
             let (h, stored) = if packed {

@@ -1,5 +1,6 @@
-//! Dictionary-encoded tables: every column stores one `u32` code per row plus a dictionary of its
-//! distinct values. CSV import goes straight from `ByteRecord`s into the dictionaries.
+//! Dictionary-encoded tables: every column stores one code per row (1, 2 or 4 bytes, the
+//! narrowest width that holds its dictionary) plus a dictionary of its distinct values. CSV import
+//! goes straight from `ByteRecord`s into the dictionaries.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -8,14 +9,18 @@ use super::error::{EngineError, Result};
 
 /// Distinct values of one column, in order of first appearance; code = index.
 ///
-/// The strings live in one contiguous arena (`offsets[c]..offsets[c+1]`); the index maps a hash to
-/// the first code with that hash, collisions chain through `next`. About `len + 17` bytes per value.
+/// The strings live in one contiguous arena (`offsets[c]..offsets[c+1]`). While values are
+/// encoded, a hash index maps a hash to the first code with that hash and collisions chain through
+/// `next` (about 25 more bytes per value). A loaded [`Table`] *seals* its dictionaries: the index
+/// is dropped, leaving `len + 4` bytes per value; [`Dictionary::code`] then scans the values and
+/// [`Dictionary::encode`] rebuilds the index first.
 #[derive(Debug, Clone, Default)]
 pub struct Dictionary {
     arena: String,
     offsets: Vec<u32>,
     index: HashMap<u64, u32>,
-    /// `next[c]`: the next code whose value has the same hash as `c` (u32::MAX = none).
+    /// `next[c]`: the next code whose value has the same hash as `c` (u32::MAX = none). Empty
+    /// when the dictionary is sealed.
     next: Vec<u32>,
 }
 
@@ -37,6 +42,9 @@ impl Dictionary {
 
     /// Returns the code of `value`, inserting it if it is new.
     pub fn encode(&mut self, value: &str) -> u32 {
+        if self.next.len() != self.len() {
+            self.reindex();
+        }
         let h = hash_str(value);
         let head = self.index.get(&h).copied();
         let mut cur = head.unwrap_or(u32::MAX);
@@ -57,8 +65,12 @@ impl Dictionary {
         code
     }
 
-    /// The code of `value`, if present.
+    /// The code of `value`, if present. A hash lookup while the dictionary is being built; a scan
+    /// of the values once it is sealed (loaded tables only look codes up in tests).
     pub fn code(&self, value: &str) -> Option<u32> {
+        if self.next.len() != self.len() {
+            return (0..self.len() as u32).find(|&c| self.value(c) == value);
+        }
         let mut cur = *self.index.get(&hash_str(value))?;
         while cur != u32::MAX {
             if self.value(cur) == value {
@@ -77,12 +89,12 @@ impl Dictionary {
 
     /// Number of distinct values.
     pub fn len(&self) -> usize {
-        self.next.len()
+        self.offsets.len().saturating_sub(1)
     }
 
     /// True if the dictionary holds no value.
     pub fn is_empty(&self) -> bool {
-        self.next.is_empty()
+        self.len() == 0
     }
 
     /// All values, in code order.
@@ -90,18 +102,34 @@ impl Dictionary {
         (0..self.len() as u32).map(|c| self.value(c))
     }
 
-    /// Heap size in bytes (arena, offsets, chain and an estimate of the hash index).
+    /// Heap size in bytes: arena, offsets and, unless sealed, the hash index (a hashbrown table
+    /// of 16-byte entries plus one control byte, at most 7/8 full) and its chain.
     pub fn heap_bytes(&self) -> usize {
-        self.arena.capacity()
-            + self.offsets.capacity() * 4
-            + self.next.capacity() * 4
-            + self.index.capacity() * 13
+        let index = if self.index.capacity() == 0 {
+            0
+        } else {
+            (self.index.capacity() * 8 / 7).next_power_of_two() * 17
+        };
+        self.arena.capacity() + self.offsets.capacity() * 4 + self.next.capacity() * 4 + index
     }
 
-    fn shrink_to_fit(&mut self) {
+    /// Drops the hash index and releases spare capacity (the table is complete).
+    fn seal(&mut self) {
+        self.index = HashMap::new();
+        self.next = Vec::new();
         self.arena.shrink_to_fit();
         self.offsets.shrink_to_fit();
-        self.next.shrink_to_fit();
+    }
+
+    /// Rebuilds the hash index of a sealed dictionary.
+    fn reindex(&mut self) {
+        self.index = HashMap::with_capacity(self.len());
+        self.next = Vec::with_capacity(self.len());
+        for code in 0..self.len() as u32 {
+            let h = hash_str(self.value(code));
+            let head = self.index.insert(h, code);
+            self.next.push(head.unwrap_or(u32::MAX));
+        }
     }
 }
 
@@ -373,7 +401,7 @@ impl Table {
         }
         for c in &mut columns {
             c.codes.shrink_to_fit();
-            c.dict.shrink_to_fit();
+            c.dict.seal();
         }
         Ok(Table { columns, rows })
     }
@@ -406,6 +434,10 @@ impl Table {
                 let code = col.dict.encode(value);
                 col.codes.push(code);
             }
+        }
+        for c in &mut columns {
+            c.codes.shrink_to_fit();
+            c.dict.seal();
         }
         Ok(Table {
             columns,
@@ -452,12 +484,14 @@ impl Table {
             })
     }
 
-    /// Approximate heap size of the encoded table in bytes.
+    /// Heap size of the encoded table in bytes: codes, dictionaries and column names.
     pub fn heap_bytes(&self) -> usize {
-        self.columns
-            .iter()
-            .map(|c| c.codes.heap_bytes() + c.dict.heap_bytes() + c.name.len())
-            .sum()
+        self.columns.capacity() * std::mem::size_of::<Column>()
+            + self
+                .columns
+                .iter()
+                .map(|c| c.codes.heap_bytes() + c.dict.heap_bytes() + c.name.capacity())
+                .sum::<usize>()
     }
 }
 
@@ -492,6 +526,23 @@ mod tests {
             d.values().collect::<Vec<_>>(),
             vec!["", "a", "b", "a;b", "ünïcode"]
         );
+    }
+
+    #[test]
+    fn sealed_dictionaries_drop_the_index_and_still_work() {
+        let mut d = Dictionary::new();
+        for w in ["x", "y", "z"] {
+            d.encode(w);
+        }
+        let open = d.heap_bytes();
+        d.seal();
+        // Arena (3 bytes) and offsets (4 × 4 bytes) only.
+        assert_eq!(d.heap_bytes(), 3 + 16);
+        assert!(d.heap_bytes() < open);
+        assert_eq!((d.code("y"), d.code("w")), (Some(1), None));
+        assert_eq!(d.encode("z"), 2);
+        assert_eq!(d.encode("w"), 3);
+        assert_eq!((d.code("w"), d.len()), (Some(3), 4));
     }
 
     #[test]

@@ -53,6 +53,11 @@ pub struct EntropyL {
 }
 
 impl EntropyL {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.g_table.capacity() * 8
+    }
+
     /// Compiles the model for diversity `l` (≥ 1) and the estimator.
     pub fn new(l: f64, estimator: EntropyEstimator) -> EntropyL {
         let g_table = match estimator {

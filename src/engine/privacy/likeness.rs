@@ -18,6 +18,11 @@ pub struct DeltaDisclosure {
 }
 
 impl DeltaDisclosure {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.global.capacity() * 4
+    }
+
     /// Compiles the model with parameter `delta` (> 0).
     pub fn new(domain: &SensitiveDomain, delta: f64) -> DeltaDisclosure {
         DeltaDisclosure {
@@ -62,6 +67,11 @@ pub struct BetaLikeness {
 }
 
 impl BetaLikeness {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.global.capacity() * 4 + self.bound.capacity() * 8
+    }
+
     /// Compiles basic (`enhanced = false`: bound β) or enhanced β-likeness (bound
     /// min(β, −ln p_table(v))).
     pub fn new(domain: &SensitiveDomain, beta: f64, enhanced: bool) -> BetaLikeness {

@@ -451,6 +451,16 @@ pub struct SensitiveDomain {
     pub n: usize,
 }
 
+impl SensitiveDomain {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.column.capacity()
+            + self.global_counts.capacity() * 4
+            + self.values.capacity() * std::mem::size_of::<String>()
+            + self.values.iter().map(String::capacity).sum::<usize>()
+    }
+}
+
 /// A class-based model compiled against the data.
 #[derive(Debug, Clone)]
 pub(crate) enum PreparedClassModel {
@@ -603,6 +613,19 @@ impl PreparedModel {
 }
 
 impl PreparedClassModel {
+    /// Heap size of the model's tables in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            PreparedClassModel::DistinctL { .. } | PreparedClassModel::RecursiveL { .. } => 0,
+            PreparedClassModel::EntropyL { model, .. } => model.heap_bytes(),
+            PreparedClassModel::EqualT { model, .. } => model.heap_bytes(),
+            PreparedClassModel::OrderedT { model, .. } => model.heap_bytes(),
+            PreparedClassModel::HierarchicalT { model, .. } => model.heap_bytes(),
+            PreparedClassModel::Delta { model, .. } => model.heap_bytes(),
+            PreparedClassModel::Beta { model, .. } => model.heap_bytes(),
+        }
+    }
+
     /// Relative cost of one evaluation; the check evaluates cheap models first.
     pub(crate) fn cost(&self) -> u8 {
         match self {

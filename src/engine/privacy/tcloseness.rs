@@ -36,6 +36,11 @@ pub struct EqualDistance {
 }
 
 impl EqualDistance {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.global.capacity() * 4
+    }
+
     /// Compiles the distance against the table's distribution.
     pub fn new(domain: &SensitiveDomain) -> EqualDistance {
         EqualDistance {
@@ -99,6 +104,13 @@ pub struct OrderedDistance {
 }
 
 impl OrderedDistance {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.pos.capacity() + self.order.capacity()) * 4
+            + self.cum.capacity() * 8
+            + self.cum_sum.capacity() * 16
+    }
+
     /// Compiles the distance: value order and cumulative global counts.
     pub fn new(domain: &SensitiveDomain) -> OrderedDistance {
         let order = value_order(domain);
@@ -201,7 +213,8 @@ pub struct HierarchicalDistance {
     dfs: Vec<u32>,
     /// Position of every code in `dfs`.
     dfs_pos: Vec<u32>,
-    /// `node[l][code]` = node of the value at level l (l < h).
+    /// `node[l - 1][code]` = node of the value at level l, for 1 ≤ l < h (at level 0 the node is
+    /// the code itself).
     node: Vec<Vec<u32>>,
     /// `global[l][node]` = table records under the node.
     global: Vec<Vec<u64>>,
@@ -215,7 +228,7 @@ impl HierarchicalDistance {
         hierarchy: &EncodedHierarchy,
         field: &str,
     ) -> Result<HierarchicalDistance> {
-        let levels = hierarchy.map.len();
+        let levels = hierarchy.height();
         if !(2..=MAX_LEVELS).contains(&levels) {
             return Err(EngineError::config(
                 format!("{field}.distance"),
@@ -235,7 +248,7 @@ impl HierarchicalDistance {
         dfs.sort_by(|&a, &b| {
             (0..levels)
                 .rev()
-                .map(|l| hierarchy.map[l][a as usize].cmp(&hierarchy.map[l][b as usize]))
+                .map(|l| hierarchy.code(l, a).cmp(&hierarchy.code(l, b)))
                 .find(|o| o.is_ne())
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
@@ -243,14 +256,14 @@ impl HierarchicalDistance {
         for (i, &c) in dfs.iter().enumerate() {
             dfs_pos[c as usize] = i as u32;
         }
-        let node: Vec<Vec<u32>> = hierarchy.map[..height].to_vec();
-        let global = node
-            .iter()
-            .enumerate()
-            .map(|(l, map)| {
+        let node: Vec<Vec<u32>> = (1..height)
+            .map(|l| (0..codes as u32).map(|c| hierarchy.code(l, c)).collect())
+            .collect();
+        let global = (0..height)
+            .map(|l| {
                 let mut g = vec![0u64; hierarchy.distinct(l)];
                 for (code, &count) in domain.global_counts.iter().enumerate() {
-                    g[map[code] as usize] += count as u64;
+                    g[hierarchy.code(l, code as u32) as usize] += count as u64;
                 }
                 g
             })
@@ -297,28 +310,58 @@ impl HierarchicalDistance {
     /// (code, count) pairs in depth-first order (`items` yields them afresh for every level; the
     /// nodes a class touches are contiguous runs).
     fn excess<I: Iterator<Item = (u32, u32)>>(&self, bn: i128, items: impl Fn() -> I) -> i128 {
-        let mut total = 0i128;
-        for (node, global) in self.node.iter().zip(&self.global) {
-            let excess =
-                |id: u32, c: u64| (self.n * c as i128 - bn * global[id as usize] as i128).max(0);
-            let mut current = u32::MAX;
-            let mut acc = 0u64;
-            for (code, f) in items() {
-                let id = node[code as usize];
-                if id != current {
-                    if current != u32::MAX {
-                        total += excess(current, acc);
-                    }
-                    current = id;
-                    acc = 0;
-                }
-                acc += f as u64;
-            }
-            if current != u32::MAX {
-                total += excess(current, acc);
-            }
+        let mut total = self.level_excess(bn, items(), &self.global[0], |code| code);
+        for (node, global) in self.node.iter().zip(&self.global[1..]) {
+            total += self.level_excess(bn, items(), global, |code| node[code as usize]);
         }
         total
+    }
+
+    /// The sum of [`Self::excess`] over the nodes of one level (`node_of` maps a code to its
+    /// node, `global` holds the table's records per node).
+    #[inline]
+    fn level_excess(
+        &self,
+        bn: i128,
+        items: impl Iterator<Item = (u32, u32)>,
+        global: &[u64],
+        node_of: impl Fn(u32) -> u32,
+    ) -> i128 {
+        let excess =
+            |id: u32, c: u64| (self.n * c as i128 - bn * global[id as usize] as i128).max(0);
+        let mut total = 0i128;
+        let mut current = u32::MAX;
+        let mut acc = 0u64;
+        for (code, f) in items {
+            let id = node_of(code);
+            if id != current {
+                if current != u32::MAX {
+                    total += excess(current, acc);
+                }
+                current = id;
+                acc = 0;
+            }
+            acc += f as u64;
+        }
+        if current != u32::MAX {
+            total += excess(current, acc);
+        }
+        total
+    }
+
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.dfs.capacity() + self.dfs_pos.capacity()) * 4
+            + self
+                .node
+                .iter()
+                .map(|n| n.capacity() * 4 + 24)
+                .sum::<usize>()
+            + self
+                .global
+                .iter()
+                .map(|g| g.capacity() * 8 + 24)
+                .sum::<usize>()
     }
 }
 
@@ -659,9 +702,8 @@ mod tests {
     }
 
     fn encoded(groups: &[Vec<u32>], m: usize, single_root: bool) -> EncodedHierarchy {
-        // Level 0: identity; level l: groups[l-1][leaf] (made monotone by including the path).
-        let mut map: Vec<Vec<u32>> = vec![(0..m as u32).collect()];
-        let mut labels: Vec<Vec<Box<str>>> = vec![(0..m).map(|i| i.to_string().into()).collect()];
+        // Level 0: the values 0..m (dictionary codes 0..m); level l: groups[l-1][leaf] (made
+        // monotone by including the path).
         let mut path: Vec<String> = (0..m).map(|_| String::new()).collect();
         let mut levels = groups.to_vec();
         if single_root {
@@ -675,56 +717,41 @@ mod tests {
             }
             full_paths[l] = path.clone();
         }
-        for p in &full_paths {
-            let mut codes: Vec<String> = Vec::new();
-            let mut level_map = Vec::with_capacity(m);
-            for leaf in p {
-                let code = match codes.iter().position(|c| c == leaf) {
-                    Some(c) => c,
-                    None => {
-                        codes.push(leaf.clone());
-                        codes.len() - 1
-                    }
-                };
-                level_map.push(code as u32);
-            }
-            map.push(level_map);
-            labels.push(codes.into_iter().map(|c| c.into_boxed_str()).collect());
-        }
-        let share = labels.iter().map(|l| vec![0.0; l.len()]).collect();
-        let distinct = labels.iter().map(|l| l.len()).collect();
-        let leaves = labels.iter().map(|l| vec![0; l.len()]).collect();
-        EncodedHierarchy {
-            leaves,
-            map,
-            distinct,
-            up: Vec::new(),
-            labels,
-            share,
-            domain_size: m,
-        }
+        let rows: Vec<Vec<String>> = (0..m)
+            .map(|leaf| {
+                std::iter::once(leaf.to_string())
+                    .chain(full_paths.iter().map(|p| p[leaf].clone()))
+                    .collect()
+            })
+            .collect();
+        let values: Vec<Vec<String>> = (0..m).map(|leaf| vec![leaf.to_string()]).collect();
+        let table = crate::engine::Table::from_rows(&["s"], &values).unwrap();
+        crate::engine::Hierarchy::from_rows(rows, "s")
+            .unwrap()
+            .encode(table.column(0))
+            .unwrap()
     }
 
     /// Li et al.'s formula, evaluated recursively over explicit nodes with rationals scaled by n·N.
     fn li_hierarchical(h: &EncodedHierarchy, global: &[u32], class: &[u32]) -> f64 {
         let n: i128 = global.iter().map(|&g| g as i128).sum();
         let bn: i128 = class.iter().map(|&c| c as i128).sum();
-        let height = h.map.len() - 1;
+        let height = h.height() - 1;
         // extra(leaf) = n·c − N·g (positive = class has too much).
         let mut extra: Vec<i128> = (0..global.len())
             .map(|v| n * class[v] as i128 - bn * global[v] as i128)
             .collect();
         let mut cost = 0.0;
         for l in 1..=height {
-            let nodes = h.labels[l].len();
+            let nodes = h.distinct(l);
             let mut pos = vec![0i128; nodes];
             let mut neg = vec![0i128; nodes];
             // Children of level l are the level l−1 nodes.
             for (child, &e) in extra.iter().enumerate() {
                 let leaf = (0..global.len())
-                    .find(|&v| h.map[l - 1][v] as usize == child)
+                    .find(|&v| h.code(l - 1, v as u32) as usize == child)
                     .unwrap();
-                let parent = h.map[l][leaf] as usize;
+                let parent = h.code(l, leaf as u32) as usize;
                 if e > 0 {
                     pos[parent] += e;
                 } else {

@@ -25,7 +25,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
         let codes = &view.codes[c * q..c * q + q];
         let mut area = 1.0f64;
         for ((col, &level), &code) in p.columns.iter().zip(view.levels).zip(codes) {
-            area *= col.area[level as usize][code as usize];
+            area *= col.area(level as usize, code);
         }
         let area = area.min(f64::MAX);
         bound.add(count as u64, area);

@@ -41,7 +41,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
             let codes = &view.codes[c * q..c * q + q];
             let mut log_area = 0i128;
             for i in 0..q {
-                log_area += p.columns[i].log_area[levels[i] as usize][codes[i] as usize] as i128;
+                log_area += p.columns[i].log_area(levels[i] as usize, codes[i]) as i128;
             }
             suppressed_as_kept += count as i128 * log_area - klk;
         }

@@ -36,7 +36,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
             if supp {
                 let codes = &view.codes[c * q..c * q + q];
                 for i in 0..q {
-                    let share = p.columns[i].share[view.levels[i] as usize][codes[i] as usize];
+                    let share = p.columns[i].share(view.levels[i] as usize, codes[i]);
                     suppressed_share[i] += count as i128 * share as i128;
                 }
             }

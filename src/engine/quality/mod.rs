@@ -370,8 +370,7 @@ impl PreparedQuality {
             let codes = &groups.codes[b * q..b * q + q];
             let mut product = 1.0f64;
             for (i, col) in columns.iter().enumerate() {
-                let code = problem.hierarchies()[i].map[0][codes[i] as usize] as usize;
-                product *= col.area[0][code];
+                product *= col.area(0, codes[i]);
             }
             ambiguity_min.add(k, product.min(f64::MAX));
         }
@@ -398,6 +397,16 @@ impl PreparedQuality {
             columns,
             base,
         })
+    }
+
+    /// Heap size of the per-column tables in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(ColumnTables::heap_bytes)
+            .sum::<usize>()
+            + self.columns.capacity() * std::mem::size_of::<ColumnTables>()
+            + self.weights.capacity() * 8
     }
 
     /// Lower bound of the configured model for a transformation and all its generalizations,

@@ -7,7 +7,7 @@
 //! to the table entry, which is what makes the lower bounds exact and monotone.
 
 use super::sum::{ExactSum, fixed_k_log_k, to_fixed};
-use crate::engine::hierarchy::EncodedHierarchy;
+use crate::engine::hierarchy::{EncodedHierarchy, PerCode};
 
 /// Tables of one quasi-identifier.
 #[derive(Debug, Clone)]
@@ -17,14 +17,14 @@ pub(crate) struct ColumnTables {
     /// Domain size D used by Loss's normalisation (distinct leaves of the hierarchy).
     pub domain_size: f64,
     /// `share[level][code]`: fixed-point domain share (materialized or analytic), in [0, 1].
-    pub share: Vec<Vec<i64>>,
+    pub share: Vec<PerCode<i64>>,
     /// `loss_sum[level]` = Σ_x c0(x) · share(x at level), fixed point.
     pub loss_sum: Vec<i128>,
     /// `area[level][code]`: number of hierarchy leaves under a generalized value (materialized,
     /// also for hierarchies with analytic shares: KL-divergence and Ambiguity count domain points).
-    pub area: Vec<Vec<f64>>,
+    pub area: Vec<PerCode<f64>>,
     /// `log_area[level][code]` = log2(area), fixed point.
-    pub log_area: Vec<Vec<i64>>,
+    pub log_area: Vec<PerCode<i64>>,
     /// `log_area_sum[level]` = Σ_x c0(x) · log2 area(x at level), fixed point.
     pub log_area_sum: Vec<i128>,
     /// Number of leaves of the hierarchy (the area of the whole domain).
@@ -50,9 +50,10 @@ impl ColumnTables {
     /// x of `column`; `encoded` is `hierarchy` encoded against `column`.
     pub(crate) fn build(encoded: &EncodedHierarchy, counts: &[u32], n: u64) -> ColumnTables {
         let height = encoded.height();
-        let (area, leaves) = leaf_areas(encoded);
+        let leaves = encoded.domain_size as f64;
         let mut share = Vec::with_capacity(height);
         let mut loss_sum = Vec::with_capacity(height);
+        let mut area = Vec::with_capacity(height);
         let mut log_area = Vec::with_capacity(height);
         let mut log_area_sum = Vec::with_capacity(height);
         let mut entropy_sum = Vec::with_capacity(height);
@@ -61,28 +62,26 @@ impl ColumnTables {
         let values_k_log_k: i128 = counts.iter().map(|&c| fixed_k_log_k(c as u64)).sum();
         let mut entropy_prev = 0i128;
         let mut kl_prev = 0i128;
-        for (level, level_areas) in area.iter().enumerate() {
-            let map = &encoded.map[level];
-            let level_share: Vec<i64> = encoded.share[level]
-                .iter()
-                .map(|&s| to_fixed(s.clamp(0.0, 1.0)) as i64)
-                .collect();
-            let level_log_area: Vec<i64> = level_areas
-                .iter()
-                .map(|&a| to_fixed(a.max(1.0).log2()) as i64)
-                .collect();
+        for level in 0..height {
+            let map = encoded.generalize(0, level);
+            let level_share = encoded
+                .level_shares(level)
+                .map(|s| to_fixed(s.clamp(0.0, 1.0)) as i64);
+            // Areas count hierarchy leaves (domain points), also for analytic shares.
+            let level_area = encoded.level_leaves(level).map(|l| l as f64);
+            let level_log_area = level_area.map(|a| to_fixed(a.max(1.0).log2()) as i64);
             // Frequencies of the generalized values.
             let mut freq = vec![0u64; encoded.distinct(level)];
             for (x, &c) in counts.iter().enumerate() {
-                freq[map[x] as usize] += c as u64;
+                freq[map.get(x as u32) as usize] += c as u64;
             }
             let mut loss = 0i128;
             let mut log_sum = 0i128;
             let mut entropy = ExactSum::default();
             for (x, &c) in counts.iter().enumerate() {
-                let v = map[x] as usize;
-                loss += c as i128 * level_share[v] as i128;
-                log_sum += c as i128 * level_log_area[v] as i128;
+                let v = map.get(x as u32) as usize;
+                loss += c as i128 * level_share.get(v as u32) as i128;
+                log_sum += c as i128 * level_log_area.get(v as u32) as i128;
                 if c > 0 {
                     let c = c as f64;
                     entropy.add(c * (freq[v] as f64 / c).log2());
@@ -95,6 +94,7 @@ impl ColumnTables {
             kl_prev = kl_prev.max(values_k_log_k + log_sum - freq_k_log_k);
             share.push(level_share);
             loss_sum.push(loss);
+            area.push(level_area);
             log_area.push(level_log_area);
             log_area_sum.push(log_sum);
             entropy_sum.push(entropy_prev);
@@ -122,16 +122,41 @@ impl ColumnTables {
             distinct,
         }
     }
-}
 
-/// Number of distinct hierarchy leaves under every generalized value (`[level][code]`), and the
-/// number of distinct leaves. Computed from the hierarchy's rows so that analytic shares do not
-/// leak into the domain-point counts.
-fn leaf_areas(encoded: &EncodedHierarchy) -> (Vec<Vec<f64>>, f64) {
-    let areas = encoded
-        .leaves
-        .iter()
-        .map(|l| l.iter().map(|&c| c as f64).collect())
-        .collect();
-    (areas, encoded.domain_size as f64)
+    /// Fixed-point domain share of the generalized value `code` at `level`.
+    #[inline]
+    pub fn share(&self, level: usize, code: u32) -> i64 {
+        self.share[level].get(code)
+    }
+
+    /// Hierarchy leaves under the generalized value `code` at `level`.
+    #[inline]
+    pub fn area(&self, level: usize, code: u32) -> f64 {
+        self.area[level].get(code)
+    }
+
+    /// log2 of [`ColumnTables::area`], fixed point.
+    #[inline]
+    pub fn log_area(&self, level: usize, code: u32) -> i64 {
+        self.log_area[level].get(code)
+    }
+
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let per_code = |v: &Vec<PerCode<i64>>| {
+            v.iter().map(PerCode::heap_bytes).sum::<usize>()
+                + v.capacity() * size_of::<PerCode<i64>>()
+        };
+        per_code(&self.share)
+            + per_code(&self.log_area)
+            + self.area.iter().map(PerCode::heap_bytes).sum::<usize>()
+            + self.area.capacity() * size_of::<PerCode<f64>>()
+            + (self.loss_sum.capacity()
+                + self.log_area_sum.capacity()
+                + self.entropy_sum.capacity()
+                + self.kl_bound.capacity())
+                * size_of::<i128>()
+            + self.distinct.capacity() * size_of::<usize>()
+    }
 }
