@@ -639,13 +639,15 @@ mod tests {
     #[test]
     fn search_settings() {
         let spec = JobSpec::from_json(
-            r#"{"algorithm": "genetic", "time_limit": "2s", "seed": 7, "genetic": {"iterations": 9}}"#,
+            r#"{"algorithm": "genetic", "time_limit": "2s", "seed": 7, "genetic": {"iterations": 9, "stop_after_iterations": true}}"#,
         )
         .unwrap();
         let c = spec.search_config().unwrap();
         assert_eq!(c.algorithm, Algorithm::Genetic);
         assert_eq!(c.time_limit, std::time::Duration::from_secs(2));
         assert_eq!(c.genetic.iterations, 9);
+        assert!(c.genetic.stop_after_iterations);
+        assert!(!GeneticParams::default().stop_after_iterations);
         assert_eq!(
             c.genetic.subpopulation_size,
             GeneticParams::default().subpopulation_size

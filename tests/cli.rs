@@ -315,6 +315,43 @@ fn anonymize_searches_and_reports() {
     );
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(r["optimal_proven"], true);
+    // The genetic algorithm evolves until it has checked this small space (and then proves the
+    // optimum), unless told to stop after its generations.
+    let genetic = |extra: &[&str]| {
+        let mut args = vec![
+            "anonymize",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.csv",
+            "--hierarchy",
+            "zip=zip.json",
+            "--identifying",
+            "name",
+            "--privacy",
+            "k-anonymity(k=2)",
+            "--algorithm",
+            "genetic",
+            "--subpopulation-size",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = deid(&args, &dir);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let full = genetic(&[]);
+    assert_eq!(full["optimal_proven"], true);
+    let space = full["solution_space"]
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap();
+    assert_eq!(full["checks"].as_u64().unwrap(), space);
+    assert!(space > 6, "{space}");
+    // Two subpopulations of 2 (4 individuals), then one generation breeds 1 per subpopulation.
+    let short = genetic(&["--stop-after-iterations", "--iterations", "1"]);
+    assert!(short["checks"].as_u64().unwrap() <= 6, "{short}");
     let (code, _, stderr) = deid(
         &[
             "anonymize",
