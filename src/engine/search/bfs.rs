@@ -215,7 +215,9 @@ pub(crate) fn canonical_children(lattice: &Lattice, levels: &[u8]) -> Vec<Levels
 ///    the lowest relative level), binary-searched for its lowest anonymous transformation
 ///    (about log₂ height checks; the path is not checked as a whole, so with non-monotone models
 ///    the result is just some anonymous transformation on it);
-/// 2. a descent from there: while a direct specialization is anonymous and scores better, move
+/// 2. a ternary search for the best score on the path above it (with suppression the lowest
+///    anonymous transformation may suppress much more than a slightly higher one);
+/// 3. a descent from the best of them: while a direct specialization is anonymous and scores better, move
 ///    to the best one (at most #QIs checks per step).
 ///
 /// Returns every result so that the branch and bound does not check them again; `None` if
@@ -239,17 +241,51 @@ fn incumbent(ctx: &mut Ctx<'_, '_>) -> Option<HashMap<Levels, CheckResult>> {
     }
     let mut known: HashMap<Levels, CheckResult> = HashMap::new();
     let (mut lo, mut hi) = (1usize, path.len() - 1);
-    let mut found: Option<CheckResult> = None;
+    let mut found: Option<usize> = None;
     while lo <= hi {
         let mid = (lo + hi) / 2;
-        let r = ctx.check(&path[mid])?;
-        known.insert(r.levels.clone(), r.clone());
-        if r.anonymous {
-            found = Some(r);
+        if probe(ctx, &mut known, &path[mid])?.anonymous {
+            found = Some(mid);
             hi = mid - 1;
         } else {
             lo = mid + 1;
         }
+    }
+    let Some(first) = found else {
+        return Some(known);
+    };
+    // Above the border the score along the path typically falls (less suppression) and then
+    // rises (more generalization): a ternary search for its minimum.
+    let (mut a, mut b) = (first, path.len() - 1);
+    while b - a > 2 {
+        let m1 = a + (b - a) / 3;
+        let m2 = b - (b - a) / 3;
+        let r1 = probe(ctx, &mut known, &path[m1])?;
+        let r2 = probe(ctx, &mut known, &path[m2])?;
+        let key = |r: &CheckResult| if r.anonymous { r.score } else { f64::INFINITY };
+        if key(&r1) <= key(&r2) {
+            b = m2;
+        } else {
+            a = m1;
+        }
+    }
+    let mut found: Option<CheckResult> = None;
+    for levels in path.iter().take(b + 1).skip(a) {
+        let r = probe(ctx, &mut known, levels)?;
+        if r.anonymous
+            && found
+                .as_ref()
+                .is_none_or(|f| exact_cmp(r.score, &r.levels, f.score, &f.levels).is_lt())
+        {
+            found = Some(r);
+        }
+    }
+    if let Some(border) = known.get(&path[first])
+        && found
+            .as_ref()
+            .is_none_or(|f| exact_cmp(border.score, &border.levels, f.score, &f.levels).is_lt())
+    {
+        found = Some(border.clone());
     }
     let Some(mut cur) = found else {
         return Some(known);
@@ -279,6 +315,20 @@ fn incumbent(ctx: &mut Ctx<'_, '_>) -> Option<HashMap<Levels, CheckResult>> {
             None => return Some(known),
         }
     }
+}
+
+/// The result for `levels`, checked unless `known` has it; `None` if stopped.
+fn probe(
+    ctx: &mut Ctx<'_, '_>,
+    known: &mut HashMap<Levels, CheckResult>,
+    levels: &[u8],
+) -> Option<CheckResult> {
+    if let Some(r) = known.get(levels) {
+        return Some(r.clone());
+    }
+    let r = ctx.check(levels)?;
+    known.insert(r.levels.clone(), r.clone());
+    Some(r)
 }
 
 /// Best-first branch and bound. Returns true if the space was exhausted.
