@@ -69,6 +69,9 @@ pub struct PreviewParams {
     pub format: Option<String>,
     /// Field delimiter of a CSV answer (default `;`).
     pub delimiter: Option<String>,
+    /// Answer with the first `limit` rows only (≥ 1); the total is in `total_rows` (JSON) or
+    /// `X-Deid-Total-Rows` (CSV).
+    pub limit: Option<usize>,
 }
 
 /// A stored hierarchy's summary (the answer to `PUT`).
@@ -101,6 +104,9 @@ pub struct HierarchyTable {
     /// Analytic domain share of each cell of `rows` (what the Loss model uses); previews only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shares: Option<Vec<Vec<f64>>>,
+    /// Rows of the whole table (previews only; more than `rows` holds when `?limit=` cut it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_rows: Option<usize>,
 }
 
 /// The representation a client asked for.
@@ -318,25 +324,42 @@ pub async fn preview_hierarchy(
 ) -> Result<Response> {
     let format = negotiate(&headers, params.format.as_deref(), Format::Json)?;
     let delimiter = parse_delimiter(params.delimiter.as_deref(), BUILT_DELIMITER, "delimiter")?;
+    if params.limit == Some(0) {
+        return Err(
+            ApiError::new("invalid_query", "limit: expected at least 1 row, got 0")
+                .with_details(json!({"field": "limit"})),
+        );
+    }
     let dataset = find_dataset(&state, &tenant, &id).await?;
     let position = column_position(&dataset, &column)?;
     let body = body.map_err(body_rejection)?;
     let spec = parse_spec(&body)?;
     let values = distinct_values(&state, &dataset, &column, position).await?;
     let hierarchy = build(spec.clone(), values).await?;
+    let total = hierarchy.rows().len();
+    let shown = params.limit.unwrap_or(total).min(total);
+    let rows = &hierarchy.rows()[..shown];
     Ok(match format {
-        Format::Csv => csv_response(
-            hierarchy.to_csv(delimiter),
-            &(delimiter as char).to_string(),
-            "builder",
-        ),
+        Format::Csv => {
+            let mut r = csv_response(
+                crate::engine::hierarchy::rows_to_csv(rows, delimiter),
+                &(delimiter as char).to_string(),
+                "builder",
+            );
+            r.headers_mut().insert(
+                HeaderName::from_static("x-deid-total-rows"),
+                HeaderValue::from(total),
+            );
+            r
+        }
         Format::Json => Json(HierarchyTable {
             column,
             kind: "builder",
             spec: Some(normalized(&spec)?),
             levels: hierarchy.height(),
-            shares: hierarchy.shares().map(<[_]>::to_vec),
-            rows: hierarchy.rows().to_vec(),
+            shares: hierarchy.shares().map(|s| s[..shown].to_vec()),
+            rows: rows.to_vec(),
+            total_rows: Some(total),
         })
         .into_response(),
     })
@@ -500,6 +523,7 @@ pub async fn get_hierarchy(
         levels: table.height(),
         rows: table.rows().to_vec(),
         shares: None,
+        total_rows: None,
     })
     .into_response())
 }

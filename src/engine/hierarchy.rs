@@ -17,6 +17,18 @@ pub struct Hierarchy {
     shares: Option<Vec<Vec<f64>>>,
 }
 
+/// Writes hierarchy rows in the ARX format (no header, quoting where needed).
+pub fn rows_to_csv(rows: &[Vec<String>], delimiter: u8) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .delimiter(delimiter)
+        .from_writer(Vec::new());
+    for row in rows {
+        // Writing to a Vec cannot fail.
+        let _ = w.write_record(row);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
 impl Hierarchy {
     /// Parses an ARX hierarchy CSV (no header, `"` quoting allowed). `column` names the attribute
     /// in error messages.
@@ -157,14 +169,7 @@ impl Hierarchy {
 
     /// Serializes the table as ARX CSV with the given delimiter.
     pub fn to_csv(&self, delimiter: u8) -> String {
-        let mut w = csv::WriterBuilder::new()
-            .delimiter(delimiter)
-            .from_writer(Vec::new());
-        for row in &self.rows {
-            // Writing to a Vec cannot fail.
-            let _ = w.write_record(row);
-        }
-        String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+        rows_to_csv(&self.rows, delimiter)
     }
 
     /// Encodes the hierarchy against the column's dictionary. Fails if data values are missing.

@@ -346,6 +346,33 @@ async fn previews(kind: Db) {
         .await
         .assert_error(400, "invalid_query");
 
+    // ?limit= cuts long tables; the total is reported.
+    let v = app.preview(id, "age", &spec, "?limit=5", None).await.json();
+    assert_eq!(v["total_rows"], 72);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 5);
+    assert_eq!(v["shares"].as_array().unwrap().len(), 5);
+    let full = app.preview(id, "age", &spec, "", None).await.json();
+    assert_eq!(
+        v["rows"].as_array().unwrap()[..],
+        full["rows"].as_array().unwrap()[..5]
+    );
+    assert_eq!(full["total_rows"], 72);
+    let r = app
+        .preview(id, "age", &spec, "?format=csv&limit=7", None)
+        .await;
+    assert_eq!(r.text.lines().count(), 7);
+    assert_eq!(r.headers["x-deid-total-rows"], "72");
+    let r = app
+        .preview(id, "age", &spec, "?limit=1000", None)
+        .await
+        .json();
+    assert_eq!(r["rows"].as_array().unwrap().len(), 72);
+    let e = app
+        .preview(id, "age", &spec, "?limit=0", None)
+        .await
+        .assert_error(400, "invalid_query");
+    assert!(e["error"]["message"].as_str().unwrap().contains("limit"));
+
     // Nothing was stored.
     let ds = app.get(&format!("/v1/datasets/{id}")).await.json();
     assert_eq!(ds["hierarchies"], json!({}));
