@@ -228,6 +228,23 @@ fn builder_specifications_work_as_hierarchies() {
     assert_eq!(profiles[1]["kind"]["type"], "integer");
 }
 
+/// `deid anonymize` on the test data with both hierarchies and 2-anonymity, up to the
+/// algorithm's name.
+const ANONYMIZE_K2: [&str; 12] = [
+    "anonymize",
+    "--input",
+    "data.csv",
+    "--hierarchy",
+    "age=age.csv",
+    "--hierarchy",
+    "zip=zip.json",
+    "--identifying",
+    "name",
+    "--privacy",
+    "k-anonymity(k=2)",
+    "--algorithm",
+];
+
 #[test]
 fn anonymize_searches_and_reports() {
     let dir = setup("anonymize", DATA.as_bytes(), AGE);
@@ -243,30 +260,17 @@ fn anonymize_searches_and_reports() {
         "exhaustive",
         "auto",
     ] {
-        let (code, stdout, stderr) = deid(
-            &[
-                "anonymize",
-                "--input",
-                "data.csv",
-                "--hierarchy",
-                "age=age.csv",
-                "--hierarchy",
-                "zip=zip.json",
-                "--identifying",
-                "name",
-                "--privacy",
-                "k-anonymity(k=2)",
-                "--algorithm",
-                algorithm,
-                "--time-limit",
-                "2s",
-                "--seed",
-                "3",
-                "--output",
-                "out.csv",
-            ],
-            &dir,
-        );
+        let mut args = ANONYMIZE_K2.to_vec();
+        args.extend([
+            algorithm,
+            "--time-limit",
+            "2s",
+            "--seed",
+            "3",
+            "--output",
+            "out.csv",
+        ]);
+        let (code, stdout, stderr) = deid(&args, &dir);
         assert_eq!(code, 0, "{algorithm}: {stderr}");
         let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(r["anonymous"], true, "{algorithm}");
@@ -318,23 +322,8 @@ fn anonymize_searches_and_reports() {
     // The genetic algorithm evolves until it has checked this small space (and then proves the
     // optimum), unless told to stop after its generations.
     let genetic = |extra: &[&str]| {
-        let mut args = vec![
-            "anonymize",
-            "--input",
-            "data.csv",
-            "--hierarchy",
-            "age=age.csv",
-            "--hierarchy",
-            "zip=zip.json",
-            "--identifying",
-            "name",
-            "--privacy",
-            "k-anonymity(k=2)",
-            "--algorithm",
-            "genetic",
-            "--subpopulation-size",
-            "2",
-        ];
+        let mut args = ANONYMIZE_K2.to_vec();
+        args.extend(["genetic", "--subpopulation-size", "2"]);
         args.extend_from_slice(extra);
         let (code, stdout, stderr) = deid(&args, &dir);
         assert_eq!(code, 0, "{stderr}");
