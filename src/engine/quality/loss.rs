@@ -21,6 +21,7 @@
 use super::sum::{FIXED_ONE, from_fixed};
 use super::{PreparedQuality, Quality, QualityModel, Summary};
 use crate::engine::check::ClassView;
+use crate::engine::hierarchy::PerCode;
 use crate::engine::problem::MAX_QUASI_IDENTIFIERS;
 
 /// Loss of a grouped transformation.
@@ -32,12 +33,26 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
     // S_i = Σ over suppressed classes of |EC|·share, fixed point.
     let mut suppressed_share = [0i128; MAX_QUASI_IDENTIFIERS];
     if s.suppressed > 0 {
-        for (c, (&count, &supp)) in view.counts.iter().zip(view.suppressed).enumerate() {
-            if supp {
-                let codes = &view.codes[c * q..c * q + q];
-                for i in 0..q {
-                    let share = p.columns[i].share(view.levels[i] as usize, codes[i]);
-                    suppressed_share[i] += count as i128 * share as i128;
+        // Column by column: a level whose share is the same for every value (always level 0)
+        // needs no pass over the classes.
+        let mut classes: Vec<(u32, u32)> = Vec::new();
+        for (i, total) in suppressed_share.iter_mut().enumerate().take(q) {
+            match &p.columns[i].share[view.levels[i] as usize] {
+                PerCode::All(share) => *total = s.suppressed as i128 * *share as i128,
+                PerCode::Each(shares) => {
+                    if classes.is_empty() {
+                        classes = (0..view.counts.len())
+                            .filter(|&c| view.suppressed[c])
+                            .map(|c| (c as u32, view.counts[c]))
+                            .collect();
+                    }
+                    *total = classes
+                        .iter()
+                        .map(|&(c, count)| {
+                            let code = view.codes[c as usize * q + i];
+                            count as i128 * shares[code as usize] as i128
+                        })
+                        .sum();
                 }
             }
         }

@@ -123,12 +123,6 @@ impl ColumnTables {
         }
     }
 
-    /// Fixed-point domain share of the generalized value `code` at `level`.
-    #[inline]
-    pub fn share(&self, level: usize, code: u32) -> i64 {
-        self.share[level].get(code)
-    }
-
     /// Hierarchy leaves under the generalized value `code` at `level`.
     #[inline]
     pub fn area(&self, level: usize, code: u32) -> f64 {
