@@ -53,7 +53,8 @@ struct Genetic<'c> {
     cache: HashMap<Levels, Fitness>,
 }
 
-/// Runs the genetic algorithm; never claims optimality.
+/// Runs the genetic algorithm. Returns true (optimality proven) only once every
+/// transformation of the space has been checked.
 pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     ctx.set_phase(Phase::Evolving);
     let lattice = ctx.lattice();
