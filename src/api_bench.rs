@@ -223,7 +223,15 @@ fn slow_dataset() -> String {
 
 fn slow_job(dataset: &str, seconds: u64) -> Value {
     let hierarchy: String = (0..20)
-        .map(|v| format!("{v};{}-{};*\n", v / 5 * 5, v / 5 * 5 + 4))
+        .map(|v| {
+            format!(
+                "{v};{}-{};{}-{};*\n",
+                v / 5 * 5,
+                v / 5 * 5 + 4,
+                v / 10 * 10,
+                v / 10 * 10 + 9
+            )
+        })
         .collect();
     let attributes: serde_json::Map<String, Value> = (0..10)
         .map(|i| {
