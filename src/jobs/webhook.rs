@@ -271,6 +271,28 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn names_are_checked_when_resolved() {
+        // `localhost` passes no submission check here (it is built directly), but resolves to
+        // loopback addresses only: refused at delivery unless private addresses are allowed.
+        let url = reqwest::Url::parse("http://localhost:9/hook").unwrap();
+        assert!(matches!(
+            destination(&url, false).await,
+            Err(Refusal::Forbidden)
+        ));
+        let addr = destination(&url, true)
+            .await
+            .ok()
+            .expect("localhost resolves");
+        assert!(addr.ip().is_loopback());
+        assert_eq!(addr.port(), 9);
+        let literal = reqwest::Url::parse("http://10.1.2.3/").unwrap();
+        assert!(matches!(
+            destination(&literal, false).await,
+            Err(Refusal::Forbidden)
+        ));
+    }
+
     #[test]
     fn callback_urls_are_checked() {
         assert!(check_url("http://hooks.example.com/x", false).is_ok());
