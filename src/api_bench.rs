@@ -221,8 +221,9 @@ fn slow_dataset() -> String {
     s
 }
 
-fn slow_job(dataset: &str, seconds: u64) -> Value {
-    let hierarchy: String = (0..20)
+/// The hierarchy of the load jobs' columns (values 0–19): value, band of 5, band of 10, `*`.
+pub fn slow_hierarchy() -> String {
+    (0..20)
         .map(|v| {
             format!(
                 "{v};{}-{};{}-{};*\n",
@@ -232,7 +233,11 @@ fn slow_job(dataset: &str, seconds: u64) -> Value {
                 v / 10 * 10 + 9
             )
         })
-        .collect();
+        .collect()
+}
+
+fn slow_job(dataset: &str, seconds: u64) -> Value {
+    let hierarchy = slow_hierarchy();
     let attributes: serde_json::Map<String, Value> = (0..10)
         .map(|i| {
             (

@@ -303,20 +303,7 @@ fn anonymize_searches_and_reports() {
         assert!(counts.values().all(|&c| c >= 2), "{algorithm}: {out}");
     }
     // Flash proves optimality; an unknown algorithm exits with status 2 and lists the valid ones.
-    let (_, stdout, _) = deid(
-        &[
-            "anonymize",
-            "--input",
-            "data.csv",
-            "--hierarchy",
-            "age=age.csv",
-            "--privacy",
-            "k-anonymity(k=2)",
-            "--algorithm",
-            "flash",
-        ],
-        &dir,
-    );
+    let (_, stdout, _) = deid(&[ANONYMIZE_K2.as_slice(), &["flash"]].concat(), &dir);
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(r["optimal_proven"], true);
     // The genetic algorithm evolves until it has checked this small space (and then proves the
@@ -341,20 +328,7 @@ fn anonymize_searches_and_reports() {
     // Two subpopulations of 2 (4 individuals), then one generation breeds 1 per subpopulation.
     let short = genetic(&["--stop-after-iterations", "--iterations", "1"]);
     assert!(short["checks"].as_u64().unwrap() <= 6, "{short}");
-    let (code, _, stderr) = deid(
-        &[
-            "anonymize",
-            "--input",
-            "data.csv",
-            "--hierarchy",
-            "age=age.csv",
-            "--privacy",
-            "k-anonymity(k=2)",
-            "--algorithm",
-            "quantum",
-        ],
-        &dir,
-    );
+    let (code, _, stderr) = deid(&[ANONYMIZE_K2.as_slice(), &["quantum"]].concat(), &dir);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("'quantum'") && stderr.contains("lightning"),

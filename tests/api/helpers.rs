@@ -476,19 +476,10 @@ pub fn slow_csv(rows: usize) -> String {
     s
 }
 
-/// The hierarchy of a slow column: value, band of 5, band of 10, `*`.
+/// The hierarchy of a slow column: value, band of 5, band of 10, `*` (the load jobs' of
+/// `deid bench-api`).
 pub fn slow_hierarchy() -> String {
-    (0..20)
-        .map(|v| {
-            format!(
-                "{v};{}-{};{}-{};*\n",
-                v / 5 * 5,
-                v / 5 * 5 + 4,
-                v / 10 * 10,
-                v / 10 * 10 + 9
-            )
-        })
-        .collect()
+    deid::api_bench::slow_hierarchy()
 }
 
 /// A long job on the slow dataset (inline hierarchies): with a suppression limit of 100 % every

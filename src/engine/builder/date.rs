@@ -19,7 +19,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    LabelRegistry, Rows, default_missing, extent_shares, invalid, is_missing, require_values,
+    LabelRegistry, Rows, default_missing, extent_range, extent_shares, invalid, is_missing,
+    require_values,
 };
 use crate::engine::error::Result;
 
@@ -249,12 +250,7 @@ impl DateSpec {
             rows.push(row);
             extents.push(ext);
         }
-        let lo = extents.iter().flatten().map(|e| e.0).min();
-        let hi = extents.iter().flatten().map(|e| e.1).max();
-        let range = match (lo, hi) {
-            (Some(lo), Some(hi)) => (hi - lo) as f64,
-            _ => 0.0,
-        };
+        let range = extent_range(&extents);
         let shares = parsed
             .iter()
             .zip(&extents)

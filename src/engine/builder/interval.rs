@@ -23,8 +23,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    GroupSizes, LabelRegistry, MAX_SCALE, Number, Rows, default_missing, extent_shares,
-    format_units, invalid, is_missing, leaf_range, require_values, validate_levels,
+    GroupSizes, LabelRegistry, MAX_SCALE, Number, Rows, default_missing, extent_range,
+    extent_shares, format_units, invalid, is_missing, leaf_range, require_values, validate_levels,
 };
 use crate::engine::error::{EngineError, Result};
 
@@ -260,12 +260,7 @@ impl IntervalSpec {
         }
 
         // Shares: width / range of everything covered.
-        let lo = extents.iter().flatten().map(|e| e.0).min();
-        let hi = extents.iter().flatten().map(|e| e.1).max();
-        let range = match (lo, hi) {
-            (Some(lo), Some(hi)) => (hi - lo) as f64,
-            _ => 0.0,
-        };
+        let range = extent_range(&extents);
         let shares = extents
             .iter()
             .map(|ext| {

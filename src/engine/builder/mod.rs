@@ -173,6 +173,17 @@ pub(crate) fn clamp_shares(raw: &mut [f64]) {
     }
 }
 
+/// Width of everything the extents of a hierarchy's rows cover (0 if nothing is covered): the
+/// denominator of [`extent_shares`].
+pub(crate) fn extent_range<T: Copy + Ord + Into<i128>>(extents: &[Vec<(T, T)>]) -> f64 {
+    let lo = extents.iter().flatten().map(|e| e.0).min();
+    let hi = extents.iter().flatten().map(|e| e.1).max();
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => (hi.into() - lo.into()) as f64,
+        _ => 0.0,
+    }
+}
+
 /// Analytic domain shares of one row of an interval or date hierarchy: 1/n for the value
 /// itself, width / range at each group level (`None`: a missing value, which keeps the share of
 /// a single value at the `group_levels` levels), 1 for the top `*`; clamped by [`clamp_shares`].
