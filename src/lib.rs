@@ -1,19 +1,19 @@
-//! deid: de-identification of tabular personal data.
+//! deid: de-identification of tabular personal data, as a service and a command line.
 //!
-//! - [`engine`]: the pure, synchronous anonymization engine (data, hierarchies, lattice, checks,
-//!   privacy and quality models, search algorithms).
-//! - [`cli`]: the `deid` command line (`evaluate`, `serve`, …).
+//! The anonymization engine is its own crate, [`deid_engine`] (`crates/deid-engine`): pure,
+//! synchronous and deterministic. This crate holds everything around it:
+//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, …).
 //! - The service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
 //!   [`api`] (HTTP routes), [`jobs`] (queue worker, engine pool, progress), [`store`]
 //!   (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
+//!
+//! `docs/architecture.md` maps every concept to its one home.
 
 pub mod api;
 pub mod api_bench;
 pub mod app;
 pub mod cli;
 pub mod config;
-pub mod dataset;
-pub mod engine;
 pub mod jobs;
 pub mod report;
 pub mod spec;

@@ -3,10 +3,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::Problem;
-use crate::engine::SearchOutcome;
-use crate::engine::check::Evaluation;
-use crate::engine::risk::RiskReport;
+use deid_engine::Problem;
+use deid_engine::SearchOutcome;
+use deid_engine::check::Evaluation;
+use deid_engine::risk::RiskReport;
 
 /// Default threshold for the "records at risk" statistic (prosecutor risk above 20 %).
 pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
@@ -31,7 +31,7 @@ pub fn evaluation_report(problem: &Problem, eval: &Evaluation, risk_threshold: f
         .zip(&eval.quality.per_attribute)
         .map(|(q, v)| (q.column.clone(), json!(v)))
         .collect();
-    let quality: Map<String, Value> = crate::engine::quality::evaluate_all(problem, eval)
+    let quality: Map<String, Value> = deid_engine::quality::evaluate_all(problem, eval)
         .into_iter()
         .map(|(m, q)| {
             (

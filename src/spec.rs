@@ -22,10 +22,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::SensitiveAttribute;
-use crate::engine::privacy::PrivacyModel;
-use crate::engine::quality::{Aggregate, QualityConfig, QualityModel};
-use crate::engine::{
+use deid_engine::config::SensitiveAttribute;
+use deid_engine::privacy::PrivacyModel;
+use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
+use deid_engine::{
     Algorithm, EngineError, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
 };
 
@@ -168,7 +168,7 @@ impl PrivacySpec {
 pub fn parse_builder(
     value: &serde_json::Value,
     field: &str,
-) -> Result<crate::engine::HierarchySpec, SpecError> {
+) -> Result<deid_engine::HierarchySpec, SpecError> {
     serde_json::from_value(value.clone()).map_err(|e| {
         SpecError::new(
             field,
@@ -224,7 +224,7 @@ pub fn hierarchy_from_csv(
 /// specification is only validated and a one-level placeholder is returned.
 pub fn hierarchy_from_builder(
     value: &serde_json::Value,
-    table: Option<&crate::engine::Table>,
+    table: Option<&deid_engine::Table>,
     column: &str,
     field: &str,
 ) -> Result<Hierarchy, SpecError> {
@@ -577,7 +577,7 @@ impl JobSpec {
 
 /// Orders the quasi-identifiers (lattice dimensions) and sensitive attributes by the table's
 /// column order, so that results do not depend on the order of keys in the specification.
-pub fn order_by_table(config: &mut ProblemConfig, table: &crate::engine::Table) {
+pub fn order_by_table(config: &mut ProblemConfig, table: &deid_engine::Table) {
     config
         .quasi_identifiers
         .sort_by_key(|q| table.column_index(&q.column));

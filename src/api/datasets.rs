@@ -24,8 +24,8 @@ use super::auth::Tenant;
 use super::error::{ApiError, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
-use crate::engine::data::Column;
-use crate::engine::{ColumnKind, CsvOptions, EngineError};
+use deid_engine::data::Column;
+use deid_engine::{ColumnKind, CsvOptions, EngineError};
 use crate::jobs::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
@@ -260,7 +260,7 @@ fn profile_csv<R: Read>(
     input: R,
     options: CsvOptions,
 ) -> std::result::Result<Profile, EngineError> {
-    use crate::engine::data::{csv_error, csv_reader, field_str, header_name};
+    use deid_engine::data::{csv_error, csv_reader, field_str, header_name};
     let source = "dataset";
     let mut reader = csv_reader(input, options.delimiter);
     let mut record = csv::ByteRecord::new();
@@ -344,7 +344,7 @@ fn profile_csv<R: Read>(
         };
         if let Some(v) = &c.values {
             // The engine's type detection needs every distinct value: only for kept columns.
-            let detected = crate::engine::types::detect_values(&c.name, v);
+            let detected = deid_engine::types::detect_values(&c.name, v);
             profile.detected_type = match &detected.kind {
                 ColumnKind::Integer => "integer",
                 ColumnKind::Decimal => "decimal",
@@ -754,7 +754,7 @@ mod tests {
         assert_eq!(p.columns[0].name, "i", "the byte order mark is stripped");
         assert_eq!(p.values[2], (2, r#"["x","y","a,b"]"#.to_string()));
         // The same data through the engine gives the same distinct counts.
-        let t = crate::engine::Table::read_csv(
+        let t = deid_engine::Table::read_csv(
             "i,d,t,e\n1,2.5,x,\n22,3,y,\n-3,3,x,\n1,2.5,\"a,b\",\n".as_bytes(),
             CsvOptions::default(),
             "t",

@@ -35,8 +35,8 @@ use super::datasets::{
 use super::error::{ApiError, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
-use crate::engine::data::Column;
-use crate::engine::{CsvOptions, EngineError, Hierarchy, HierarchySpec};
+use deid_engine::data::Column;
+use deid_engine::{CsvOptions, EngineError, Hierarchy, HierarchySpec};
 use crate::jobs::chunks::ChunkReader;
 use crate::spec::SpecError;
 use crate::store::datasets::{DatasetRow, NewHierarchy};
@@ -237,7 +237,7 @@ fn scan_column<R: Read>(
     position: usize,
     name: &str,
 ) -> std::result::Result<Column, EngineError> {
-    use crate::engine::data::{csv_error, csv_reader, field_str};
+    use deid_engine::data::{csv_error, csv_reader, field_str};
     let source = "dataset";
     let mut reader = csv_reader(input, options.delimiter);
     let mut record = csv::ByteRecord::new();
@@ -342,7 +342,7 @@ pub async fn preview_hierarchy(
     Ok(match format {
         Format::Csv => {
             let mut r = csv_response(
-                crate::engine::hierarchy::rows_to_csv(rows, delimiter),
+                deid_engine::hierarchy::rows_to_csv(rows, delimiter),
                 &(delimiter as char).to_string(),
                 "builder",
             );

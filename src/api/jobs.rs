@@ -21,8 +21,8 @@ use super::datasets::{ColumnProfile, Page, missing_values_error, page_limit, sto
 use super::error::{ApiError, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
-use crate::engine::search::SearchConfig;
-use crate::engine::{EngineError, Problem, Table};
+use deid_engine::search::SearchConfig;
+use deid_engine::{EngineError, Problem, Table};
 use crate::jobs::execute::{check_config, search_config};
 use crate::jobs::progress::Snapshot;
 use crate::jobs::view::{JobView, is_terminal, parse_snapshot};
@@ -91,12 +91,12 @@ pub async fn create_job(
         .values()
         .filter(|a| a.kind == AttributeType::QuasiIdentifying)
         .count();
-    if qis > crate::engine::problem::MAX_QUASI_IDENTIFIERS {
+    if qis > deid_engine::problem::MAX_QUASI_IDENTIFIERS {
         return Err(spec_error(
             "attributes",
             format!(
                 "at most {} quasi-identifiers are supported, got {qis}",
-                crate::engine::problem::MAX_QUASI_IDENTIFIERS
+                deid_engine::problem::MAX_QUASI_IDENTIFIERS
             ),
         ));
     }

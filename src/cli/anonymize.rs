@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
-use crate::engine::{
+use deid_engine::{
     CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
 };
 use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
@@ -163,7 +163,7 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
         let mut w = BufWriter::new(f);
-        crate::engine::output::write_csv(&problem, eval, &mut w, d)?;
+        deid_engine::output::write_csv(&problem, eval, &mut w, d)?;
         w.flush()?;
     }
     let report = search_report(

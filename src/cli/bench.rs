@@ -2,7 +2,7 @@
 //!
 //! `deid bench checks` checks every transformation of each dataset's lattice (k-anonymity, Loss)
 //! and reports checks per second — the engine's core throughput — and the memory the encoded
-//! problem holds next to the CSV's size ([`crate::engine::problem::MemoryUsage`]).
+//! problem holds next to the CSV's size ([`deid_engine::problem::MemoryUsage`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -10,9 +10,9 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use rayon::prelude::*;
 
-use crate::dataset::ArxDataset;
-use crate::engine::privacy::PrivacyModel;
-use crate::engine::{Checker, Problem, ProblemConfig};
+use deid_engine::dataset::ArxDataset;
+use deid_engine::privacy::PrivacyModel;
+use deid_engine::{Checker, Problem, ProblemConfig};
 
 /// Flags of `deid bench`.
 #[derive(Debug, Args)]
@@ -172,7 +172,7 @@ fn list(text: &str) -> impl Iterator<Item = &str> {
 }
 
 fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
-    use crate::engine::{Algorithm, CancelFlag, NoObserver, SearchConfig, search};
+    use deid_engine::{Algorithm, CancelFlag, NoObserver, SearchConfig, search};
     let parse_alg = |name: &str| {
         Algorithm::parse(name).ok_or_else(|| anyhow::anyhow!("unknown algorithm '{name}'"))
     };

@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 pub mod anonymize;
 pub mod bench;
 
-use crate::engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
+use deid_engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
 use crate::spec::{
     AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec, SpecError,
@@ -312,7 +312,7 @@ fn hierarchy(args: HierarchyArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("{} is not valid JSON", path.display()))?
         }
         None => {
-            let profile = crate::engine::types::detect(table.column(idx));
+            let profile = deid_engine::types::detect(table.column(idx));
             let suggestion = serde_json::to_value(&profile.suggestion)?;
             eprintln!("suggested specification: {suggestion}");
             suggestion
@@ -329,7 +329,7 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     let profiles: Vec<_> = table
         .columns()
         .iter()
-        .map(crate::engine::types::detect)
+        .map(deid_engine::types::detect)
         .collect();
     write_report(None, &serde_json::to_value(profiles)?)
 }
@@ -379,7 +379,7 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.output {
         let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
-        crate::engine::output::write_csv(&problem, &eval, BufWriter::new(f), d)?;
+        deid_engine::output::write_csv(&problem, &eval, BufWriter::new(f), d)?;
     }
     let report = evaluation_report(
         &problem,

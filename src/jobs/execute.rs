@@ -1,17 +1,17 @@
 //! **The seam between the service and the search.** Everything the service knows about the
 //! search goes through [`run_job`]: it gets a validated [`Problem`], the job's [`SearchConfig`]
 //! (from [`search_config`]), a cancel flag and a progress callback, runs
-//! [`crate::engine::search::search`] on the calling (engine pool) thread and returns the engine's
+//! [`deid_engine::search::search`] on the calling (engine pool) thread and returns the engine's
 //! [`SearchOutcome`]. Progress and improvements arrive through one callback as [`Progress`]
 //! values carrying the best transformation so far.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::engine::search::{
+use deid_engine::search::{
     self, Algorithm, CancelFlag, Improvement, ProgressObserver, SearchConfig, SearchOutcome,
 };
-use crate::engine::{EngineError, Problem};
+use deid_engine::{EngineError, Problem};
 use crate::spec::{DurationSpec, JobSpec, SpecError};
 
 /// The best transformation found so far.
@@ -175,7 +175,7 @@ pub fn search_config(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Checker, Hierarchy, PrivacyModel, ProblemConfig, QuasiIdentifier, Table};
+    use deid_engine::{Checker, Hierarchy, PrivacyModel, ProblemConfig, QuasiIdentifier, Table};
 
     fn problem() -> Problem {
         let rows: Vec<Vec<String>> = [

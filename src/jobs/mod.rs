@@ -10,7 +10,7 @@ pub mod runner;
 pub mod view;
 pub mod webhook;
 
-use crate::engine::{Hierarchy, Table};
+use deid_engine::{Hierarchy, Table};
 use crate::spec::{HierarchySource, SpecError};
 
 /// Resolves the hierarchy sources a job may contain once stored hierarchies have been inlined:

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::execute::{Best, Progress};
-use crate::engine::Problem;
-use crate::engine::search::CancelFlag;
+use deid_engine::Problem;
+use deid_engine::search::CancelFlag;
 use crate::report::transformation_json;
 
 /// At most this many improvements are kept in the trace (later ones replace the last entry).

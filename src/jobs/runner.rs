@@ -31,8 +31,8 @@ use super::chunks::{ChunkReader, ResultWriter};
 use super::cpu::EnginePool;
 use super::execute::{run_job, search_config};
 use super::progress::{LiveJob, Snapshot, StopCause};
-use crate::engine::search::{SearchConfig, SearchOutcome};
-use crate::engine::{Checker, CsvOptions, Problem, Table};
+use deid_engine::search::{SearchConfig, SearchOutcome};
+use deid_engine::{Checker, CsvOptions, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
 use crate::spec::{JobSpec, SpecError};
 use crate::store::Store;
@@ -611,7 +611,7 @@ impl EngineJob {
             self.job_id.clone(),
             self.owner.clone(),
         );
-        let written = crate::engine::output::write_csv(&problem, &eval, &mut writer, delimiter)
+        let written = deid_engine::output::write_csv(&problem, &eval, &mut writer, delimiter)
             .map_err(|e| e.to_string())
             .and_then(|()| writer.finish().map_err(|e| e.to_string()));
         let chunks = match written {

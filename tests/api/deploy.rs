@@ -129,7 +129,7 @@ fn openapi_job_spec_matches_the_parser() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    let names: Vec<&str> = deid::engine::search::Algorithm::ALL
+    let names: Vec<&str> = deid_engine::search::Algorithm::ALL
         .iter()
         .map(|a| a.name())
         .collect();

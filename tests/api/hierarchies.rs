@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use deid::engine::{Hierarchy, HierarchySpec};
+use deid_engine::{Hierarchy, HierarchySpec};
 use serde_json::{Value, json};
 
 use crate::both_databases;

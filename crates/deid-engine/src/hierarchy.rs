@@ -1,0 +1,704 @@
+//! Generalization hierarchies: the ARX CSV format (one row per original value, column j = level j,
+//! no header), validation (equal row lengths, unique leaves, monotonicity, coverage of the data)
+//! and the encoded form used by the check (`level × input code → generalized code`).
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use super::data::{Column, csv_error, csv_reader, field_str};
+use super::error::{EngineError, Result};
+
+/// A hierarchy as a table of strings: `rows[r][l]` is the level-`l` label of leaf `rows[r][0]`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hierarchy {
+    rows: Vec<Vec<String>>,
+    /// Optional analytic domain shares per row and level (builder hierarchies, REFERENCE §6.1).
+    /// When absent, shares are materialized from the table: rows under a label / all rows.
+    shares: Option<Vec<Vec<f64>>>,
+}
+
+/// Writes hierarchy rows in the ARX format (no header, quoting where needed).
+pub fn rows_to_csv(rows: &[Vec<String>], delimiter: u8) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .delimiter(delimiter)
+        .from_writer(Vec::new());
+    for row in rows {
+        // Writing to a Vec cannot fail.
+        let _ = w.write_record(row);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+impl Hierarchy {
+    /// Parses an ARX hierarchy CSV (no header, `"` quoting allowed). `column` names the attribute
+    /// in error messages.
+    pub fn read_csv<R: Read>(input: R, delimiter: u8, column: &str) -> Result<Hierarchy> {
+        let source = format!("hierarchy of column '{column}'");
+        let mut reader = csv_reader(input, delimiter);
+        let mut record = csv::ByteRecord::new();
+        let mut rows = Vec::new();
+        let mut n: u64 = 0;
+        while reader
+            .read_byte_record(&mut record)
+            .map_err(|e| csv_error(&source, e))?
+        {
+            n += 1;
+            let mut row = Vec::with_capacity(record.len());
+            for (i, raw) in record.iter().enumerate() {
+                let raw = if n == 1 && i == 0 {
+                    raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
+                } else {
+                    raw
+                };
+                row.push(field_str(&source, n, i, raw)?.to_string());
+            }
+            rows.push(row);
+        }
+        Hierarchy::from_rows(rows, column)
+    }
+
+    /// Builds a hierarchy from rows, checking shape, unique leaves and monotonicity.
+    pub fn from_rows(rows: Vec<Vec<String>>, column: &str) -> Result<Hierarchy> {
+        let h = Hierarchy { rows, shares: None };
+        h.validate(column)?;
+        Ok(h)
+    }
+
+    /// Builds a hierarchy with analytic domain shares (`shares[r][l]` for row r, level l).
+    pub fn with_shares(
+        rows: Vec<Vec<String>>,
+        shares: Vec<Vec<f64>>,
+        column: &str,
+    ) -> Result<Hierarchy> {
+        if shares.len() != rows.len() || shares.iter().zip(&rows).any(|(s, r)| s.len() != r.len()) {
+            return Err(EngineError::config(
+                format!("hierarchy of column '{column}'"),
+                "domain shares must have one value per row and level",
+            ));
+        }
+        let h = Hierarchy {
+            rows,
+            shares: Some(shares),
+        };
+        h.validate(column)?;
+        Ok(h)
+    }
+
+    /// A single-level-plus-suppression hierarchy (`value → *`) for every value of `column`.
+    pub fn suppression_only(column: &Column) -> Hierarchy {
+        let rows = column
+            .dict
+            .values()
+            .map(|v| vec![v.to_string(), "*".to_string()])
+            .collect();
+        Hierarchy { rows, shares: None }
+    }
+
+    fn validate(&self, column: &str) -> Result<()> {
+        let Some(first) = self.rows.first() else {
+            return Err(EngineError::EmptyInput {
+                source_name: format!("hierarchy of column '{column}'"),
+            });
+        };
+        let height = first.len();
+        for (r, row) in self.rows.iter().enumerate() {
+            if row.len() != height {
+                return Err(EngineError::HierarchyRaggedRow {
+                    column: column.to_string(),
+                    row: r + 1,
+                    expected: height,
+                    found: row.len(),
+                });
+            }
+        }
+        // Unique leaves: an identical duplicate row is harmless, a conflicting one is an error.
+        let mut leaves: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
+        for (r, row) in self.rows.iter().enumerate() {
+            if let Some(&prev) = leaves.get(row[0].as_str()) {
+                if self.rows[prev] != *row {
+                    return Err(EngineError::HierarchyDuplicateValue {
+                        column: column.to_string(),
+                        value: row[0].clone(),
+                        first_row: prev + 1,
+                        second_row: r + 1,
+                    });
+                }
+            } else {
+                leaves.insert(&row[0], r);
+            }
+        }
+        // Monotone: a label of level l has exactly one parent at level l+1.
+        for level in 0..height.saturating_sub(1) {
+            let mut parent: HashMap<&str, &str> = HashMap::new();
+            for row in &self.rows {
+                let (child, up) = (row[level].as_str(), row[level + 1].as_str());
+                match parent.get(child) {
+                    Some(&p) if p != up => {
+                        return Err(EngineError::HierarchyNotMonotone {
+                            column: column.to_string(),
+                            level,
+                            value: child.to_string(),
+                            first: p.to_string(),
+                            second: up.to_string(),
+                        });
+                    }
+                    Some(_) => {}
+                    None => {
+                        parent.insert(child, up);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of levels including level 0.
+    pub fn height(&self) -> usize {
+        self.rows.first().map_or(0, |r| r.len())
+    }
+
+    /// The rows of the table.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
+    /// Analytic domain shares, if the hierarchy came from a builder.
+    pub fn shares(&self) -> Option<&[Vec<f64>]> {
+        self.shares.as_deref()
+    }
+
+    /// Serializes the table as ARX CSV with the given delimiter.
+    pub fn to_csv(&self, delimiter: u8) -> String {
+        rows_to_csv(&self.rows, delimiter)
+    }
+
+    /// Encodes the hierarchy against the column's dictionary. Fails if data values are missing.
+    ///
+    /// Only what depends on the level is stored: level 0 is the column's dictionary (identity
+    /// map, one leaf per value, labels in the dictionary), and every per-value table of a higher
+    /// level is kept per generalized value, with the narrowest code width.
+    pub fn encode(&self, column: &Column) -> Result<EncodedHierarchy> {
+        let height = self.height();
+        let mut row_of: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
+        for (r, row) in self.rows.iter().enumerate() {
+            row_of.entry(row[0].as_str()).or_insert(r);
+        }
+        // Every data value needs a row.
+        let mut missing = Vec::new();
+        let mut total_missing = 0;
+        let mut data_rows = Vec::with_capacity(column.dict.len());
+        for value in column.dict.values() {
+            match row_of.get(value) {
+                Some(&r) => data_rows.push(r),
+                None => {
+                    total_missing += 1;
+                    if missing.len() < 10 {
+                        missing.push(value.to_string());
+                    }
+                }
+            }
+        }
+        if total_missing > 0 {
+            return Err(EngineError::HierarchyMissingValues {
+                column: column.name.clone(),
+                missing,
+                total_missing,
+            });
+        }
+        let domain_size = row_of.len();
+        let mut maps = Vec::with_capacity(height);
+        let mut labels = Vec::with_capacity(height);
+        let mut share = Vec::with_capacity(height);
+        let mut distinct = Vec::with_capacity(height);
+        let mut leaves = Vec::with_capacity(height);
+        // Level 0: leaves are unique, so level-0 codes are the dictionary codes.
+        maps.push(PackedCodes::default());
+        labels.push(Labels::default());
+        share.push(PerCode::from_vec(match &self.shares {
+            Some(s) => data_rows.iter().map(|&r| s[r][0]).collect(),
+            None => vec![1.0 / domain_size as f64],
+        }));
+        distinct.push(data_rows.len());
+        leaves.push(PerCode::All(1));
+        // Level-l code of every data code, kept until the `up` tables are built.
+        let mut level_codes: Vec<Vec<u32>> = vec![Vec::new()];
+        for level in 1..height {
+            // Rows of the full table under each label (distinct leaves only).
+            let mut under: HashMap<&str, u32> = HashMap::new();
+            for &r in row_of.values() {
+                *under.entry(self.rows[r][level].as_str()).or_insert(0) += 1;
+            }
+            let mut codes: HashMap<&str, u32> = HashMap::new();
+            let mut level_labels = Labels::default();
+            let mut level_share: Vec<f64> = Vec::new();
+            let mut level_leaves: Vec<u32> = Vec::new();
+            let mut map = Vec::with_capacity(data_rows.len());
+            for &r in &data_rows {
+                let label = self.rows[r][level].as_str();
+                let code = *codes.entry(label).or_insert_with(|| {
+                    level_labels.push(label);
+                    let s = match &self.shares {
+                        Some(s) => s[r][level],
+                        None => under[label] as f64 / domain_size as f64,
+                    };
+                    level_share.push(s);
+                    level_leaves.push(under[label]);
+                    (level_leaves.len() - 1) as u32
+                });
+                map.push(code);
+            }
+            distinct.push(level_leaves.len());
+            maps.push(PackedCodes::new(&map));
+            level_labels.shrink_to_fit();
+            labels.push(level_labels);
+            share.push(PerCode::from_vec(level_share));
+            leaves.push(PerCode::from_vec(level_leaves));
+            level_codes.push(map);
+        }
+        // up[from][to][code at `from`] = code at `to` for 1 ≤ from < to, via a representative
+        // leaf (from level 0 the table is the level map itself).
+        let mut up = Vec::with_capacity(height);
+        up.push(Vec::new());
+        for from in 1..height {
+            let mut rep = vec![0u32; distinct[from]];
+            for (leaf, &c) in level_codes[from].iter().enumerate() {
+                rep[c as usize] = leaf as u32;
+            }
+            let tables: Vec<PackedCodes> = (0..height)
+                .map(|to| {
+                    if to <= from {
+                        PackedCodes::default()
+                    } else {
+                        let t: Vec<u32> = rep
+                            .iter()
+                            .map(|&leaf| level_codes[to][leaf as usize])
+                            .collect();
+                        PackedCodes::new(&t)
+                    }
+                })
+                .collect();
+            up.push(tables);
+        }
+        Ok(EncodedHierarchy {
+            maps,
+            distinct,
+            up,
+            labels,
+            share,
+            leaves,
+            domain_size,
+        })
+    }
+}
+
+/// Labels of the generalized values of one level, in one string arena.
+#[derive(Debug, Clone, Default)]
+struct Labels {
+    arena: String,
+    /// `ends[c]`: end of label c in the arena (it starts where label c − 1 ends).
+    ends: Vec<u32>,
+}
+
+impl Labels {
+    fn push(&mut self, label: &str) {
+        self.arena.push_str(label);
+        self.ends.push(self.arena.len() as u32);
+    }
+
+    fn get(&self, code: u32) -> &str {
+        let c = code as usize;
+        let start = if c == 0 { 0 } else { self.ends[c - 1] as usize };
+        &self.arena[start..self.ends[c] as usize]
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.arena.shrink_to_fit();
+        self.ends.shrink_to_fit();
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.arena.capacity() + self.ends.capacity() * 4
+    }
+}
+
+/// One value per code of a level, stored once when all codes share it (e.g. level 0, where every
+/// value is one leaf with the same domain share).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PerCode<T> {
+    /// The value of every code.
+    All(T),
+    /// `values[code]`.
+    Each(Vec<T>),
+}
+
+impl<T: Copy + PartialEq> PerCode<T> {
+    /// [`PerCode::All`] if the values are all equal (and there is at least one), else
+    /// [`PerCode::Each`].
+    pub(crate) fn from_vec(mut values: Vec<T>) -> PerCode<T> {
+        match values.first() {
+            Some(&first) if values.iter().all(|&v| v == first) => PerCode::All(first),
+            _ => {
+                values.shrink_to_fit();
+                PerCode::Each(values)
+            }
+        }
+    }
+
+    /// The value of `code`.
+    #[inline]
+    pub(crate) fn get(&self, code: u32) -> T {
+        match self {
+            PerCode::All(v) => *v,
+            PerCode::Each(values) => values[code as usize],
+        }
+    }
+
+    /// The same table with `f` applied to every value.
+    pub(crate) fn map<U: Copy + PartialEq>(&self, f: impl Fn(T) -> U) -> PerCode<U> {
+        match self {
+            PerCode::All(v) => PerCode::All(f(*v)),
+            PerCode::Each(values) => PerCode::from_vec(values.iter().map(|&v| f(v)).collect()),
+        }
+    }
+
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            PerCode::All(_) => 0,
+            PerCode::Each(values) => values.capacity() * std::mem::size_of::<T>(),
+        }
+    }
+}
+
+/// Codes stored with 1, 2 or 4 bytes each, the narrowest width that holds the largest one. A code
+/// is read without branching on the width: the 4 little-endian bytes at `index · width`, masked to
+/// the width (3 bytes of padding keep the last read in bounds).
+#[derive(Debug, Clone, Default)]
+struct PackedCodes {
+    bytes: Vec<u8>,
+    /// log2 of the width in bytes.
+    shift: u32,
+}
+
+impl PackedCodes {
+    fn new(codes: &[u32]) -> PackedCodes {
+        let shift = match codes.iter().max().copied().unwrap_or(0) {
+            m if m <= u8::MAX as u32 => 0,
+            m if m <= u16::MAX as u32 => 1,
+            _ => 2,
+        };
+        let width = 1usize << shift;
+        let mut bytes = Vec::with_capacity(codes.len() * width + 3);
+        for &c in codes {
+            bytes.extend_from_slice(&c.to_le_bytes()[..width]);
+        }
+        bytes.extend_from_slice(&[0; 3]);
+        PackedCodes { bytes, shift }
+    }
+
+    fn view(&self) -> CodeMap<'_> {
+        CodeMap {
+            table: Some(&self.bytes),
+            shift: self.shift,
+            mask: (u64::from(u32::MAX) >> (32 - (8u32 << self.shift))) as u32,
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+}
+
+/// A table from the codes of one level of an [`EncodedHierarchy`] to the codes of a higher level
+/// (or the identity, from a level to itself).
+#[derive(Debug, Clone, Copy)]
+pub struct CodeMap<'a> {
+    /// Packed target codes; `None` for the identity.
+    table: Option<&'a [u8]>,
+    shift: u32,
+    mask: u32,
+}
+
+impl CodeMap<'_> {
+    /// The identity (from a level to itself).
+    pub const IDENTITY: CodeMap<'static> = CodeMap {
+        table: None,
+        shift: 0,
+        mask: 0,
+    };
+
+    /// The target code of `code`.
+    #[inline]
+    pub fn get(self, code: u32) -> u32 {
+        match self.table {
+            None => code,
+            Some(bytes) => {
+                let at = (code as usize) << self.shift;
+                let word: [u8; 4] = bytes[at..at + 4].try_into().expect("4 bytes");
+                u32::from_le_bytes(word) & self.mask
+            }
+        }
+    }
+}
+
+/// A hierarchy restricted to the values of one column, ready for the check.
+///
+/// Level-0 codes are the column's dictionary codes; the level-l code of a value is its
+/// generalized value's index in order of first appearance over the dictionary.
+#[derive(Debug, Clone)]
+pub struct EncodedHierarchy {
+    /// `maps[level]`: level code of every dictionary code (`maps[0]` is empty: the identity).
+    maps: Vec<PackedCodes>,
+    /// Distinct generalized values occurring in the data, per level.
+    distinct: Vec<usize>,
+    /// `up[from][to][code]` = code at level `to` of the level-`from` value `code`, for
+    /// 1 ≤ from < to (empty otherwise); used to regroup cached results.
+    up: Vec<Vec<PackedCodes>>,
+    /// Labels of the generalized values per level (`labels[0]` is empty: the dictionary).
+    labels: Vec<Labels>,
+    /// Domain share of every generalized value, per level.
+    share: Vec<PerCode<f64>>,
+    /// Distinct leaves of the hierarchy table under every generalized value, per level.
+    leaves: Vec<PerCode<u32>>,
+    /// Number of distinct leaves of the hierarchy table (the attribute's domain size).
+    pub domain_size: usize,
+}
+
+impl EncodedHierarchy {
+    /// Number of levels including level 0.
+    pub fn height(&self) -> usize {
+        self.distinct.len()
+    }
+
+    /// Distinct generalized values occurring in the data at `level`.
+    pub fn distinct(&self, level: usize) -> usize {
+        self.distinct[level]
+    }
+
+    /// Text of the generalized value `code` at `level`; `column` is the encoded column.
+    pub fn label<'a>(&'a self, level: usize, code: u32, column: &'a Column) -> &'a str {
+        if level == 0 {
+            column.dict.value(code)
+        } else {
+            self.labels[level].get(code)
+        }
+    }
+
+    /// The level-`level` code of the column's dictionary code `value`.
+    #[inline]
+    pub fn code(&self, level: usize, value: u32) -> u32 {
+        self.generalize(0, level).get(value)
+    }
+
+    /// The table from level-`from` codes to level-`to` codes (`from ≤ to`; level-0 codes are the
+    /// column's dictionary codes). Monotonicity makes it well defined.
+    #[inline]
+    pub fn generalize(&self, from: usize, to: usize) -> CodeMap<'_> {
+        debug_assert!(from <= to && to < self.height());
+        if from == to {
+            CodeMap::IDENTITY
+        } else if from == 0 {
+            self.maps[to].view()
+        } else {
+            self.up[from][to].view()
+        }
+    }
+
+    /// Domain share of the generalized value `code` at `level`: hierarchy rows under it divided
+    /// by all rows, or the builder's analytic share.
+    #[inline]
+    pub fn share(&self, level: usize, code: u32) -> f64 {
+        self.share[level].get(code)
+    }
+
+    /// Distinct leaves of the hierarchy table under the generalized value `code` at `level`.
+    #[inline]
+    pub fn leaves(&self, level: usize, code: u32) -> u32 {
+        self.leaves[level].get(code)
+    }
+
+    /// Domain shares of one level, per generalized code.
+    pub(crate) fn level_shares(&self, level: usize) -> &PerCode<f64> {
+        &self.share[level]
+    }
+
+    /// Leaves under the generalized values of one level, per generalized code.
+    pub(crate) fn level_leaves(&self, level: usize) -> &PerCode<u32> {
+        &self.leaves[level]
+    }
+
+    /// Heap size in bytes: level maps, `up` tables, labels, shares and leaf counts.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.maps.iter().map(PackedCodes::heap_bytes).sum::<usize>()
+            + self
+                .up
+                .iter()
+                .map(|u| {
+                    u.iter().map(PackedCodes::heap_bytes).sum::<usize>()
+                        + u.capacity() * size_of::<PackedCodes>()
+                })
+                .sum::<usize>()
+            + self.labels.iter().map(Labels::heap_bytes).sum::<usize>()
+            + self.share.iter().map(PerCode::heap_bytes).sum::<usize>()
+            + self.leaves.iter().map(PerCode::heap_bytes).sum::<usize>()
+            + self.maps.capacity() * size_of::<PackedCodes>()
+            + self.up.capacity() * size_of::<Vec<PackedCodes>>()
+            + self.labels.capacity() * size_of::<Labels>()
+            + self.share.capacity() * size_of::<PerCode<f64>>()
+            + self.leaves.capacity() * size_of::<PerCode<u32>>()
+            + self.distinct.capacity() * size_of::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{CsvOptions, Table};
+
+    fn rows(text: &str) -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split(';').map(String::from).collect())
+            .collect()
+    }
+
+    fn column(values: &[&str]) -> Column {
+        let text = format!("c\n{}\n", values.join("\n"));
+        let t = Table::read_csv(text.as_bytes(), CsvOptions::default(), "t").unwrap();
+        t.column(0).clone()
+    }
+
+    #[test]
+    fn parses_quoted_fields_and_encodes() {
+        let text = "a;\"x;y\";*\r\nb;\"x;y\";*\r\nc;z;*\r\n";
+        let h = Hierarchy::read_csv(text.as_bytes(), b';', "c").unwrap();
+        assert_eq!(h.height(), 3);
+        assert_eq!(h.rows()[0][1], "x;y");
+        let e = h.encode(&column(&["c", "a"])).unwrap();
+        assert_eq!(e.domain_size, 3);
+        assert_eq!((e.code(1, 0), e.code(1, 1)), (0, 1)); // c → z, a → x;y
+        assert_eq!((e.code(0, 0), e.code(0, 1)), (0, 1)); // level 0: dictionary codes
+        let col = column(&["c", "a"]);
+        assert_eq!(e.label(0, 1, &col), "a");
+        assert_eq!(e.label(1, 1, &col), "x;y");
+        assert_eq!((0..3).map(|l| e.distinct(l)).collect::<Vec<_>>(), [2, 2, 1]);
+        assert!((e.share(0, 1) - 1.0 / 3.0).abs() < 1e-12);
+        assert!((e.share(1, 1) - 2.0 / 3.0).abs() < 1e-12);
+        assert!((e.share(2, 0) - 1.0).abs() < 1e-12);
+        assert_eq!((e.leaves(0, 1), e.leaves(1, 1), e.leaves(2, 0)), (1, 2, 3));
+        assert_eq!(e.distinct(2), 1);
+    }
+
+    #[test]
+    fn level_tables_compose_and_use_narrow_codes() {
+        // 600 values: level 1 = v / 2 (300 codes: 2 bytes), level 2 = v / 100, level 3 = *.
+        let rows: Vec<Vec<String>> = (0..600)
+            .map(|v| {
+                vec![
+                    v.to_string(),
+                    (v / 2).to_string(),
+                    (v / 100).to_string(),
+                    "*".into(),
+                ]
+            })
+            .collect();
+        let values: Vec<String> = (0..600).rev().map(|v| v.to_string()).collect();
+        let col = column(&values.iter().map(String::as_str).collect::<Vec<_>>());
+        let e = Hierarchy::from_rows(rows, "c")
+            .unwrap()
+            .encode(&col)
+            .unwrap();
+        assert_eq!(
+            (e.maps[1].shift, e.maps[2].shift, e.maps[3].shift),
+            (1, 0, 0)
+        );
+        assert_eq!((e.distinct(1), e.distinct(2), e.distinct(3)), (300, 6, 1));
+        for v in 0..600u32 {
+            for from in 0..4 {
+                for to in from..4 {
+                    assert_eq!(e.generalize(from, to).get(e.code(from, v)), e.code(to, v));
+                }
+            }
+            let text = col.dict.value(v);
+            let n: u32 = text.parse().unwrap();
+            assert_eq!(e.label(1, e.code(1, v), &col), (n / 2).to_string());
+            assert_eq!(e.label(2, e.code(2, v), &col), (n / 100).to_string());
+        }
+    }
+
+    #[test]
+    fn heap_bytes_counts_every_table() {
+        // Leaves x, y, z, w, v; data x, y, z. Level 1: xy (2 leaves), zwv (3); level 2: *.
+        let text = "x;xy;*\ny;xy;*\nz;zwv;*\nw;zwv;*\nv;zwv;*";
+        let h = Hierarchy::read_csv(text.as_bytes(), b';', "c").unwrap();
+        let e = h.encode(&column(&["x", "y", "z"])).unwrap();
+        assert_eq!(e.share(1, 1), 3.0 / 5.0);
+        assert_eq!(e.leaves(1, 0), 2);
+        use std::mem::size_of;
+        let payload = (3 + 3) * 2 // level maps 1 and 2: 3 one-byte codes + 3 bytes padding each
+            + (2 + 3) // up[1][2]: 2 one-byte codes + padding
+            + (2 + 3 + 2 * 4) + (1 + 4) // labels "xy", "zwv" and "*" with their end offsets
+            + 2 * 8 // level-1 shares 2/5, 3/5 (levels 0 and 2 share one value: not stored)
+            + 2 * 4; // level-1 leaf counts 2, 3
+        let headers = 3 * size_of::<PackedCodes>() // maps
+            + 3 * size_of::<Vec<PackedCodes>>() + 2 * 3 * size_of::<PackedCodes>() // up
+            + 3 * size_of::<Labels>()
+            + 3 * size_of::<PerCode<f64>>()
+            + 3 * size_of::<PerCode<u32>>()
+            + 3 * size_of::<usize>(); // distinct
+        assert_eq!(e.heap_bytes(), payload + headers);
+    }
+
+    #[test]
+    fn ragged_rows_are_rejected() {
+        let err = Hierarchy::from_rows(rows("a;x;*\nb;x"), "c").unwrap_err();
+        assert!(matches!(
+            err,
+            EngineError::HierarchyRaggedRow {
+                row: 2,
+                expected: 3,
+                found: 2,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn non_monotone_hierarchy_names_the_value() {
+        let err = Hierarchy::from_rows(rows("a;x;p\nb;x;q"), "c").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("'x'") && msg.contains("'p'") && msg.contains("'q'"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn conflicting_duplicate_leaves_are_rejected() {
+        let err = Hierarchy::from_rows(rows("a;x\nb;x\na;y"), "c").unwrap_err();
+        assert!(matches!(
+            err,
+            EngineError::HierarchyDuplicateValue {
+                first_row: 1,
+                second_row: 3,
+                ..
+            }
+        ));
+        assert!(Hierarchy::from_rows(rows("a;x\na;x"), "c").is_ok());
+    }
+
+    #[test]
+    fn missing_values_are_listed() {
+        let h = Hierarchy::from_rows(rows("a;*\nb;*"), "c").unwrap();
+        let err = h.encode(&column(&["a", "q", "r", "q"])).unwrap_err();
+        assert_eq!(
+            err,
+            EngineError::HierarchyMissingValues {
+                column: "c".into(),
+                missing: vec!["q".into(), "r".into()],
+                total_missing: 2
+            }
+        );
+        assert!(err.to_string().contains("'q', 'r'"));
+    }
+}

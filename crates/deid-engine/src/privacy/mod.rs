@@ -1,0 +1,998 @@
+//! Privacy models. Class-based models decide per equivalence class whether it may be published
+//! (violating classes are suppressed); sample-based models (risk thresholds) look at the whole
+//! distribution of class sizes after that and suppress further classes, smallest first.
+//!
+//! Every model declares its monotonicity (REFERENCE.md §5) so that searches prune only where safe,
+//! and the minimal class size it implies (used for the fast k-anonymity verdict).
+//!
+//! Layout: this module holds the user-facing [`PrivacyModel`] and the dispatch of the compiled
+//! models; [`ldiversity`] (entropy and recursive ℓ-diversity), [`tcloseness`] (the three earth
+//! mover's distances), [`likeness`] (δ-disclosure privacy, basic and enhanced β-likeness) and
+//! [`risk`] (average re-identification risk, sample uniqueness) hold the models themselves;
+//! `syntax` implements the compact text form `name(key=value,…)` ([`PrivacyModel::parse`] and
+//! `Display`).
+//!
+//! Per-class evaluation never allocates: everything that depends only on the data (global
+//! distributions, orders, hierarchy tables) is computed once when the problem is compiled.
+//!
+//! # Deliberate differences from ARX 3.9.2
+//!
+//! * **Grassberger entropy ℓ-diversity is not monotone** under generalization, so it is declared
+//!   non-monotone (ARX declares every entropy ℓ-diversity monotone, which lets its searches prune
+//!   transformations that are in fact anonymous). Counterexample: the classes {x:1, y:1} and
+//!   {x:1, y:1} both have the Grassberger estimate 2.0, their union {x:2, y:2} only 2/3 < ln 2.
+//!   Shannon entropy is concave and stays monotone.
+//! * **The relaxed average-risk model is not monotone with suppression** (ARX declares it so).
+//!   Counterexample (highest risk 0.2, i.e. classes below 5 records are at risk; average 0.28;
+//!   records at risk 0.55; 4 records may be suppressed): class sizes 5, 4, 2, 2, 1 need 3 records
+//!   suppressed (1 and one 2), but generalizing the two classes of 2 into one of 4 gives
+//!   5, 4, 4, 1, which needs 5 (1 and a 4). The plain average risk and sample uniqueness are
+//!   monotone: suppressing the smallest classes first suppresses the fewest records.
+//! * Entropy ℓ-diversity accepts ties up to a relative 1e-10 (a uniform class over exactly ℓ values
+//!   has entropy ln ℓ; ARX may reject it due to rounding). With the Grassberger estimator the sum is
+//!   never aborted early: G(1) < 0, so a partial sum above the bound can still end below it
+//!   (ARX aborts early and may reject classes that fulfil the model).
+//! * All t-closeness distances are computed in exact integer arithmetic with one final division
+//!   (ARX uses 32-bit integers for the hierarchical distance, which overflow when
+//!   n · |EC| > 2³¹, and floating-point sums elsewhere).
+//! * Hierarchical distance: when the top level of the sensitive attribute's hierarchy has several
+//!   values (no single root), moving mass between them costs the maximal distance 1. ARX does not
+//!   charge these moves at all, so a class can reach distance 0 although its distribution differs
+//!   from the table's.
+//! * Ordered distance: values are ordered numerically when every value of the attribute parses as
+//!   a finite number (ties such as `1` and `1.0` broken lexicographically), otherwise
+//!   lexicographically by their UTF-8 bytes. ARX uses the attribute's declared data type. The
+//!   distance is normalised by m − 1, m = number of distinct values occurring in the data.
+//! * δ-disclosure privacy and β-likeness check the values present in the class, as ARX does
+//!   (Brickell and Shmatikov's definition also covers absent values, which no class could fulfil
+//!   unless it contains every value).
+//! * Sample-based models: the number of classes to suppress is found by a linear scan over the
+//!   classes sorted by size (the minimal prefix, the same as ARX's binary search), but without
+//!   ARX's early abort once the suppression limit is exceeded, so the suppression flags (and the
+//!   score of non-anonymous transformations) are always complete. Classes of equal size are
+//!   suppressed in lexicographic order of their generalized codes (ARX: representative row).
+//!   A record is at risk under the relaxed average-risk model iff 1/|EC| > highest risk; ARX
+//!   rounds the highest risk to an "effective" threshold (up to 1 % off). The share of records at
+//!   risk may be 0.
+
+use std::fmt;
+
+use super::error::{EngineError, Result};
+use super::hierarchy::EncodedHierarchy;
+
+pub mod ldiversity;
+pub mod likeness;
+#[cfg(test)]
+mod monotonicity_tests;
+pub mod risk;
+mod syntax;
+pub mod tcloseness;
+#[cfg(test)]
+mod testutil;
+
+use ldiversity::EntropyL;
+use likeness::{BetaLikeness, DeltaDisclosure};
+use risk::PreparedSampleModel;
+use tcloseness::{EqualDistance, HierarchicalDistance, OrderedDistance};
+
+/// How entropy ℓ-diversity estimates the entropy of a class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EntropyEstimator {
+    /// The plug-in estimate −Σ p ln p (Machanavajjhala et al.).
+    #[default]
+    Shannon,
+    /// Grassberger's bias-corrected estimate (Grassberger 2003; Stammler et al., PSD 2016).
+    Grassberger,
+}
+
+impl EntropyEstimator {
+    /// Name in the text syntax: `shannon` or `grassberger`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntropyEstimator::Shannon => "shannon",
+            EntropyEstimator::Grassberger => "grassberger",
+        }
+    }
+
+    /// Parses a name (case-insensitive).
+    pub fn parse(name: &str) -> Option<EntropyEstimator> {
+        match name.to_ascii_lowercase().as_str() {
+            "shannon" => Some(EntropyEstimator::Shannon),
+            "grassberger" => Some(EntropyEstimator::Grassberger),
+            _ => None,
+        }
+    }
+}
+
+/// Ground distance of t-closeness' earth mover's distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TClosenessDistance {
+    /// All distinct values are at distance 1: EMD = ½ Σ |p − q|.
+    Equal,
+    /// Values at positions i < j of the value order are at distance (j − i)/(m − 1), m = number
+    /// of distinct values in the data. The order is numeric when every value of the attribute
+    /// parses as a finite number (ties broken by the text), otherwise lexicographic.
+    Ordered,
+    /// Values are at distance level(lowest common ancestor)/height in the attribute's hierarchy.
+    Hierarchical,
+}
+
+impl TClosenessDistance {
+    /// Name in the text syntax: `equal`, `ordered` or `hierarchical`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TClosenessDistance::Equal => "equal",
+            TClosenessDistance::Ordered => "ordered",
+            TClosenessDistance::Hierarchical => "hierarchical",
+        }
+    }
+
+    /// Parses a name (case-insensitive).
+    pub fn parse(name: &str) -> Option<TClosenessDistance> {
+        match name.to_ascii_lowercase().as_str() {
+            "equal" => Some(TClosenessDistance::Equal),
+            "ordered" => Some(TClosenessDistance::Ordered),
+            "hierarchical" => Some(TClosenessDistance::Hierarchical),
+            _ => None,
+        }
+    }
+}
+
+/// A privacy model with its parameters, as configured by the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PrivacyModel {
+    /// Every class has at least `k` records.
+    KAnonymity {
+        /// Minimal class size (≥ 1).
+        k: u32,
+    },
+    /// Every class has at least `l` distinct values of `attribute`.
+    DistinctLDiversity {
+        /// Sensitive attribute.
+        attribute: String,
+        /// Minimal number of distinct values (≥ 1).
+        l: u32,
+    },
+    /// Every class has at least ⌈l⌉ distinct values and an estimated entropy of at least ln l.
+    EntropyLDiversity {
+        /// Sensitive attribute.
+        attribute: String,
+        /// Diversity (≥ 1; need not be an integer).
+        l: f64,
+        /// Entropy estimator.
+        estimator: EntropyEstimator,
+    },
+    /// Recursive (c,ℓ)-diversity: with the value counts r₁ ≥ r₂ ≥ … ≥ r_m of a class,
+    /// m ≥ ℓ and r₁ < c · (r_ℓ + … + r_m).
+    RecursiveCLDiversity {
+        /// Sensitive attribute.
+        attribute: String,
+        /// Factor c (> 0).
+        c: f64,
+        /// ℓ (≥ 1).
+        l: u32,
+    },
+    /// The earth mover's distance between a class's distribution of `attribute` and the table's is
+    /// at most `t`.
+    TCloseness {
+        /// Sensitive attribute.
+        attribute: String,
+        /// Threshold in [0, 1].
+        t: f64,
+        /// Ground distance.
+        distance: TClosenessDistance,
+    },
+    /// δ-disclosure privacy: |log₂(p_class(v) / p_table(v))| < δ for every value v of the class.
+    DeltaDisclosure {
+        /// Sensitive attribute.
+        attribute: String,
+        /// δ (> 0).
+        delta: f64,
+    },
+    /// Basic β-likeness: (p_class(v) − p_table(v)) / p_table(v) ≤ β for every value v.
+    BasicBetaLikeness {
+        /// Sensitive attribute.
+        attribute: String,
+        /// β (> 0).
+        beta: f64,
+    },
+    /// Enhanced β-likeness: (p_class(v) − p_table(v)) / p_table(v) ≤ min(β, −ln p_table(v)).
+    EnhancedBetaLikeness {
+        /// Sensitive attribute.
+        attribute: String,
+        /// β (> 0).
+        beta: f64,
+    },
+    /// Average prosecutor re-identification risk (published classes / published records) at most
+    /// `threshold`; relaxed variant: additionally at most a share `records_at_risk` of the
+    /// published records has a risk 1/|EC| above `highest`.
+    AverageRisk {
+        /// Threshold of the average risk, in (0, 1].
+        threshold: f64,
+        /// Highest acceptable individual risk, in (0, 1] (given together with `records_at_risk`).
+        highest: Option<f64>,
+        /// Share of records that may exceed `highest`, in [0, 1].
+        records_at_risk: Option<f64>,
+    },
+    /// At most a share `threshold` of the published records are alone in their class.
+    SampleUniqueness {
+        /// Threshold in (0, 1].
+        threshold: f64,
+    },
+}
+
+/// Whether a property is inherited by generalizations, for the two ways of transforming data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Monotonicity {
+    /// Fulfilled stays fulfilled under further generalization (without suppression).
+    pub generalization: bool,
+    /// Fulfilled stays fulfilled under further generalization when suppression is applied.
+    pub suppression: bool,
+}
+
+/// Every model name of the text syntax with its parameters, for error messages.
+pub(crate) const MODEL_SYNTAX: &[&str] = &[
+    "k-anonymity(k=…)",
+    "distinct-l-diversity(attribute=…,l=…)",
+    "entropy-l-diversity(attribute=…,l=…[,estimator=shannon|grassberger])",
+    "recursive-l-diversity(attribute=…,c=…,l=…)",
+    "t-closeness(attribute=…,t=…,distance=equal|ordered|hierarchical)",
+    "delta-disclosure(attribute=…,delta=…)",
+    "basic-beta-likeness(attribute=…,beta=…)",
+    "enhanced-beta-likeness(attribute=…,beta=…)",
+    "average-risk(threshold=…[,highest=…,records_at_risk=…])",
+    "sample-uniqueness(threshold=…)",
+];
+
+impl PrivacyModel {
+    /// Parses the compact text syntax, e.g. `t-closeness(attribute=disease,t=0.2,distance=ordered)`;
+    /// the inverse of `Display`. Parameters are validated (errors name `<model>.<key>`); unknown
+    /// models, unknown or missing keys and malformed values are errors that list what is expected.
+    pub fn parse(text: &str) -> Result<PrivacyModel> {
+        syntax::parse(text)
+    }
+
+    /// Model name of the text syntax, e.g. `k-anonymity` or `entropy-l-diversity`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PrivacyModel::KAnonymity { .. } => "k-anonymity",
+            PrivacyModel::DistinctLDiversity { .. } => "distinct-l-diversity",
+            PrivacyModel::EntropyLDiversity { .. } => "entropy-l-diversity",
+            PrivacyModel::RecursiveCLDiversity { .. } => "recursive-l-diversity",
+            PrivacyModel::TCloseness { .. } => "t-closeness",
+            PrivacyModel::DeltaDisclosure { .. } => "delta-disclosure",
+            PrivacyModel::BasicBetaLikeness { .. } => "basic-beta-likeness",
+            PrivacyModel::EnhancedBetaLikeness { .. } => "enhanced-beta-likeness",
+            PrivacyModel::AverageRisk { .. } => "average-risk",
+            PrivacyModel::SampleUniqueness { .. } => "sample-uniqueness",
+        }
+    }
+
+    /// The sensitive attribute the model protects, if any.
+    pub fn attribute(&self) -> Option<&str> {
+        match self {
+            PrivacyModel::KAnonymity { .. }
+            | PrivacyModel::AverageRisk { .. }
+            | PrivacyModel::SampleUniqueness { .. } => None,
+            PrivacyModel::DistinctLDiversity { attribute, .. }
+            | PrivacyModel::EntropyLDiversity { attribute, .. }
+            | PrivacyModel::RecursiveCLDiversity { attribute, .. }
+            | PrivacyModel::TCloseness { attribute, .. }
+            | PrivacyModel::DeltaDisclosure { attribute, .. }
+            | PrivacyModel::BasicBetaLikeness { attribute, .. }
+            | PrivacyModel::EnhancedBetaLikeness { attribute, .. } => Some(attribute),
+        }
+    }
+
+    /// True for models evaluated on the distribution of class sizes after the class-based models
+    /// (average risk, sample uniqueness).
+    pub fn is_sample_based(&self) -> bool {
+        matches!(
+            self,
+            PrivacyModel::AverageRisk { .. } | PrivacyModel::SampleUniqueness { .. }
+        )
+    }
+
+    /// Monotonicity of the model (REFERENCE.md §5; Grassberger entropy and the relaxed average
+    /// risk differ, see the module docs).
+    pub fn monotonicity(&self) -> Monotonicity {
+        let (generalization, suppression) = match self {
+            PrivacyModel::KAnonymity { .. }
+            | PrivacyModel::DistinctLDiversity { .. }
+            | PrivacyModel::SampleUniqueness { .. } => (true, true),
+            PrivacyModel::AverageRisk { highest, .. } => (true, highest.is_none()),
+            PrivacyModel::EntropyLDiversity { estimator, .. } => {
+                (*estimator == EntropyEstimator::Shannon, false)
+            }
+            PrivacyModel::RecursiveCLDiversity { .. }
+            | PrivacyModel::TCloseness { .. }
+            | PrivacyModel::BasicBetaLikeness { .. }
+            | PrivacyModel::EnhancedBetaLikeness { .. } => (true, false),
+            PrivacyModel::DeltaDisclosure { .. } => (false, false),
+        };
+        Monotonicity {
+            generalization,
+            suppression,
+        }
+    }
+
+    /// The minimal class size every published class must have under this model, if it implies one.
+    pub fn min_class_size(&self) -> Option<u32> {
+        match self {
+            PrivacyModel::KAnonymity { k } => Some(*k),
+            PrivacyModel::DistinctLDiversity { l, .. }
+            | PrivacyModel::RecursiveCLDiversity { l, .. } => Some(*l),
+            PrivacyModel::EntropyLDiversity { l, .. } => Some(ceil_u32(*l)),
+            _ => None,
+        }
+    }
+
+    /// Checks parameter ranges; `field` is the path used in errors (e.g. `privacy[0]`), the
+    /// parameter name is appended (`privacy[0].t`).
+    pub fn validate(&self, field: &str) -> Result<()> {
+        let err = |name: &str, message: String| {
+            Err(EngineError::config(format!("{field}.{name}"), message))
+        };
+        if let Some(attribute) = self.attribute()
+            && attribute.is_empty()
+        {
+            return err("attribute", "the sensitive attribute must be named".into());
+        }
+        match self {
+            PrivacyModel::KAnonymity { k } if *k < 1 => {
+                err("k", format!("k must be at least 1, got {k}"))
+            }
+            PrivacyModel::DistinctLDiversity { l, .. } if *l < 1 => {
+                err("l", format!("l must be at least 1, got {l}"))
+            }
+            PrivacyModel::EntropyLDiversity { l, .. } if !(l.is_finite() && *l >= 1.0) => {
+                err("l", format!("l must be a number of at least 1, got {l}"))
+            }
+            PrivacyModel::RecursiveCLDiversity { c, .. } if !(c.is_finite() && *c > 0.0) => {
+                err("c", format!("c must be a number above 0, got {c}"))
+            }
+            PrivacyModel::RecursiveCLDiversity { l, .. } if *l < 1 => {
+                err("l", format!("l must be at least 1, got {l}"))
+            }
+            PrivacyModel::TCloseness { t, .. } if !(0.0..=1.0).contains(t) => {
+                err("t", format!("t must lie in [0, 1], got {t}"))
+            }
+            PrivacyModel::DeltaDisclosure { delta, .. } if !(delta.is_finite() && *delta > 0.0) => {
+                err(
+                    "delta",
+                    format!("delta must be a number above 0, got {delta}"),
+                )
+            }
+            PrivacyModel::BasicBetaLikeness { beta, .. }
+            | PrivacyModel::EnhancedBetaLikeness { beta, .. }
+                if !(beta.is_finite() && *beta > 0.0) =>
+            {
+                err("beta", format!("beta must be a number above 0, got {beta}"))
+            }
+            PrivacyModel::AverageRisk {
+                threshold,
+                highest,
+                records_at_risk,
+            } => {
+                check_share(field, "threshold", *threshold, false)?;
+                match (highest, records_at_risk) {
+                    (None, None) => Ok(()),
+                    (Some(h), Some(r)) => {
+                        check_share(field, "highest", *h, false)?;
+                        check_share(field, "records_at_risk", *r, true)
+                    }
+                    (Some(_), None) => err(
+                        "records_at_risk",
+                        "the relaxed average-risk model needs both highest and records_at_risk"
+                            .into(),
+                    ),
+                    (None, Some(_)) => err(
+                        "highest",
+                        "the relaxed average-risk model needs both highest and records_at_risk"
+                            .into(),
+                    ),
+                }
+            }
+            PrivacyModel::SampleUniqueness { threshold } => {
+                check_share(field, "threshold", *threshold, false)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// ⌈l⌉ as an integer (l ≥ 1 and finite after validation; saturates otherwise).
+fn ceil_u32(l: f64) -> u32 {
+    let c = l.ceil();
+    if c.is_nan() || c < 1.0 {
+        1
+    } else if c >= u32::MAX as f64 {
+        u32::MAX
+    } else {
+        c as u32
+    }
+}
+
+/// Checks that a share lies in (0, 1] (or [0, 1] with `zero_ok`).
+fn check_share(field: &str, name: &str, value: f64, zero_ok: bool) -> Result<()> {
+    let ok = if zero_ok {
+        (0.0..=1.0).contains(&value)
+    } else {
+        value > 0.0 && value <= 1.0
+    };
+    if ok {
+        Ok(())
+    } else {
+        let range = if zero_ok { "[0, 1]" } else { "(0, 1]" };
+        Err(EngineError::config(
+            format!("{field}.{name}"),
+            format!("{name} must lie in {range}, got {value}"),
+        ))
+    }
+}
+
+impl fmt::Display for PrivacyModel {
+    /// Writes the text syntax accepted by [`PrivacyModel::parse`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        syntax::write(self, f)
+    }
+}
+
+/// What a class-based model sees of the sensitive attribute over the whole table.
+#[derive(Debug, Clone)]
+pub struct SensitiveDomain {
+    /// Column name.
+    pub column: String,
+    /// Frequency of every value code in the whole table.
+    pub global_counts: Vec<u32>,
+    /// The values themselves (for ordered distances).
+    pub values: Vec<String>,
+    /// Number of records.
+    pub n: usize,
+}
+
+impl SensitiveDomain {
+    /// Heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.column.capacity()
+            + self.global_counts.capacity() * 4
+            + self.values.capacity() * std::mem::size_of::<String>()
+            + self.values.iter().map(String::capacity).sum::<usize>()
+    }
+}
+
+/// A class-based model compiled against the data.
+#[derive(Debug, Clone)]
+pub(crate) enum PreparedClassModel {
+    /// Distinct ℓ-diversity on sensitive slot `slot`.
+    DistinctL { slot: usize, l: u32 },
+    /// Entropy ℓ-diversity.
+    EntropyL { slot: usize, model: EntropyL },
+    /// Recursive (c,ℓ)-diversity.
+    RecursiveL { slot: usize, c: f64, l: u32 },
+    /// t-closeness with equal ground distance.
+    EqualT {
+        slot: usize,
+        t: f64,
+        model: EqualDistance,
+    },
+    /// t-closeness with ordered ground distance.
+    OrderedT {
+        slot: usize,
+        t: f64,
+        model: OrderedDistance,
+    },
+    /// t-closeness with hierarchical ground distance.
+    HierarchicalT {
+        slot: usize,
+        t: f64,
+        model: HierarchicalDistance,
+    },
+    /// δ-disclosure privacy.
+    Delta { slot: usize, model: DeltaDisclosure },
+    /// Basic or enhanced β-likeness.
+    Beta { slot: usize, model: BetaLikeness },
+}
+
+/// A privacy model compiled against the data, by kind of evaluation.
+#[derive(Debug, Clone)]
+pub(crate) enum PreparedModel {
+    /// Enforced through the minimal class size only (k-anonymity).
+    MinClassSize,
+    /// Evaluated per class.
+    Class(PreparedClassModel),
+    /// Evaluated on the class-size distribution after the class-based models.
+    Sample(PreparedSampleModel),
+}
+
+impl PreparedModel {
+    /// Compiles `model`; `slot` is the index of its sensitive attribute among the problem's
+    /// tracked distributions, `domain` that attribute's global distribution and `hierarchy` its
+    /// encoded hierarchy, if one was declared. `field` (e.g. `privacy[2]`) prefixes errors.
+    pub(crate) fn prepare(
+        model: &PrivacyModel,
+        slot: Option<usize>,
+        domain: Option<&SensitiveDomain>,
+        hierarchy: Option<&EncodedHierarchy>,
+        field: &str,
+    ) -> Result<PreparedModel> {
+        let sensitive = || -> Result<(usize, &SensitiveDomain)> {
+            match (slot, domain) {
+                (Some(s), Some(d)) => Ok((s, d)),
+                _ => Err(EngineError::config(
+                    format!("{field}.attribute"),
+                    format!("{} needs a sensitive attribute", model.name()),
+                )),
+            }
+        };
+        Ok(match model {
+            PrivacyModel::KAnonymity { .. } => PreparedModel::MinClassSize,
+            PrivacyModel::DistinctLDiversity { l, .. } => {
+                let (slot, _) = sensitive()?;
+                PreparedModel::Class(PreparedClassModel::DistinctL { slot, l: *l })
+            }
+            PrivacyModel::EntropyLDiversity { l, estimator, .. } => {
+                let (slot, _) = sensitive()?;
+                PreparedModel::Class(PreparedClassModel::EntropyL {
+                    slot,
+                    model: EntropyL::new(*l, *estimator),
+                })
+            }
+            PrivacyModel::RecursiveCLDiversity { c, l, .. } => {
+                let (slot, _) = sensitive()?;
+                PreparedModel::Class(PreparedClassModel::RecursiveL { slot, c: *c, l: *l })
+            }
+            PrivacyModel::TCloseness { t, distance, .. } => {
+                let (slot, domain) = sensitive()?;
+                let t = *t;
+                PreparedModel::Class(match distance {
+                    TClosenessDistance::Equal => PreparedClassModel::EqualT {
+                        slot,
+                        t,
+                        model: EqualDistance::new(domain),
+                    },
+                    TClosenessDistance::Ordered => PreparedClassModel::OrderedT {
+                        slot,
+                        t,
+                        model: OrderedDistance::new(domain),
+                    },
+                    TClosenessDistance::Hierarchical => {
+                        let Some(h) = hierarchy else {
+                            return Err(EngineError::config(
+                                format!("{field}.distance"),
+                                format!(
+                                    "t-closeness with hierarchical distance needs a hierarchy \
+                                     for the sensitive attribute '{}'; declare one for it or \
+                                     use distance=equal or distance=ordered",
+                                    domain.column
+                                ),
+                            ));
+                        };
+                        PreparedClassModel::HierarchicalT {
+                            slot,
+                            t,
+                            model: HierarchicalDistance::new(domain, h, field)?,
+                        }
+                    }
+                })
+            }
+            PrivacyModel::DeltaDisclosure { delta, .. } => {
+                let (slot, domain) = sensitive()?;
+                PreparedModel::Class(PreparedClassModel::Delta {
+                    slot,
+                    model: DeltaDisclosure::new(domain, *delta),
+                })
+            }
+            PrivacyModel::BasicBetaLikeness { beta, .. } => {
+                let (slot, domain) = sensitive()?;
+                PreparedModel::Class(PreparedClassModel::Beta {
+                    slot,
+                    model: BetaLikeness::new(domain, *beta, false),
+                })
+            }
+            PrivacyModel::EnhancedBetaLikeness { beta, .. } => {
+                let (slot, domain) = sensitive()?;
+                PreparedModel::Class(PreparedClassModel::Beta {
+                    slot,
+                    model: BetaLikeness::new(domain, *beta, true),
+                })
+            }
+            PrivacyModel::AverageRisk {
+                threshold,
+                highest,
+                records_at_risk,
+            } => PreparedModel::Sample(PreparedSampleModel::average_risk(
+                *threshold,
+                highest.zip(*records_at_risk),
+            )),
+            PrivacyModel::SampleUniqueness { threshold } => {
+                PreparedModel::Sample(PreparedSampleModel::sample_uniqueness(*threshold))
+            }
+        })
+    }
+}
+
+impl PreparedClassModel {
+    /// Heap size of the model's tables in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            PreparedClassModel::DistinctL { .. } | PreparedClassModel::RecursiveL { .. } => 0,
+            PreparedClassModel::EntropyL { model, .. } => model.heap_bytes(),
+            PreparedClassModel::EqualT { model, .. } => model.heap_bytes(),
+            PreparedClassModel::OrderedT { model, .. } => model.heap_bytes(),
+            PreparedClassModel::HierarchicalT { model, .. } => model.heap_bytes(),
+            PreparedClassModel::Delta { model, .. } => model.heap_bytes(),
+            PreparedClassModel::Beta { model, .. } => model.heap_bytes(),
+        }
+    }
+
+    /// Relative cost of one evaluation; the check evaluates cheap models first.
+    pub(crate) fn cost(&self) -> u8 {
+        match self {
+            PreparedClassModel::DistinctL { .. } => 0,
+            PreparedClassModel::RecursiveL { .. }
+            | PreparedClassModel::Delta { .. }
+            | PreparedClassModel::Beta { .. } => 1,
+            PreparedClassModel::EntropyL { .. } | PreparedClassModel::EqualT { .. } => 2,
+            PreparedClassModel::OrderedT { .. } | PreparedClassModel::HierarchicalT { .. } => 3,
+        }
+    }
+
+    /// True if the class (its size and, per tracked sensitive slot, its sorted histogram of value
+    /// codes and frequencies) satisfies the model.
+    pub(crate) fn holds(&self, count: u32, hists: &[(&[u32], &[u32])]) -> bool {
+        match self {
+            PreparedClassModel::DistinctL { slot, l } => hists[*slot].0.len() >= *l as usize,
+            PreparedClassModel::EntropyL { slot, model } => {
+                let (values, freqs) = hists[*slot];
+                model.holds(count, values.len(), freqs)
+            }
+            PreparedClassModel::RecursiveL { slot, c, l } => {
+                ldiversity::recursive_holds(*c, *l, count, hists[*slot].1)
+            }
+            PreparedClassModel::EqualT { slot, t, model } => {
+                let (values, freqs) = hists[*slot];
+                model.emd(count, values, freqs) <= *t
+            }
+            PreparedClassModel::OrderedT { slot, t, model } => {
+                let (values, freqs) = hists[*slot];
+                model.emd(count, values, freqs) <= *t
+            }
+            PreparedClassModel::HierarchicalT { slot, t, model } => {
+                let (values, freqs) = hists[*slot];
+                model.emd(count, values, freqs) <= *t
+            }
+            PreparedClassModel::Delta { slot, model } => {
+                let (values, freqs) = hists[*slot];
+                model.holds(count, values, freqs)
+            }
+            PreparedClassModel::Beta { slot, model } => {
+                let (values, freqs) = hists[*slot];
+                model.holds(count, values, freqs)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+    use crate::Checker;
+
+    #[test]
+    fn names_attributes_and_kinds() {
+        let all = sample_models();
+        let names: Vec<&str> = all.iter().map(PrivacyModel::name).collect();
+        assert_eq!(
+            names,
+            [
+                "k-anonymity",
+                "distinct-l-diversity",
+                "entropy-l-diversity",
+                "entropy-l-diversity",
+                "recursive-l-diversity",
+                "t-closeness",
+                "t-closeness",
+                "t-closeness",
+                "delta-disclosure",
+                "basic-beta-likeness",
+                "enhanced-beta-likeness",
+                "average-risk",
+                "average-risk",
+                "sample-uniqueness"
+            ]
+        );
+        for m in &all {
+            assert_eq!(
+                m.attribute().is_none(),
+                matches!(
+                    m,
+                    PrivacyModel::KAnonymity { .. }
+                        | PrivacyModel::AverageRisk { .. }
+                        | PrivacyModel::SampleUniqueness { .. }
+                )
+            );
+            assert_eq!(
+                m.is_sample_based(),
+                matches!(
+                    m,
+                    PrivacyModel::AverageRisk { .. } | PrivacyModel::SampleUniqueness { .. }
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn monotonicity_and_min_class_sizes_follow_the_reference() {
+        let yes_yes = Monotonicity {
+            generalization: true,
+            suppression: true,
+        };
+        let gen_only = Monotonicity {
+            generalization: true,
+            suppression: false,
+        };
+        let none = Monotonicity {
+            generalization: false,
+            suppression: false,
+        };
+        let expected = [
+            (yes_yes, Some(3)),  // k-anonymity(k=3)
+            (yes_yes, Some(2)),  // distinct l=2
+            (gen_only, Some(3)), // entropy l=2.5 shannon
+            (none, Some(2)),     // entropy l=2 grassberger
+            (gen_only, Some(3)), // recursive l=3
+            (gen_only, None),
+            (gen_only, None),
+            (gen_only, None),
+            (none, None), // delta
+            (gen_only, None),
+            (gen_only, None),
+            (yes_yes, None),
+            (gen_only, None), // relaxed average risk
+            (yes_yes, None),
+        ];
+        for (m, (mono, min)) in sample_models().iter().zip(expected) {
+            assert_eq!(m.monotonicity(), mono, "{m}");
+            assert_eq!(m.min_class_size(), min, "{m}");
+        }
+        let e = PrivacyModel::EntropyLDiversity {
+            attribute: "s".into(),
+            l: 3.0,
+            estimator: EntropyEstimator::Shannon,
+        };
+        assert_eq!(e.min_class_size(), Some(3));
+    }
+
+    #[test]
+    fn every_parameter_is_validated_with_its_field() {
+        let a = || "s".to_string();
+        let cases: Vec<(PrivacyModel, &str)> = vec![
+            (PrivacyModel::KAnonymity { k: 0 }, "privacy[3].k"),
+            (
+                PrivacyModel::DistinctLDiversity {
+                    attribute: a(),
+                    l: 0,
+                },
+                "privacy[3].l",
+            ),
+            (
+                PrivacyModel::DistinctLDiversity {
+                    attribute: String::new(),
+                    l: 2,
+                },
+                "privacy[3].attribute",
+            ),
+            (
+                PrivacyModel::EntropyLDiversity {
+                    attribute: a(),
+                    l: 0.5,
+                    estimator: EntropyEstimator::Shannon,
+                },
+                "privacy[3].l",
+            ),
+            (
+                PrivacyModel::EntropyLDiversity {
+                    attribute: a(),
+                    l: f64::NAN,
+                    estimator: EntropyEstimator::Grassberger,
+                },
+                "privacy[3].l",
+            ),
+            (
+                PrivacyModel::RecursiveCLDiversity {
+                    attribute: a(),
+                    c: 0.0,
+                    l: 2,
+                },
+                "privacy[3].c",
+            ),
+            (
+                PrivacyModel::RecursiveCLDiversity {
+                    attribute: a(),
+                    c: 2.0,
+                    l: 0,
+                },
+                "privacy[3].l",
+            ),
+            (
+                PrivacyModel::TCloseness {
+                    attribute: a(),
+                    t: 1.5,
+                    distance: TClosenessDistance::Equal,
+                },
+                "privacy[3].t",
+            ),
+            (
+                PrivacyModel::TCloseness {
+                    attribute: a(),
+                    t: -0.1,
+                    distance: TClosenessDistance::Ordered,
+                },
+                "privacy[3].t",
+            ),
+            (
+                PrivacyModel::DeltaDisclosure {
+                    attribute: a(),
+                    delta: 0.0,
+                },
+                "privacy[3].delta",
+            ),
+            (
+                PrivacyModel::BasicBetaLikeness {
+                    attribute: a(),
+                    beta: -1.0,
+                },
+                "privacy[3].beta",
+            ),
+            (
+                PrivacyModel::EnhancedBetaLikeness {
+                    attribute: a(),
+                    beta: f64::INFINITY,
+                },
+                "privacy[3].beta",
+            ),
+            (
+                PrivacyModel::AverageRisk {
+                    threshold: 0.0,
+                    highest: None,
+                    records_at_risk: None,
+                },
+                "privacy[3].threshold",
+            ),
+            (
+                PrivacyModel::AverageRisk {
+                    threshold: 1.1,
+                    highest: None,
+                    records_at_risk: None,
+                },
+                "privacy[3].threshold",
+            ),
+            (
+                PrivacyModel::AverageRisk {
+                    threshold: 0.1,
+                    highest: Some(0.0),
+                    records_at_risk: Some(0.1),
+                },
+                "privacy[3].highest",
+            ),
+            (
+                PrivacyModel::AverageRisk {
+                    threshold: 0.1,
+                    highest: Some(0.2),
+                    records_at_risk: Some(1.5),
+                },
+                "privacy[3].records_at_risk",
+            ),
+            (
+                PrivacyModel::AverageRisk {
+                    threshold: 0.1,
+                    highest: Some(0.2),
+                    records_at_risk: None,
+                },
+                "privacy[3].records_at_risk",
+            ),
+            (
+                PrivacyModel::AverageRisk {
+                    threshold: 0.1,
+                    highest: None,
+                    records_at_risk: Some(0.2),
+                },
+                "privacy[3].highest",
+            ),
+            (
+                PrivacyModel::SampleUniqueness { threshold: 0.0 },
+                "privacy[3].threshold",
+            ),
+            (
+                PrivacyModel::SampleUniqueness {
+                    threshold: f64::NAN,
+                },
+                "privacy[3].threshold",
+            ),
+        ];
+        for (model, field) in cases {
+            match model.validate("privacy[3]") {
+                Err(EngineError::InvalidConfig { field: f, .. }) => {
+                    assert_eq!(f, field, "{model:?}")
+                }
+                other => panic!("{model:?}: expected an error for {field}, got {other:?}"),
+            }
+        }
+        for m in sample_models() {
+            assert_eq!(m.validate("privacy[0]"), Ok(()), "{m}");
+        }
+        // Boundaries are accepted.
+        for m in [
+            PrivacyModel::TCloseness {
+                attribute: a(),
+                t: 0.0,
+                distance: TClosenessDistance::Equal,
+            },
+            PrivacyModel::TCloseness {
+                attribute: a(),
+                t: 1.0,
+                distance: TClosenessDistance::Equal,
+            },
+            PrivacyModel::AverageRisk {
+                threshold: 1.0,
+                highest: Some(1.0),
+                records_at_risk: Some(0.0),
+            },
+            PrivacyModel::EntropyLDiversity {
+                attribute: a(),
+                l: 1.0,
+                estimator: EntropyEstimator::Shannon,
+            },
+        ] {
+            assert_eq!(m.validate("p"), Ok(()), "{m}");
+        }
+    }
+
+    #[test]
+    fn problem_reports_invalid_parameters_by_index() {
+        let t = table(&["g", "s"], &["a;x", "b;y"]);
+        let err = problem(
+            t,
+            &[("g", "a;*\nb;*")],
+            &[("s", None)],
+            vec![
+                PrivacyModel::KAnonymity { k: 1 },
+                PrivacyModel::TCloseness {
+                    attribute: "s".into(),
+                    t: 2.0,
+                    distance: TClosenessDistance::Equal,
+                },
+            ],
+            0.0,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, EngineError::InvalidConfig { field, .. } if field == "privacy[1].t"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn entropy_min_class_size_is_enforced_through_ceil_l() {
+        // Classes of sizes 2 and 3; entropy-2.5 needs ⌈2.5⌉ = 3 records (and 3 values).
+        let t = table(&["g", "s"], &["a;x", "a;y", "b;x", "b;y", "b;z"]);
+        let p = problem(
+            t,
+            &[("g", "a;*\nb;*")],
+            &[("s", None)],
+            vec![PrivacyModel::EntropyLDiversity {
+                attribute: "s".into(),
+                l: 2.5,
+                estimator: EntropyEstimator::Shannon,
+            }],
+            0.0,
+        )
+        .unwrap();
+        assert_eq!(p.min_class_size(), 3);
+        let r = Checker::new(&p).check(&[0]);
+        assert_eq!(r.suppressed, 2);
+        assert!(!r.min_class_size_ok);
+    }
+}

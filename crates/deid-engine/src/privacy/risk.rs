@@ -1,0 +1,493 @@
+//! Sample-based privacy models: conditions on the distribution of class sizes of the published
+//! records, enforced after the class-based models by suppressing further classes.
+//!
+//! * Average re-identification risk: the average prosecutor risk of the published records,
+//!   (published classes)/(published records) = 1/mean class size, is at most the threshold.
+//!   Relaxed variant: additionally at most a share `records_at_risk` of the published records
+//!   lies in classes whose risk 1/|EC| exceeds `highest`.
+//! * Sample uniqueness: the share of published records alone in their class is at most the
+//!   threshold.
+//!
+//! Suppressed records are never counted as risky: they leave both the classes and the records.
+//! If nothing is published, every condition holds.
+//!
+//! Enforcement ([`enforce`]): classes are suppressed smallest first until all conditions hold.
+//! Removing the smallest class never increases any of the risks above (the mean of the remaining
+//! sizes cannot drop; the share of small classes can only drop), so the first prefix that works is
+//! the minimal one — the same result as ARX's binary search. Among classes of equal size, those
+//! with the lexicographically smallest generalized codes go first, so the result never depends on
+//! the (non-deterministic) order of the classes.
+
+/// A compiled sample-based model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreparedSampleModel {
+    /// Average risk ≤ `threshold`; optionally records in classes smaller than `safe_size` make up
+    /// at most `share` of the published records.
+    AverageRisk {
+        /// Threshold of the average risk.
+        threshold: f64,
+        /// (smallest class size whose risk is ≤ highest, share of records allowed below it).
+        relaxed: Option<(u32, f64)>,
+    },
+    /// Records in classes of size 1 make up at most `threshold` of the published records.
+    SampleUniqueness {
+        /// Threshold.
+        threshold: f64,
+    },
+}
+
+impl PreparedSampleModel {
+    /// Average risk, relaxed with (highest risk, share of records at risk) if given.
+    pub fn average_risk(threshold: f64, relaxed: Option<(f64, f64)>) -> PreparedSampleModel {
+        PreparedSampleModel::AverageRisk {
+            threshold,
+            relaxed: relaxed.map(|(highest, share)| (safe_size(highest), share)),
+        }
+    }
+
+    /// Sample uniqueness with the given threshold.
+    pub fn sample_uniqueness(threshold: f64) -> PreparedSampleModel {
+        PreparedSampleModel::SampleUniqueness { threshold }
+    }
+
+    /// Classes smaller than this put their records at risk (0: the model has no such notion).
+    fn small_below(&self) -> u32 {
+        match self {
+            PreparedSampleModel::AverageRisk { relaxed, .. } => relaxed.map_or(0, |r| r.0),
+            PreparedSampleModel::SampleUniqueness { .. } => 2,
+        }
+    }
+
+    /// Whether the condition holds for `classes` published classes with `records` records,
+    /// `small` of which lie in classes smaller than [`Self::small_below`].
+    fn holds(&self, classes: u64, records: u64, small: u64) -> bool {
+        if records == 0 {
+            return true;
+        }
+        let r = records as f64;
+        match self {
+            PreparedSampleModel::AverageRisk { threshold, relaxed } => {
+                classes as f64 / r <= *threshold
+                    && relaxed.is_none_or(|(_, share)| small as f64 / r <= share)
+            }
+            PreparedSampleModel::SampleUniqueness { threshold } => small as f64 / r <= *threshold,
+        }
+    }
+}
+
+/// The smallest class size s with 1/s ≤ `highest` (records in smaller classes are at risk).
+pub fn safe_size(highest: f64) -> u32 {
+    if highest.is_nan() || highest <= 0.0 {
+        return u32::MAX;
+    }
+    let mut s = (1.0 / highest).ceil().clamp(1.0, u32::MAX as f64) as u32;
+    while s > 1 && 1.0 / (s - 1) as f64 <= highest {
+        s -= 1;
+    }
+    while s < u32::MAX && 1.0 / s as f64 > highest {
+        s += 1;
+    }
+    s
+}
+
+/// Running totals of the published classes.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    classes: u64,
+    records: u64,
+}
+
+fn all_hold(models: &[PreparedSampleModel], t: Totals, small: &[u64]) -> bool {
+    models
+        .iter()
+        .zip(small)
+        .all(|(m, &s)| m.holds(t.classes, t.records, s))
+}
+
+/// Suppresses further classes (flags in `suppressed`) until every model holds; returns the
+/// records newly suppressed. `counts` are the class sizes, `codes` the generalized codes
+/// (row-major, the same number per class) used to order classes of equal size.
+///
+/// Steps:
+/// 1. total the published classes, records and, per model, records in small classes; done if
+///    every model holds;
+/// 2. sort the published sizes and drop the smallest until every model holds: p classes, the
+///    largest of them of size b, j of them of size b;
+/// 3. suppress every published class smaller than b and the j classes of size b with the
+///    smallest codes.
+pub fn enforce(
+    models: &[PreparedSampleModel],
+    counts: &[u32],
+    codes: &[u32],
+    suppressed: &mut [bool],
+) -> usize {
+    if models.is_empty() || counts.is_empty() {
+        return 0;
+    }
+    let q = codes.len() / counts.len();
+    // 1. Totals.
+    let limits: Vec<u32> = models
+        .iter()
+        .map(PreparedSampleModel::small_below)
+        .collect();
+    let mut totals = Totals {
+        classes: 0,
+        records: 0,
+    };
+    let mut small = vec![0u64; models.len()];
+    let mut sizes = Vec::new();
+    for (c, &size) in counts.iter().enumerate() {
+        if suppressed[c] || size == 0 {
+            continue;
+        }
+        totals.classes += 1;
+        totals.records += size as u64;
+        for (s, &limit) in small.iter_mut().zip(&limits) {
+            if size < limit {
+                *s += size as u64;
+            }
+        }
+        sizes.push(size);
+    }
+    if all_hold(models, totals, &small) {
+        return 0;
+    }
+    // 2. Minimal prefix of the sizes in ascending order.
+    sizes.sort_unstable();
+    let mut p = 0;
+    while p < sizes.len() && !all_hold(models, totals, &small) {
+        let size = sizes[p];
+        totals.classes -= 1;
+        totals.records -= size as u64;
+        for (s, &limit) in small.iter_mut().zip(&limits) {
+            if size < limit {
+                *s -= size as u64;
+            }
+        }
+        p += 1;
+    }
+    let boundary = sizes[p - 1];
+    let at_boundary = sizes[..p]
+        .iter()
+        .rev()
+        .take_while(|&&s| s == boundary)
+        .count();
+    // 3. Suppress.
+    let mut newly = 0usize;
+    let mut ties: Vec<usize> = Vec::new();
+    for (c, &size) in counts.iter().enumerate() {
+        if suppressed[c] || size == 0 {
+            continue;
+        }
+        if size < boundary {
+            suppressed[c] = true;
+            newly += size as usize;
+        } else if size == boundary {
+            ties.push(c);
+        }
+    }
+    let by_codes = |a: &usize, b: &usize| codes[a * q..a * q + q].cmp(&codes[b * q..b * q + q]);
+    if at_boundary < ties.len() {
+        ties.select_nth_unstable_by(at_boundary, by_codes);
+    }
+    for &c in &ties[..at_boundary] {
+        suppressed[c] = true;
+        newly += boundary as usize;
+    }
+    newly
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::PrivacyModel;
+    use super::super::testutil::*;
+    use super::*;
+    use crate::{Checker, Problem};
+    use proptest::prelude::*;
+
+    fn average(threshold: f64) -> PrivacyModel {
+        PrivacyModel::AverageRisk {
+            threshold,
+            highest: None,
+            records_at_risk: None,
+        }
+    }
+
+    fn uniqueness(threshold: f64) -> PrivacyModel {
+        PrivacyModel::SampleUniqueness { threshold }
+    }
+
+    /// Classes c0, c1, … of the given sizes (sensitive value constant).
+    fn sized(sizes: &[usize]) -> Vec<Vec<&'static str>> {
+        sizes.iter().map(|&s| vec!["v"; s]).collect()
+    }
+
+    fn suppressed_sized(sizes: &[usize], models: Vec<PrivacyModel>) -> Vec<bool> {
+        let classes = sized(sizes);
+        let refs: Vec<&[&str]> = classes.iter().map(Vec::as_slice).collect();
+        suppressed_classes(&refs, None, models)
+    }
+
+    #[test]
+    fn safe_sizes() {
+        assert_eq!(safe_size(1.0), 1);
+        assert_eq!(safe_size(0.5), 2);
+        assert_eq!(safe_size(0.34), 3);
+        assert_eq!(safe_size(1.0 / 3.0), 3);
+        assert_eq!(safe_size(0.2), 5);
+        assert_eq!(safe_size(0.1), 10);
+        assert_eq!(safe_size(0.0999), 11);
+    }
+
+    #[test]
+    fn average_risk_by_hand() {
+        // Sizes 1, 1, 2, 3, 5 (n = 12): risk 5/12 = 0.417.
+        // Threshold 0.45 holds; 0.3: without the two singletons 3/10 = 0.3 ✓ (one: 4/11 = 0.36).
+        assert_eq!(
+            suppressed_sized(&[1, 1, 2, 3, 5], vec![average(0.45)]),
+            [false; 5]
+        );
+        assert_eq!(
+            suppressed_sized(&[1, 1, 2, 3, 5], vec![average(0.3)]),
+            [true, true, false, false, false]
+        );
+        // 0.25: 2/8 after also dropping the 2.
+        assert_eq!(
+            suppressed_sized(&[1, 1, 2, 3, 5], vec![average(0.25)]),
+            [true, true, true, false, false]
+        );
+        // Ties: sizes 2, 2, 2, 6 (risk 4/12); threshold 0.3 needs one size-2 class less (3/10):
+        // the one with the smallest code, i.e. the first to appear in the data (c0).
+        assert_eq!(
+            suppressed_sized(&[2, 2, 2, 6], vec![average(0.3)]),
+            [true, false, false, false]
+        );
+    }
+
+    #[test]
+    fn relaxed_average_risk_by_hand() {
+        // Highest risk 0.34 → classes below 3 records are at risk. Sizes 1, 2, 2, 3, 4 (n = 12):
+        // average 5/12 ≤ 0.5 ✓; at risk 5/12 > 0.2. Drop 1: 4/11; drop a 2: 2/9 = 0.22;
+        // drop the other 2: 0 ✓.
+        let model = PrivacyModel::AverageRisk {
+            threshold: 0.5,
+            highest: Some(0.34),
+            records_at_risk: Some(0.2),
+        };
+        assert_eq!(
+            suppressed_sized(&[1, 2, 2, 3, 4], vec![model.clone()]),
+            [true, true, true, false, false]
+        );
+        // A share of 0.25 stops after the first 2.
+        let model = PrivacyModel::AverageRisk {
+            threshold: 0.5,
+            highest: Some(0.34),
+            records_at_risk: Some(0.25),
+        };
+        assert_eq!(
+            suppressed_sized(&[1, 2, 2, 3, 4], vec![model]),
+            [true, true, false, false, false]
+        );
+    }
+
+    #[test]
+    fn sample_uniqueness_by_hand() {
+        // Sizes 1, 1, 1, 2, 5 (n = 10): 3/10 uniques. Threshold 0.3 holds; 0.2: 2/9 = 0.22 after
+        // one, 1/8 after two → the two singletons with the smallest codes (c0, c1).
+        assert_eq!(
+            suppressed_sized(&[1, 1, 1, 2, 5], vec![uniqueness(0.3)]),
+            [false; 5]
+        );
+        assert_eq!(
+            suppressed_sized(&[1, 1, 1, 2, 5], vec![uniqueness(0.2)]),
+            [true, true, false, false, false]
+        );
+        // Combined with average risk 0.25: uniqueness alone needs c0, c1; the average then is
+        // 3/8 > 0.25 → drop c2 (2/7 = 0.29) and c3 (1/5) as well.
+        assert_eq!(
+            suppressed_sized(&[1, 1, 1, 2, 5], vec![uniqueness(0.2), average(0.25)]),
+            [true, true, true, true, false]
+        );
+    }
+
+    #[test]
+    fn suppressed_records_are_never_risky() {
+        // k = 2 suppresses the two singletons first; the published classes 4, 4 have risk
+        // 2/8 = 0.25. Threshold 0.25 holds as is. At 0.22 the published records alone are
+        // judged: 0.25 > 0.22, 1/4 > 0.22, so everything goes (counting the suppressed records
+        // as records would give 2/10 ✓, as one more class 3/10 ✗ — both wrong).
+        let t = class_table(&[&["v"], &["v"], &["v"; 4], &["v"; 4]]);
+        let build = |threshold: f64| -> Problem {
+            problem(
+                t.clone(),
+                &[("g", &class_hierarchy(4))],
+                &[],
+                vec![PrivacyModel::KAnonymity { k: 2 }, average(threshold)],
+                1.0,
+            )
+            .unwrap()
+        };
+        let p = build(0.25);
+        assert_eq!(Checker::new(&p).check(&[0]).suppressed, 2);
+        let p = build(0.22);
+        assert_eq!(Checker::new(&p).check(&[0]).suppressed, 10);
+    }
+
+    #[test]
+    fn anonymity_depends_on_the_suppression_limit() {
+        // Sizes 1, 1, 1, 2, 5, uniqueness 0.2 suppresses 2 records: anonymous iff ⌊limit·10⌋ ≥ 2.
+        let classes = sized(&[1, 1, 1, 2, 5]);
+        let refs: Vec<&[&str]> = classes.iter().map(Vec::as_slice).collect();
+        for (limit, anonymous) in [(0.1, false), (0.2, true)] {
+            let p = problem(
+                class_table(&refs),
+                &[("g", &class_hierarchy(5))],
+                &[],
+                vec![uniqueness(0.2)],
+                limit,
+            )
+            .unwrap();
+            let r = Checker::new(&p).check(&[0]);
+            assert_eq!(r.suppressed, 2);
+            assert_eq!(r.anonymous, anonymous, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn relaxed_average_risk_is_not_monotone_with_suppression() {
+        // Sizes 5, 4, 2, 2, 1 (n = 14, 4 records may go); c2 and c3 generalize into one class.
+        // Level 0: drop 1 (4/13 = 0.31 > 0.28, at risk 8/13) and a 2 (3/11 = 0.27, at risk 6/11 =
+        // 0.545) → 3 records. Level 1 (5, 4, 4, 1): drop 1 (3/13 = 0.23, at risk 8/13 = 0.62)
+        // and a 4 (at risk 4/9) → 5 records.
+        let model = PrivacyModel::AverageRisk {
+            threshold: 0.28,
+            highest: Some(0.2),
+            records_at_risk: Some(0.55),
+        };
+        assert!(!model.monotonicity().suppression);
+        let classes = sized(&[5, 4, 2, 2, 1]);
+        let refs: Vec<&[&str]> = classes.iter().map(Vec::as_slice).collect();
+        let h = "c0;c0;*\nc1;c1;*\nc2;m;*\nc3;m;*\nc4;c4;*";
+        let p = problem(class_table(&refs), &[("g", h)], &[], vec![model], 0.3).unwrap();
+        let checker = Checker::new(&p);
+        let bottom = checker.check(&[0]);
+        assert_eq!((bottom.suppressed, bottom.anonymous), (3, true));
+        let up = checker.check(&[1]);
+        assert_eq!((up.suppressed, up.anonymous), (5, false));
+    }
+
+    proptest! {
+        #[test]
+        fn enforce_ignores_class_order(
+            sizes in prop::collection::vec(1u32..5, 1..30),
+            pre in prop::collection::vec(any::<bool>(), 30),
+            rotate in 0usize..30,
+            threshold in 0.05f64..0.6,
+            which in 0u8..3,
+        ) {
+            let model = match which {
+                0 => PreparedSampleModel::average_risk(threshold, None),
+                1 => PreparedSampleModel::average_risk(0.9, Some((threshold, threshold / 2.0))),
+                _ => PreparedSampleModel::sample_uniqueness(threshold),
+            };
+            let models = [model];
+            let n = sizes.len();
+            // Class c has the codes (c / 3, c % 3): many equal sizes, distinct codes.
+            let codes: Vec<u32> = (0..n as u32).flat_map(|c| [c / 3, c % 3]).collect();
+            let mut flags: Vec<bool> = (0..n).map(|c| pre[c]).collect();
+            let newly = enforce(&models, &sizes, &codes, &mut flags);
+            // The same classes in another order.
+            let perm: Vec<usize> = (0..n).map(|i| (i + rotate) % n).rev().collect();
+            let sizes2: Vec<u32> = perm.iter().map(|&c| sizes[c]).collect();
+            let codes2: Vec<u32> = perm.iter().flat_map(|&c| [codes[2 * c], codes[2 * c + 1]]).collect();
+            let mut flags2: Vec<bool> = perm.iter().map(|&c| pre[c]).collect();
+            let newly2 = enforce(&models, &sizes2, &codes2, &mut flags2);
+            prop_assert_eq!(newly, newly2);
+            for (i, &c) in perm.iter().enumerate() {
+                prop_assert_eq!(flags[c], flags2[i]);
+            }
+            // The result fulfils the model and no smaller prefix would.
+            let published: Vec<u32> = (0..n).filter(|&c| !flags[c]).map(|c| sizes[c]).collect();
+            let limit = models[0].small_below();
+            let small: u64 = published.iter().filter(|&&s| s < limit).map(|&s| s as u64).sum();
+            let records: u64 = published.iter().map(|&s| s as u64).sum();
+            prop_assert!(models[0].holds(published.len() as u64, records, small));
+            // Only previously published classes were suppressed, smallest first.
+            let newly_sizes: Vec<u32> = (0..n).filter(|&c| flags[c] && !pre[c]).map(|c| sizes[c]).collect();
+            prop_assert_eq!(newly_sizes.iter().map(|&s| s as usize).sum::<usize>(), newly);
+            if let Some(&largest) = newly_sizes.iter().max() {
+                prop_assert!(published.iter().all(|&s| s >= largest));
+            }
+        }
+    }
+
+    /// Classes that appear in a different order depending on how they are grouped: the check
+    /// (regrouping snapshots of earlier checks) and the evaluation (grouping the data) must agree.
+    #[test]
+    fn sample_based_results_do_not_depend_on_snapshots() {
+        // QIs a (a0..a5 → A0/A1 → *) and b (b0..b3 → B0/B1 → *); many classes of equal size.
+        // Combination x = (a, b) has 1 + (5x mod 7) records; rows are emitted round robin over
+        // a scrambled order of the combinations.
+        let sizes: Vec<usize> = (0..24).map(|x| 1 + (5 * x) % 7).collect();
+        let mut rows = Vec::new();
+        for round in 0..7 {
+            for j in 0..24usize {
+                let x = (j * 11 + 5) % 24;
+                if round < sizes[x] {
+                    rows.push(format!("a{};b{};v", x % 6, x / 6));
+                }
+            }
+        }
+        let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let t = table(&["a", "b", "s"], &refs);
+        let ha = "a0;A0;*\na1;A1;*\na2;A0;*\na3;A1;*\na4;A0;*\na5;A1;*";
+        let hb = "b0;B0;*\nb1;B1;*\nb2;B1;*\nb3;B0;*";
+        for model in [
+            average(0.04),
+            uniqueness(0.01),
+            PrivacyModel::AverageRisk {
+                threshold: 0.2,
+                highest: Some(0.1),
+                records_at_risk: Some(0.3),
+            },
+        ] {
+            let p = problem(
+                t.clone(),
+                &[("a", ha), ("b", hb)],
+                &[],
+                vec![model.clone()],
+                0.5,
+            )
+            .unwrap();
+            let nodes: Vec<Vec<u8>> = {
+                let mut v = Vec::new();
+                p.lattice().for_each(|l| v.push(l.to_vec()));
+                v
+            };
+            let reference: Vec<_> = nodes
+                .iter()
+                .map(|l| Checker::new(&p).evaluate(l).result)
+                .collect();
+            // Several visiting orders, each with a fresh checker (and snapshot cache).
+            for order in 0..4usize {
+                let checker = Checker::new(&p);
+                let mut idx: Vec<usize> = (0..nodes.len()).collect();
+                match order {
+                    0 => {}
+                    1 => idx.reverse(),
+                    2 => idx.sort_by_key(|&i| (i * 5) % nodes.len()),
+                    _ => idx.sort_by_key(|&i| std::cmp::Reverse((i * 7) % nodes.len())),
+                }
+                for &i in &idx {
+                    assert_eq!(
+                        checker.check(&nodes[i]),
+                        reference[i],
+                        "{model} at {:?}",
+                        nodes[i]
+                    );
+                }
+            }
+            assert!(reference.iter().any(|r| r.suppressed > 0), "{model}");
+        }
+    }
+}

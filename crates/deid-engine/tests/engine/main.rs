@@ -1,0 +1,11 @@
+//! Integration tests of the engine, in one binary: ARX fixtures, the adult optimum, search
+//! outputs and random tables verified by an independent checker (`common::independent`, which
+//! shares no code with the engine), and the hierarchy builders.
+
+mod adult_optimum;
+mod builder_props;
+mod builder_spec;
+mod common;
+mod fixtures;
+mod properties;
+mod search_outputs;
