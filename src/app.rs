@@ -18,12 +18,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::api;
-use crate::api::auth::ApiKeys;
+use crate::api::keys::ApiKeys;
 use crate::api::state::AppState;
 use crate::config::ServeArgs;
-use crate::jobs::cpu::EnginePool;
-use crate::jobs::runner::{Runner, RunnerSettings};
 use crate::store::Store;
+use crate::worker::pool::EnginePool;
+use crate::worker::runner::{Runner, RunnerSettings};
 
 /// A built, bound, not yet serving application.
 #[derive(Debug)]

@@ -113,7 +113,7 @@ impl ServeArgs {
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    crate::spec::parse_duration(text).ok_or_else(|| {
+    crate::job::spec::parse_duration(text).map_err(|_| {
         format!("cannot read '{text}' as a duration; expected e.g. 500ms, 30s, 5m, 1h")
     })
 }

@@ -2,10 +2,12 @@
 //!
 //! The anonymization engine is its own crate, [`deid_engine`] (`crates/deid-engine`): pure,
 //! synchronous and deterministic. This crate holds everything around it:
-//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, …).
-//! - The service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
-//!   [`api`] (HTTP routes), [`jobs`] (queue worker, engine pool, progress), [`store`]
-//!   (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
+//! - [`job`]: the job domain — specification, hierarchy resolution, specification → problem,
+//!   validation, progress, reports, views, error codes and ids — shared by the front ends:
+//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, …);
+//! - the service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
+//!   [`api`] (HTTP routes), [`worker`] (queue worker, engine pool, live jobs, webhooks),
+//!   [`store`] (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
 //!
 //! `docs/architecture.md` maps every concept to its one home.
 
@@ -14,8 +16,7 @@ pub mod api_bench;
 pub mod app;
 pub mod cli;
 pub mod config;
-pub mod jobs;
-pub mod report;
-pub mod spec;
+pub mod job;
 pub mod store;
 pub mod telemetry;
+pub mod worker;

@@ -1,32 +1,24 @@
-//! Datasets: upload, listing, deletion, and the stored distinct values of their columns (the
-//! hierarchies of their columns are in [`super::hierarchies`]).
-//!
-//! Upload (`POST /v1/datasets`, a `text/csv` body or a multipart form with a `file` field): the
-//! body is streamed into 1 MiB chunks in the database and, at the same time, through a channel
-//! into the engine's CSV reader on a blocking thread, which validates and profiles it (rows,
-//! distinct values, a type guess). Nothing holds the whole file. A failed or interrupted upload
-//! is removed.
+//! Datasets: upload (the streaming itself is [`super::upload`]), listing, deletion, and the
+//! stored distinct values of their columns (the hierarchies of their columns are in
+//! [`super::hierarchies`]).
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::sync::mpsc;
 
-use super::auth::Tenant;
-use super::error::{ApiError, Result};
+use super::error::{ApiError, ErrorCode, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
-use crate::jobs::view::rfc3339;
-use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels, NewDataset};
-use crate::store::{CHUNK_BYTES, Store};
+use crate::config::ServeArgs;
+use crate::job::id::{DatasetId, TenantId};
+use crate::job::view::rfc3339;
+use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels};
 use deid_engine::data::Column;
 use deid_engine::{ColumnKind, CsvOptions, EngineError};
 
@@ -61,7 +53,7 @@ pub struct ColumnProfile {
 #[derive(Debug, Clone, Serialize)]
 pub struct DatasetView {
     /// Dataset id.
-    pub id: String,
+    pub id: DatasetId,
     /// Name given at upload.
     pub name: String,
     /// Field delimiter.
@@ -125,7 +117,7 @@ pub struct PageParams {
     /// Page size, 1..=100 (default 20).
     pub limit: Option<i64>,
     /// The `next_cursor` of the previous page.
-    pub cursor: Option<String>,
+    pub cursor: Option<DatasetId>,
 }
 
 /// Checks a page size.
@@ -134,7 +126,7 @@ pub fn page_limit(limit: Option<i64>) -> Result<i64> {
         None => Ok(20),
         Some(l) if (1..=100).contains(&l) => Ok(l),
         Some(l) => Err(ApiError::new(
-            "invalid_query",
+            ErrorCode::InvalidQuery,
             format!("limit must be in 1..=100, got {l}"),
         )
         .with_details(json!({"field": "limit"}))),
@@ -150,60 +142,21 @@ pub fn parse_delimiter(text: Option<&str>, default: u8, field: &str) -> Result<u
             Ok(t.as_bytes()[0])
         }
         Some(t) => Err(ApiError::new(
-            "invalid_query",
+            ErrorCode::InvalidQuery,
             format!("{field} must be one ASCII character or 'tab', got '{t}'"),
         )
         .with_details(json!({"field": field}))),
     }
 }
 
-/// Removes a dataset whose upload did not complete, even if the request is dropped.
-struct PurgeGuard {
-    store: Store,
-    id: String,
-    armed: bool,
-}
-
-impl Drop for PurgeGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            let store = self.store.clone();
-            let id = std::mem::take(&mut self.id);
-            tokio::spawn(async move {
-                if let Err(e) = store.purge_dataset(&id).await {
-                    tracing::error!(error = %e, dataset = %id, "removing a failed upload failed");
-                }
-            });
-        }
-    }
-}
-
-/// Feeds chunks of the body to a blocking reader.
-struct ChannelReader {
-    rx: mpsc::Receiver<Bytes>,
-    current: Bytes,
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(b) => self.current = b,
-                None => return Ok(0),
-            }
-        }
-        let n = out.len().min(self.current.len());
-        out[..n].copy_from_slice(&self.current[..n]);
-        self.current = self.current.slice(n..);
-        Ok(n)
-    }
-}
-
 /// What the parser learned about an upload.
-struct Profile {
-    rows: usize,
-    columns: Vec<ColumnProfile>,
-    values: Vec<(i64, String)>,
+pub struct Profile {
+    /// Data rows.
+    pub rows: usize,
+    /// Column profiles, in file order.
+    pub columns: Vec<ColumnProfile>,
+    /// (column position, JSON array of its distinct values) for columns whose values are kept.
+    pub values: Vec<(i64, String)>,
 }
 
 /// Streaming profile of one column: exact distinct count through 64-bit hashes, the values
@@ -256,7 +209,7 @@ impl ColumnStats {
 /// Validates and profiles a CSV with the same rules as the engine's import (`Table::read_csv`:
 /// unique non-empty header names, equal row lengths, UTF-8, at least one data row) but without
 /// encoding the table, so memory grows with the number of distinct values only.
-fn profile_csv<R: Read>(
+pub fn profile_csv<R: Read>(
     input: R,
     options: CsvOptions,
 ) -> std::result::Result<Profile, EngineError> {
@@ -375,225 +328,29 @@ fn profile_csv<R: Read>(
     })
 }
 
-/// One upload in progress.
-struct Upload {
-    store: Store,
-    id: String,
-    max_bytes: u64,
-    size: u64,
-    seq: i64,
-    buf: Vec<u8>,
-    tx: Option<mpsc::Sender<Bytes>>,
-}
-
-impl Upload {
-    async fn push(&mut self, data: &[u8]) -> Result<()> {
-        self.size += data.len() as u64;
-        if self.size > self.max_bytes {
-            return Err(ApiError::new(
-                "payload_too_large",
-                format!("the upload exceeds the limit of {} bytes", self.max_bytes),
-            )
-            .with_details(json!({"limit_bytes": self.max_bytes})));
-        }
-        let mut data = data;
-        while !data.is_empty() {
-            let n = data.len().min(CHUNK_BYTES - self.buf.len());
-            self.buf.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.buf.len() == CHUNK_BYTES {
-                self.flush().await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn flush(&mut self) -> Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = Bytes::from(std::mem::replace(
-            &mut self.buf,
-            Vec::with_capacity(CHUNK_BYTES),
-        ));
-        self.store
-            .insert_dataset_chunk(&self.id, self.seq, &chunk)
-            .await?;
-        self.seq += 1;
-        if let Some(tx) = &self.tx
-            && tx.send(chunk).await.is_err()
-        {
-            // The parser stopped (invalid CSV): its error is reported at the end.
-            self.tx = None;
-        }
-        Ok(())
-    }
-}
-
-/// `POST /v1/datasets`.
+/// `POST /v1/datasets`: streams the CSV into the store while profiling it
+/// ([`super::upload::receive`]), checks the row and column limits, and answers 201 with the
+/// dataset's view. A failed upload leaves nothing behind.
 pub async fn create_dataset(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
+    Extension(tenant): Extension<TenantId>,
     ApiQuery(params): ApiQuery<UploadParams>,
     req: Request,
 ) -> Result<Response> {
-    let delimiter = parse_delimiter(params.delimiter.as_deref(), b',', "delimiter")?;
-    let has_header = params.header.unwrap_or(true);
-    let multipart = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("multipart/form-data"));
-    let id = uuid::Uuid::now_v7().to_string();
-    let store = state.store.clone();
-    let mut name = params.name.clone().unwrap_or_default();
-
-    let (tx, rx) = mpsc::channel::<Bytes>(4);
-    let parser = tokio::task::spawn_blocking(move || {
-        let reader = ChannelReader {
-            rx,
-            current: Bytes::new(),
-        };
-        profile_csv(
-            std::io::BufReader::with_capacity(1 << 16, reader),
-            CsvOptions {
-                delimiter,
-                has_header,
-            },
-        )
-    });
-    let mut upload = Upload {
-        store: store.clone(),
-        id: id.clone(),
-        max_bytes: state.config.max_upload_bytes,
-        size: 0,
-        seq: 0,
-        buf: Vec::with_capacity(CHUNK_BYTES),
-        tx: Some(tx),
+    let options = CsvOptions {
+        delimiter: parse_delimiter(params.delimiter.as_deref(), b',', "delimiter")?,
+        has_header: params.header.unwrap_or(true),
     };
-    let delimiter_text = (delimiter as char).to_string();
-    let mut guard = PurgeGuard {
-        store: store.clone(),
-        id: id.clone(),
-        armed: false,
-    };
-    let created = |name: &str| {
-        let store = store.clone();
-        let (id, tenant, name, d) = (
-            id.clone(),
-            tenant.clone(),
-            name.to_string(),
-            delimiter_text.clone(),
-        );
-        async move {
-            store
-                .create_dataset(&NewDataset {
-                    id: &id,
-                    tenant: &tenant,
-                    name: &name,
-                    delimiter: &d,
-                    has_header,
-                })
-                .await
-        }
-    };
-
-    if multipart {
-        let mut form = Multipart::from_request(req, &state)
-            .await
-            .map_err(|e| ApiError::new("invalid_request", e.body_text()))?;
-        let mut found = false;
-        while let Some(mut field) = form
-            .next_field()
-            .await
-            .map_err(|e| ApiError::new("upload_interrupted", e.body_text()))?
-        {
-            if field.name() != Some("file") {
-                continue;
-            }
-            if name.is_empty() {
-                name = field.file_name().unwrap_or("dataset").to_string();
-            }
-            created(&name).await?;
-            guard.armed = true;
-            found = true;
-            while let Some(chunk) = field
-                .chunk()
-                .await
-                .map_err(|e| ApiError::new("upload_interrupted", e.body_text()))?
-            {
-                upload.push(&chunk).await?;
-            }
-            break;
-        }
-        if !found {
-            return Err(ApiError::new(
-                "invalid_request",
-                "the multipart form has no 'file' field",
-            ));
-        }
-    } else {
-        if name.is_empty() {
-            name = "dataset".into();
-        }
-        created(&name).await?;
-        guard.armed = true;
-        let mut body = req.into_body().into_data_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| {
-                ApiError::new(
-                    "upload_interrupted",
-                    format!("reading the upload failed: {e}"),
-                )
-            })?;
-            upload.push(&chunk).await?;
-        }
-    }
-    upload.flush().await?;
-    upload.tx = None;
-    let profile = match parser.await {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => return Err(csv_error(e)),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
-    if profile.rows as u64 > state.config.max_rows {
-        return Err(ApiError::new(
-            "too_many_rows",
-            format!(
-                "the data has {} rows; the limit is {}",
-                profile.rows, state.config.max_rows
-            ),
-        )
-        .with_details(json!({"rows": profile.rows, "limit": state.config.max_rows})));
-    }
-    if profile.columns.len() as u64 > state.config.max_columns {
-        return Err(ApiError::new(
-            "too_many_columns",
-            format!(
-                "the data has {} columns; the limit is {}",
-                profile.columns.len(),
-                state.config.max_columns
-            ),
-        )
-        .with_details(
-            json!({"columns": profile.columns.len(), "limit": state.config.max_columns}),
-        ));
-    }
+    let mut upload =
+        super::upload::receive(&state, &tenant, params.name.clone(), options, req).await?;
+    let profile = upload.profile().await?;
+    check_limits(&profile, &state.config)?;
     let columns_json = serde_json::to_string(&profile.columns).map_err(ApiError::internal)?;
-    store
-        .finish_dataset(
-            &id,
-            upload.size as i64,
-            profile.rows as i64,
-            upload.seq,
-            &columns_json,
-            &profile.values,
-        )
+    let id = upload
+        .finish(profile.rows, &columns_json, &profile.values)
         .await?;
-    guard.armed = false;
-    tracing::info!(dataset = %id, rows = profile.rows, bytes = upload.size, "dataset uploaded");
-    metrics::counter!("deid_upload_bytes_total").increment(upload.size);
-    let row = store
+    let row = state
+        .store
         .dataset(&tenant, &id)
         .await?
         .ok_or_else(|| ApiError::internal("uploaded dataset vanished"))?;
@@ -609,29 +366,59 @@ pub async fn create_dataset(
         .into_response())
 }
 
-fn csv_error(e: EngineError) -> ApiError {
-    ApiError::new("invalid_csv", format!("the CSV cannot be read: {e}"))
+/// Refuses data with more rows or columns than the service accepts.
+fn check_limits(profile: &Profile, config: &ServeArgs) -> Result<()> {
+    if profile.rows as u64 > config.max_rows {
+        return Err(ApiError::new(
+            ErrorCode::TooManyRows,
+            format!(
+                "the data has {} rows; the limit is {}",
+                profile.rows, config.max_rows
+            ),
+        )
+        .with_details(json!({"rows": profile.rows, "limit": config.max_rows})));
+    }
+    if profile.columns.len() as u64 > config.max_columns {
+        return Err(ApiError::new(
+            ErrorCode::TooManyColumns,
+            format!(
+                "the data has {} columns; the limit is {}",
+                profile.columns.len(),
+                config.max_columns
+            ),
+        )
+        .with_details(json!({"columns": profile.columns.len(), "limit": config.max_columns})));
+    }
+    Ok(())
+}
+
+/// The answer to a CSV the engine cannot read.
+pub fn csv_error(e: EngineError) -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidCsv,
+        format!("the CSV cannot be read: {e}"),
+    )
 }
 
 /// Paged list.
 #[derive(Debug, Serialize)]
-pub struct Page<T> {
+pub struct Page<T, C> {
     /// The items.
     pub items: Vec<T>,
-    /// Cursor of the next page, if there is one.
-    pub next_cursor: Option<String>,
+    /// Cursor of the next page (the id of the last item), if there is one.
+    pub next_cursor: Option<C>,
 }
 
 /// `GET /v1/datasets`.
 pub async fn list_datasets(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
+    Extension(tenant): Extension<TenantId>,
     ApiQuery(params): ApiQuery<PageParams>,
-) -> Result<Json<Page<DatasetView>>> {
+) -> Result<Json<Page<DatasetView, DatasetId>>> {
     let limit = page_limit(params.limit)?;
     let rows = state
         .store
-        .list_datasets(&tenant, params.cursor.as_deref(), limit + 1)
+        .list_datasets(&tenant, params.cursor.as_ref(), limit + 1)
         .await?;
     let more = rows.len() as i64 > limit;
     let mut items = Vec::new();
@@ -648,7 +435,11 @@ pub async fn list_datasets(
 }
 
 /// Loads a tenant's dataset or answers 404.
-pub async fn find_dataset(state: &AppState, tenant: &str, id: &str) -> Result<DatasetRow> {
+pub async fn find_dataset(
+    state: &AppState,
+    tenant: &TenantId,
+    id: &DatasetId,
+) -> Result<DatasetRow> {
     state
         .store
         .dataset(tenant, id)
@@ -656,15 +447,18 @@ pub async fn find_dataset(state: &AppState, tenant: &str, id: &str) -> Result<Da
         .ok_or_else(|| dataset_not_found(id))
 }
 
-fn dataset_not_found(id: &str) -> ApiError {
-    ApiError::new("dataset_not_found", format!("no dataset with id '{id}'"))
+fn dataset_not_found(id: &DatasetId) -> ApiError {
+    ApiError::new(
+        ErrorCode::DatasetNotFound,
+        format!("no dataset with id '{id}'"),
+    )
 }
 
 /// `GET /v1/datasets/{id}`.
 pub async fn get_dataset(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path(id): Path<String>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<DatasetId>,
 ) -> Result<Json<DatasetView>> {
     let row = find_dataset(&state, &tenant, &id).await?;
     let h = state.store.hierarchy_levels(&row.id).await?;
@@ -674,17 +468,22 @@ pub async fn get_dataset(
 /// `DELETE /v1/datasets/{id}`.
 pub async fn delete_dataset(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path(id): Path<String>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<DatasetId>,
 ) -> Result<StatusCode> {
     match state.store.delete_dataset(&tenant, &id).await? {
         DeleteOutcome::Deleted => Ok(StatusCode::NO_CONTENT),
         DeleteOutcome::InUse => Err(ApiError::new(
-            "dataset_in_use",
+            ErrorCode::DatasetInUse,
             "a queued or running job uses this dataset; cancel it or wait for it to end",
         )),
         DeleteOutcome::NotFound => Err(dataset_not_found(&id)),
     }
+}
+
+/// The column profiles stored with a dataset (in file order).
+pub fn column_profiles(dataset: &DatasetRow) -> Vec<ColumnProfile> {
+    serde_json::from_str(&dataset.columns).unwrap_or_default()
 }
 
 /// Builds a column holding the stored distinct values of a dataset column, or `None` if they
@@ -694,7 +493,7 @@ pub async fn stored_column(
     dataset: &DatasetRow,
     column: &str,
 ) -> Result<Option<Column>> {
-    let columns: Vec<ColumnProfile> = serde_json::from_str(&dataset.columns).unwrap_or_default();
+    let columns = column_profiles(dataset);
     let Some(position) = columns.iter().position(|c| c.name == column) else {
         return Ok(None);
     };
@@ -725,13 +524,13 @@ pub fn missing_values_error(e: EngineError, field: &str) -> ApiError {
             missing,
             total_missing,
         } => ApiError::new(
-            "hierarchy_missing_values",
+            ErrorCode::HierarchyMissingValues,
             format!(
                 "the hierarchy of column '{column}' has no row for {total_missing} value(s) of the data"
             ),
         )
         .with_details(json!({"field": field, "column": column, "missing": missing, "total_missing": total_missing})),
-        other => ApiError::new("invalid_hierarchy", other.to_string()).with_details(json!({"field": field})),
+        other => ApiError::new(ErrorCode::InvalidHierarchy, other.to_string()).with_details(json!({"field": field})),
     }
 }
 

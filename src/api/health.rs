@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::error::ApiError;
 use super::state::AppState;
+use crate::job::error::ErrorCode;
 
 /// Liveness.
 pub async fn healthz() -> impl IntoResponse {
@@ -20,19 +21,19 @@ pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, 
         Ok(Ok(())) => Ok(axum::Json(
             json!({"status": "ready", "database": state.store.backend_name()}),
         )),
-        _ => Err(ApiError::new("not_ready", "the database does not answer").retry_after(5)),
+        _ => Err(ApiError::new(ErrorCode::NotReady, "the database does not answer").retry_after(5)),
     }
 }
 
 /// Prometheus metrics; job counts by state are read from the database at each scrape.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     if let Ok(counts) = state.store.count_jobs_by_status().await {
-        for status in crate::store::jobs::STATUSES {
+        for status in crate::job::id::JobStatus::ALL {
             let n = counts
                 .iter()
-                .find(|(s, _)| s == status)
+                .find(|(s, _)| s == status.as_str())
                 .map_or(0, |(_, n)| *n);
-            metrics::gauge!("deid_jobs", "state" => status).set(n as f64);
+            metrics::gauge!("deid_jobs", "state" => status.as_str()).set(n as f64);
         }
     }
     metrics::gauge!("deid_jobs_running_here").set(state.live.len() as f64);

@@ -28,16 +28,17 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::auth::Tenant;
 use super::datasets::{
-    ColumnProfile, find_dataset, missing_values_error, parse_delimiter, stored_column,
+    column_profiles, find_dataset, missing_values_error, parse_delimiter, stored_column,
 };
-use super::error::{ApiError, Result};
+use super::error::{ApiError, ErrorCode, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
-use crate::jobs::chunks::ChunkReader;
-use crate::spec::SpecError;
+use crate::job::error::SpecError;
+use crate::job::id::DatasetId;
+use crate::job::id::TenantId;
 use crate::store::datasets::{DatasetRow, NewHierarchy};
+use crate::worker::chunks::ChunkReader;
 use deid_engine::data::Column;
 use deid_engine::{CsvOptions, EngineError, Hierarchy, HierarchySpec};
 
@@ -125,7 +126,7 @@ fn negotiate(headers: &HeaderMap, format: Option<&str>, default: Format) -> Resu
             "json" => Ok(Format::Json),
             "csv" => Ok(Format::Csv),
             other => Err(ApiError::new(
-                "invalid_query",
+                ErrorCode::InvalidQuery,
                 format!("format must be 'json' or 'csv', got '{other}'"),
             )
             .with_details(json!({"field": "format"}))),
@@ -174,13 +175,13 @@ fn csv_response(text: String, delimiter: &str, kind: &'static str) -> Response {
 
 /// Position of `column` in the dataset, or 404 `column_not_found` listing the columns.
 fn column_position(dataset: &DatasetRow, column: &str) -> Result<usize> {
-    let columns: Vec<ColumnProfile> = serde_json::from_str(&dataset.columns).unwrap_or_default();
+    let columns = column_profiles(dataset);
     columns
         .iter()
         .position(|c| c.name == column)
         .ok_or_else(|| {
             ApiError::new(
-                "column_not_found",
+                ErrorCode::ColumnNotFound,
                 format!(
                     "the dataset has no column '{column}'; its columns are: {}",
                     columns
@@ -273,8 +274,9 @@ fn scan_column<R: Read>(
 /// Parses a specification body: malformed JSON is 400, anything that is not a valid
 /// specification 422 `invalid_spec` naming the field.
 fn parse_spec(body: &[u8]) -> Result<HierarchySpec> {
-    let value: serde_json::Value = parse_json(body, "invalid_spec")?;
-    Ok(crate::spec::parse_builder(&value, "$")?)
+    let value: serde_json::Value = parse_json(body, ErrorCode::InvalidSpec)?;
+    crate::job::hierarchy::parse_builder(&value, "$")
+        .map_err(|e| e.with_code(ErrorCode::InvalidSpec).into())
 }
 
 /// Builds `spec` for the values of `column` on a blocking thread. Errors are 422
@@ -316,8 +318,8 @@ fn normalized(spec: &HierarchySpec) -> Result<serde_json::Value> {
 /// `?format=csv`; `;`-separated unless `?delimiter=`). Stores nothing.
 pub async fn preview_hierarchy(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path((id, column)): Path<(String, String)>,
+    Extension(tenant): Extension<TenantId>,
+    Path((id, column)): Path<(DatasetId, String)>,
     ApiQuery(params): ApiQuery<PreviewParams>,
     headers: HeaderMap,
     body: std::result::Result<Bytes, axum::extract::rejection::BytesRejection>,
@@ -325,10 +327,11 @@ pub async fn preview_hierarchy(
     let format = negotiate(&headers, params.format.as_deref(), Format::Json)?;
     let delimiter = parse_delimiter(params.delimiter.as_deref(), BUILT_DELIMITER, "delimiter")?;
     if params.limit == Some(0) {
-        return Err(
-            ApiError::new("invalid_query", "limit: expected at least 1 row, got 0")
-                .with_details(json!({"field": "limit"})),
-        );
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "limit: expected at least 1 row, got 0",
+        )
+        .with_details(json!({"field": "limit"})));
     }
     let dataset = find_dataset(&state, &tenant, &id).await?;
     let position = column_position(&dataset, &column)?;
@@ -389,8 +392,8 @@ fn looks_like_spec(text: &str) -> bool {
 /// values; any other body is an ARX CSV, validated against them.
 pub async fn put_hierarchy(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path((id, column)): Path<(String, String)>,
+    Extension(tenant): Extension<TenantId>,
+    Path((id, column)): Path<(DatasetId, String)>,
     ApiQuery(params): ApiQuery<HierarchyParams>,
     headers: HeaderMap,
     body: std::result::Result<Bytes, axum::extract::rejection::BytesRejection>,
@@ -401,7 +404,7 @@ pub async fn put_hierarchy(
     if is_json(&headers) {
         if params.delimiter.is_some() {
             return Err(ApiError::new(
-                "invalid_query",
+                ErrorCode::InvalidQuery,
                 "delimiter applies to CSV hierarchies only, not to specifications",
             )
             .with_details(json!({"field": "delimiter"})));
@@ -432,11 +435,15 @@ pub async fn put_hierarchy(
             rows: hierarchy.rows().len(),
         }));
     }
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::new("invalid_hierarchy", "the hierarchy is not valid UTF-8"))?;
+    let text = std::str::from_utf8(&body).map_err(|_| {
+        ApiError::new(
+            ErrorCode::InvalidHierarchy,
+            "the hierarchy is not valid UTF-8",
+        )
+    })?;
     let delimiter = match params.delimiter.as_deref() {
         Some(d) => parse_delimiter(Some(d), b';', "delimiter")?,
-        None => crate::spec::sniff_delimiter(text.as_bytes()),
+        None => crate::job::hierarchy::sniff_delimiter(text.as_bytes()),
     };
     let hint = |mut e: ApiError| {
         if looks_like_spec(text) {
@@ -448,13 +455,13 @@ pub async fn put_hierarchy(
     };
     let hierarchy = Hierarchy::read_csv(text.as_bytes(), delimiter, &column).map_err(|e| {
         hint(
-            ApiError::new("invalid_hierarchy", e.to_string())
+            ApiError::new(ErrorCode::InvalidHierarchy, e.to_string())
                 .with_details(json!({"column": column})),
         )
     })?;
     if hierarchy.rows().is_empty() {
         return Err(ApiError::new(
-            "invalid_hierarchy",
+            ErrorCode::InvalidHierarchy,
             "the hierarchy has no rows",
         ));
     }
@@ -490,8 +497,8 @@ pub async fn put_hierarchy(
 /// JSON with the kind and the specification (`Accept: application/json` or `?format=json`).
 pub async fn get_hierarchy(
     State(state): State<AppState>,
-    Extension(Tenant(tenant)): Extension<Tenant>,
-    Path((id, column)): Path<(String, String)>,
+    Extension(tenant): Extension<TenantId>,
+    Path((id, column)): Path<(DatasetId, String)>,
     ApiQuery(params): ApiQuery<GetParams>,
     headers: HeaderMap,
 ) -> Result<Response> {
@@ -499,7 +506,7 @@ pub async fn get_hierarchy(
     find_dataset(&state, &tenant, &id).await?;
     let h = state.store.hierarchy(&id, &column).await?.ok_or_else(|| {
         ApiError::new(
-            "hierarchy_not_found",
+            ErrorCode::HierarchyNotFound,
             format!("no hierarchy stored for column '{column}'"),
         )
         .with_details(json!({"column": column}))
@@ -575,7 +582,7 @@ mod tests {
             "the query parameter wins"
         );
         let err = negotiate(&none, Some("xml"), Format::Json).unwrap_err();
-        assert_eq!(err.code, "invalid_query");
+        assert_eq!(err.code, ErrorCode::InvalidQuery);
     }
 
     #[test]
@@ -604,7 +611,7 @@ mod tests {
             EngineError::config("hierarchies.a.b.intervals[1]", "overlaps"),
             "a.b",
         );
-        assert_eq!(e.code, "invalid_spec");
+        assert_eq!(e.code, ErrorCode::InvalidSpec);
         assert_eq!(e.details["field"], "intervals[1]");
         assert_eq!(e.details["column"], "a.b");
         let e = builder_error(EngineError::config("hierarchies.a", "no values"), "a");

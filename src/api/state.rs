@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::auth::ApiKeys;
+use super::keys::ApiKeys;
 use crate::config::ServeArgs;
-use crate::jobs::runner::{LiveJobs, Runner};
+use crate::job::spec::SearchLimits;
 use crate::store::Store;
+use crate::worker::runner::{LiveJobs, Runner};
 
 /// Everything handlers need; cheap to clone.
 #[derive(Debug, Clone)]
@@ -26,4 +27,16 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Threads of the engine pool (the maximum of a job's `threads`).
     pub engine_threads: usize,
+}
+
+impl AppState {
+    /// The search limits of jobs: the configured default and maximum time limits, and the
+    /// engine pool searches run on.
+    pub fn search_limits(&self) -> SearchLimits {
+        SearchLimits {
+            default_time_limit: self.config.default_time_limit,
+            max_time_limit: Some(self.config.max_time_limit),
+            pool_threads: Some(self.engine_threads),
+        }
+    }
 }

@@ -11,9 +11,9 @@ use anyhow::Context;
 use clap::Args;
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
-use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
-use crate::spec::delimiter_byte;
-use crate::spec::{DurationSpec, GeneticSpec};
+use crate::job::hierarchy::delimiter_byte;
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, search_report};
+use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
 use deid_engine::{
     CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
 };
@@ -143,7 +143,7 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     g.immigration_fraction = args.immigration_fraction.or(g.immigration_fraction);
     spec.genetic = Some(g);
 
-    let config = spec.search_config()?;
+    let config = spec.search_config(&SearchLimits::CLI)?;
     let problem = load_problem(&spec)?;
     let cancel = CancelFlag::new();
     let bar = Bar {

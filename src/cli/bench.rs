@@ -176,9 +176,7 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
     let parse_alg = |name: &str| {
         Algorithm::parse(name).ok_or_else(|| anyhow::anyhow!("unknown algorithm '{name}'"))
     };
-    let parse_time = |t: &str| {
-        crate::spec::parse_duration(t).ok_or_else(|| anyhow::anyhow!("bad duration '{t}'"))
-    };
+    let parse_time = |t: &str| crate::job::spec::parse_duration(t).map_err(|e| anyhow::anyhow!(e));
     println!(
         "| dataset | suppression | algorithm | limit | Loss | utility | best found (s) | elapsed (s) | checks | optimal |"
     );

@@ -1,6 +1,6 @@
 //! The `deid` command line: `evaluate` (one check of a given transformation).
 //!
-//! Flags and the `--config` JSON (the job specification of [`crate::spec`]) can be combined;
+//! Flags and the `--config` JSON (the job specification of [`crate::job::spec`]) can be combined;
 //! flags extend or override the file.
 
 use std::fs::File;
@@ -13,12 +13,13 @@ use clap::{Args, Parser, Subcommand};
 pub mod anonymize;
 pub mod bench;
 
-use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
-use crate::spec::{
-    AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec, SpecError,
-    delimiter_byte,
+use crate::job::hierarchy::{Frontend, delimiter_byte};
+use crate::job::problem::build_problem;
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
+use crate::job::spec::{
+    AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec,
 };
-use deid_engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
+use deid_engine::{Checker, CsvOptions, Problem, Table};
 
 /// Command-line interface of deid.
 #[derive(Debug, Parser)]
@@ -226,53 +227,6 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     Ok(spec)
 }
 
-/// Resolves a hierarchy source of the CLI: ARX CSV files (a `.json` file holds a builder
-/// specification), inline CSV and builder specifications (built against the column's values).
-pub fn load_hierarchy(
-    base: &Path,
-    table: &Table,
-    column: &str,
-    source: Option<&HierarchySource>,
-) -> Result<Hierarchy, SpecError> {
-    let field = format!("attributes.{column}.hierarchy");
-    match source {
-        None => Err(SpecError::new(
-            field,
-            "a quasi-identifier needs a hierarchy (e.g. --hierarchy COLUMN=FILE)",
-        )),
-        Some(HierarchySource::File { file, delimiter }) => {
-            let path = if file.is_absolute() {
-                file.clone()
-            } else {
-                base.join(file)
-            };
-            if path.extension().is_some_and(|e| e == "json") {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    SpecError::new(&field, format!("cannot read {}: {e}", path.display()))
-                })?;
-                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-                    SpecError::new(&field, format!("{} is not valid JSON: {e}", path.display()))
-                })?;
-                return crate::spec::hierarchy_from_builder(&value, Some(table), column, &field);
-            }
-            let text = std::fs::read(&path).map_err(|e| {
-                SpecError::new(&field, format!("cannot open {}: {e}", path.display()))
-            })?;
-            crate::spec::hierarchy_from_csv(&text, *delimiter, column, &field)
-        }
-        Some(HierarchySource::Inline { csv, delimiter }) => {
-            crate::spec::hierarchy_from_csv(csv.as_bytes(), *delimiter, column, &field)
-        }
-        Some(HierarchySource::Stored { .. }) => Err(SpecError::new(
-            field,
-            "stored hierarchies exist only in the service; give a file or inline CSV",
-        )),
-        Some(HierarchySource::Builder(value)) => {
-            crate::spec::hierarchy_from_builder(value, Some(table), column, &field)
-        }
-    }
-}
-
 /// Loads the input and builds the problem described by `spec`. Relative paths in a config
 /// file are resolved against the current directory.
 pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
@@ -281,9 +235,7 @@ pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
     };
     let table = read_table(input, spec.delimiter)?;
     let base = Path::new(".");
-    let mut config = spec.problem_config(|col, src| load_hierarchy(base, &table, col, src))?;
-    crate::spec::order_by_table(&mut config, &table);
-    Ok(Problem::new(table, config)?)
+    Ok(build_problem(spec, table, Frontend::Cli { base })?)
 }
 
 /// Reads a CSV file with a header.
@@ -318,7 +270,7 @@ fn hierarchy(args: HierarchyArgs) -> anyhow::Result<()> {
             suggestion
         }
     };
-    let h = crate::spec::hierarchy_from_builder(&value, Some(&table), &args.column, &field)?;
+    let h = crate::job::hierarchy::from_builder(&value, Some(&table), &args.column, &field)?;
     let d = delimiter_byte(args.output_delimiter, "--output-delimiter")?;
     print!("{}", h.to_csv(d));
     Ok(())

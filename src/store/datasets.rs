@@ -2,14 +2,15 @@
 //! and their hierarchies.
 
 use super::{Result, Store, on_pool};
+use crate::job::id::{DatasetId, TenantId};
 
 /// A dataset's row in `datasets`.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DatasetRow {
     /// UUIDv7.
-    pub id: String,
+    pub id: DatasetId,
     /// Owning tenant.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// Display name.
     pub name: String,
     /// `uploading` or `ready`.
@@ -34,9 +35,9 @@ pub struct DatasetRow {
 #[derive(Debug, Clone)]
 pub struct NewDataset<'a> {
     /// UUIDv7.
-    pub id: &'a str,
+    pub id: &'a DatasetId,
     /// Owning tenant.
-    pub tenant: &'a str,
+    pub tenant: &'a TenantId,
     /// Display name.
     pub name: &'a str,
     /// Field delimiter.
@@ -128,7 +129,7 @@ impl Store {
     /// Stores chunk `seq` of a dataset's bytes.
     pub async fn insert_dataset_chunk(
         &self,
-        dataset_id: &str,
+        dataset_id: &DatasetId,
         seq: i64,
         data: &[u8],
     ) -> Result<()> {
@@ -141,7 +142,7 @@ impl Store {
     /// (`(position, JSON array)`), in one transaction.
     pub async fn finish_dataset(
         &self,
-        dataset_id: &str,
+        dataset_id: &DatasetId,
         size_bytes: i64,
         row_count: i64,
         chunk_count: i64,
@@ -170,7 +171,7 @@ impl Store {
     }
 
     /// Removes a dataset with everything stored for it (used for failed uploads too).
-    pub async fn purge_dataset(&self, dataset_id: &str) -> Result<()> {
+    pub async fn purge_dataset(&self, dataset_id: &DatasetId) -> Result<()> {
         const CHUNKS: &str = "DELETE FROM dataset_chunks WHERE dataset_id = $1";
         const VALUES: &str = "DELETE FROM dataset_values WHERE dataset_id = $1";
         const HIERARCHIES: &str = "DELETE FROM hierarchies WHERE dataset_id = $1";
@@ -186,7 +187,11 @@ impl Store {
     }
 
     /// Deletes a tenant's dataset unless a queued or running job uses it.
-    pub async fn delete_dataset(&self, tenant: &str, dataset_id: &str) -> Result<DeleteOutcome> {
+    pub async fn delete_dataset(
+        &self,
+        tenant: &TenantId,
+        dataset_id: &DatasetId,
+    ) -> Result<DeleteOutcome> {
         // The job check and the delete are one statement, so a job claimed in between cannot
         // lose its data; a job queued concurrently fails cleanly when its dataset is gone.
         const SQL: &str = "DELETE FROM datasets WHERE id = $1 AND tenant = $2 AND status = 'ready' \
@@ -203,7 +208,11 @@ impl Store {
     }
 
     /// A tenant's dataset in state `ready`.
-    pub async fn dataset(&self, tenant: &str, dataset_id: &str) -> Result<Option<DatasetRow>> {
+    pub async fn dataset(
+        &self,
+        tenant: &TenantId,
+        dataset_id: &DatasetId,
+    ) -> Result<Option<DatasetRow>> {
         const SQL: &str = select_dataset!("WHERE id = $1 AND tenant = $2 AND status = 'ready'");
         Ok(
             on_pool!(self, pool => sqlx::query_as::<_, DatasetRow>(SQL).bind(dataset_id).bind(tenant).fetch_optional(pool).await)?,
@@ -213,8 +222,8 @@ impl Store {
     /// A page of a tenant's datasets, newest first, strictly older than `before` (an id).
     pub async fn list_datasets(
         &self,
-        tenant: &str,
-        before: Option<&str>,
+        tenant: &TenantId,
+        before: Option<&DatasetId>,
         limit: i64,
     ) -> Result<Vec<DatasetRow>> {
         const FIRST: &str =
@@ -233,7 +242,7 @@ impl Store {
     }
 
     /// Chunk `seq` of a dataset's bytes.
-    pub async fn dataset_chunk(&self, dataset_id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+    pub async fn dataset_chunk(&self, dataset_id: &DatasetId, seq: i64) -> Result<Option<Vec<u8>>> {
         const SQL: &str = "SELECT data FROM dataset_chunks WHERE dataset_id = $1 AND seq = $2";
         Ok(
             on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(dataset_id).bind(seq).fetch_optional(pool).await)?,
@@ -241,7 +250,11 @@ impl Store {
     }
 
     /// The distinct values of column `position` (JSON array), if they were kept.
-    pub async fn column_values(&self, dataset_id: &str, position: i64) -> Result<Option<String>> {
+    pub async fn column_values(
+        &self,
+        dataset_id: &DatasetId,
+        position: i64,
+    ) -> Result<Option<String>> {
         const SQL: &str =
             "SELECT dict_values FROM dataset_values WHERE dataset_id = $1 AND position = $2";
         Ok(
@@ -250,7 +263,7 @@ impl Store {
     }
 
     /// Stores (or replaces) the hierarchy of a column.
-    pub async fn put_hierarchy(&self, dataset_id: &str, h: &NewHierarchy<'_>) -> Result<()> {
+    pub async fn put_hierarchy(&self, dataset_id: &DatasetId, h: &NewHierarchy<'_>) -> Result<()> {
         const SQL: &str = "INSERT INTO hierarchies (dataset_id, column_name, delimiter, csv, levels, spec, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (dataset_id, column_name) DO UPDATE SET delimiter = excluded.delimiter, csv = excluded.csv, \
@@ -269,7 +282,11 @@ impl Store {
     }
 
     /// The hierarchy of a column, if one was stored.
-    pub async fn hierarchy(&self, dataset_id: &str, column: &str) -> Result<Option<HierarchyRow>> {
+    pub async fn hierarchy(
+        &self,
+        dataset_id: &DatasetId,
+        column: &str,
+    ) -> Result<Option<HierarchyRow>> {
         const SQL: &str = "SELECT column_name, delimiter, csv, levels, spec, created_at FROM hierarchies WHERE dataset_id = $1 AND column_name = $2";
         Ok(
             on_pool!(self, pool => sqlx::query_as::<_, HierarchyRow>(SQL).bind(dataset_id).bind(column).fetch_optional(pool).await)?,
@@ -277,7 +294,7 @@ impl Store {
     }
 
     /// Columns with a stored hierarchy, their number of levels and kind, by column name.
-    pub async fn hierarchy_levels(&self, dataset_id: &str) -> Result<Vec<HierarchyLevels>> {
+    pub async fn hierarchy_levels(&self, dataset_id: &DatasetId) -> Result<Vec<HierarchyLevels>> {
         const SQL: &str = "SELECT column_name, levels, CASE WHEN spec IS NULL THEN 'csv' ELSE 'builder' END AS kind \
              FROM hierarchies WHERE dataset_id = $1 ORDER BY column_name";
         Ok(
@@ -288,7 +305,7 @@ impl Store {
     /// Deletes uploads that never completed (after a crash), older than `older_than_ms`.
     pub async fn purge_stale_uploads(&self, older_than_ms: i64) -> Result<u64> {
         const SQL: &str = "SELECT id FROM datasets WHERE status = 'uploading' AND created_at < $1";
-        let ids: Vec<String> = on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(older_than_ms).fetch_all(pool).await)?;
+        let ids: Vec<DatasetId> = on_pool!(self, pool => sqlx::query_scalar::<_, DatasetId>(SQL).bind(older_than_ms).fetch_all(pool).await)?;
         for id in &ids {
             self.purge_dataset(id).await?;
         }

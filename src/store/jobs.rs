@@ -12,21 +12,20 @@
 //!   attempts are used up.
 
 use super::{Result, Store, now_ms, on_pool};
-
-/// Job states.
-pub const STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
+use crate::job::id::{DatasetId, JobId, JobStatus, TenantId};
 
 /// A job as shown by the API (everything but the specification and the result).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct JobRow {
     /// UUIDv7.
-    pub id: String,
+    pub id: JobId,
     /// Owning tenant.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The dataset.
-    pub dataset_id: String,
-    /// One of [`STATUSES`].
-    pub status: String,
+    pub dataset_id: DatasetId,
+    /// Where the job is.
+    #[sqlx(try_from = "String")]
+    pub status: JobStatus,
     /// Claims so far.
     pub attempts: i64,
     /// Claims allowed.
@@ -65,11 +64,11 @@ macro_rules! select_job {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ClaimedJob {
     /// UUIDv7.
-    pub id: String,
+    pub id: JobId,
     /// Owning tenant.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The dataset.
-    pub dataset_id: String,
+    pub dataset_id: DatasetId,
     /// The specification JSON.
     pub spec: String,
     /// Claims including this one.
@@ -82,11 +81,11 @@ pub struct ClaimedJob {
 #[derive(Debug, Clone)]
 pub struct NewJob<'a> {
     /// UUIDv7.
-    pub id: &'a str,
+    pub id: &'a JobId,
     /// Owning tenant.
-    pub tenant: &'a str,
+    pub tenant: &'a TenantId,
     /// The dataset.
-    pub dataset_id: &'a str,
+    pub dataset_id: &'a DatasetId,
     /// Validated specification JSON.
     pub spec: &'a str,
     /// Claims allowed.
@@ -99,7 +98,7 @@ pub struct NewJob<'a> {
 #[derive(Debug, Clone)]
 pub struct Completion<'a> {
     /// `succeeded`, `failed` or `cancelled`.
-    pub status: &'a str,
+    pub status: JobStatus,
     /// Final progress JSON.
     pub progress: &'a str,
     /// Result report JSON.
@@ -170,7 +169,7 @@ impl Store {
     }
 
     /// A tenant's job.
-    pub async fn job(&self, tenant: &str, id: &str) -> Result<Option<JobRow>> {
+    pub async fn job(&self, tenant: &TenantId, id: &JobId) -> Result<Option<JobRow>> {
         const SQL: &str = select_job!("WHERE id = $1 AND tenant = $2");
         Ok(
             on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
@@ -180,9 +179,9 @@ impl Store {
     /// A page of a tenant's jobs, newest first, optionally with one status, older than `before`.
     pub async fn list_jobs(
         &self,
-        tenant: &str,
-        status: Option<&str>,
-        before: Option<&str>,
+        tenant: &TenantId,
+        status: Option<JobStatus>,
+        before: Option<&JobId>,
         limit: i64,
     ) -> Result<Vec<JobRow>> {
         // One statement: NULL parameters disable their filter.
@@ -191,7 +190,7 @@ impl Store {
         );
         Ok(on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL)
             .bind(tenant)
-            .bind(status)
+            .bind(status.map(JobStatus::as_str))
             .bind(before)
             .bind(limit)
             .fetch_all(pool)
@@ -201,13 +200,17 @@ impl Store {
     /// The result report JSON of a tenant's job (None if the job does not exist).
     pub async fn job_result(
         &self,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Option<(String, Option<String>)>> {
+        tenant: &TenantId,
+        id: &JobId,
+    ) -> Result<Option<(JobStatus, Option<String>)>> {
         const SQL: &str = "SELECT status, result FROM jobs WHERE id = $1 AND tenant = $2";
-        Ok(
-            on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
-        )
+        let row = on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?;
+        row.map(|(status, result)| {
+            JobStatus::try_from(status)
+                .map(|s| (s, result))
+                .map_err(super::StoreError::Corrupt)
+        })
+        .transpose()
     }
 
     /// Claims the oldest due job for `owner` with a lease of `lease_ms`.
@@ -248,7 +251,7 @@ impl Store {
     /// otherwise whether a cancel was requested.
     pub async fn heartbeat(
         &self,
-        id: &str,
+        id: &JobId,
         owner: &str,
         lease_ms: i64,
         progress: &str,
@@ -271,7 +274,7 @@ impl Store {
     /// was lost.
     pub async fn insert_result_chunk(
         &self,
-        id: &str,
+        id: &JobId,
         owner: &str,
         seq: i64,
         data: &[u8],
@@ -284,7 +287,7 @@ impl Store {
     }
 
     /// Chunk `seq` of a job's result CSV.
-    pub async fn result_chunk(&self, id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+    pub async fn result_chunk(&self, id: &JobId, seq: i64) -> Result<Option<Vec<u8>>> {
         const SQL: &str = "SELECT data FROM result_chunks WHERE job_id = $1 AND seq = $2";
         Ok(
             on_pool!(self, pool => sqlx::query_scalar::<_, Vec<u8>>(SQL).bind(id).bind(seq).fetch_optional(pool).await)?,
@@ -292,7 +295,12 @@ impl Store {
     }
 
     /// Ends a running job (fenced). Returns false if the lease was lost.
-    pub async fn complete_job(&self, id: &str, owner: &str, done: &Completion<'_>) -> Result<bool> {
+    pub async fn complete_job(
+        &self,
+        id: &JobId,
+        owner: &str,
+        done: &Completion<'_>,
+    ) -> Result<bool> {
         const SQL: &str = "UPDATE jobs SET status = $3, progress = $4, result = $5, result_chunks = $6, error = $7, \
              finished_at = $8, lease_owner = NULL, lease_expires_at = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
@@ -300,7 +308,7 @@ impl Store {
         let n = on_pool!(self, pool => sqlx::query(SQL)
             .bind(id)
             .bind(owner)
-            .bind(done.status)
+            .bind(done.status.as_str())
             .bind(done.progress)
             .bind(done.result)
             .bind(done.result_chunks)
@@ -320,7 +328,7 @@ impl Store {
     /// after `delay_ms`, or failed with `error` if its attempts are used up.
     pub async fn retry_job(
         &self,
-        id: &str,
+        id: &JobId,
         owner: &str,
         delay_ms: i64,
         error: &str,
@@ -345,7 +353,7 @@ impl Store {
 
     /// Gives a running job back at shutdown (fenced): queued again at once, without counting
     /// the attempt, so another worker picks it up immediately.
-    pub async fn release_job(&self, id: &str, owner: &str) -> Result<bool> {
+    pub async fn release_job(&self, id: &JobId, owner: &str) -> Result<bool> {
         const SQL: &str = "UPDATE jobs SET status = 'queued', run_at = $3, attempts = attempts - 1, \
              lease_owner = NULL, lease_expires_at = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
@@ -367,7 +375,7 @@ impl Store {
     }
 
     /// Cancels a tenant's job: a queued job at once, a running one cooperatively.
-    pub async fn request_cancel(&self, tenant: &str, id: &str) -> Result<CancelOutcome> {
+    pub async fn request_cancel(&self, tenant: &TenantId, id: &JobId) -> Result<CancelOutcome> {
         const QUEUED: &str = "UPDATE jobs SET status = 'cancelled', cancel_requested = 1, finished_at = $3 \
              WHERE id = $1 AND tenant = $2 AND status = 'queued'";
         const RUNNING: &str = "UPDATE jobs SET cancel_requested = 1 WHERE id = $1 AND tenant = $2 AND status = 'running'";
@@ -386,7 +394,7 @@ impl Store {
     }
 
     /// The specification JSON of a job (for webhooks).
-    pub async fn job_spec(&self, id: &str) -> Result<Option<String>> {
+    pub async fn job_spec(&self, id: &JobId) -> Result<Option<String>> {
         const SQL: &str = "SELECT spec FROM jobs WHERE id = $1";
         Ok(
             on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(id).fetch_optional(pool).await)?,
@@ -394,7 +402,7 @@ impl Store {
     }
 
     /// A job by id regardless of tenant (workers and webhooks).
-    pub async fn job_by_id(&self, id: &str) -> Result<Option<JobRow>> {
+    pub async fn job_by_id(&self, id: &JobId) -> Result<Option<JobRow>> {
         const SQL: &str = select_job!("WHERE id = $1");
         Ok(
             on_pool!(self, pool => sqlx::query_as::<_, JobRow>(SQL).bind(id).fetch_optional(pool).await)?,
@@ -402,7 +410,7 @@ impl Store {
     }
 
     /// Records the webhook delivery state.
-    pub async fn set_webhook_state(&self, id: &str, state: &str) -> Result<()> {
+    pub async fn set_webhook_state(&self, id: &JobId, state: &str) -> Result<()> {
         const SQL: &str = "UPDATE jobs SET webhook = $2 WHERE id = $1";
         on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(state).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(())
@@ -410,7 +418,7 @@ impl Store {
 
     /// Takes the delivery of job `id`'s webhook until `until_ms` if it is still `pending`, the
     /// job has ended and no other process holds an unexpired lease on it. True if taken.
-    pub async fn claim_webhook(&self, id: &str, until_ms: i64) -> Result<bool> {
+    pub async fn claim_webhook(&self, id: &JobId, until_ms: i64) -> Result<bool> {
         const SQL: &str = "UPDATE jobs SET webhook_lease_until = $2 WHERE id = $1 AND webhook = 'pending' \
              AND status IN ('succeeded', 'failed', 'cancelled') \
              AND (webhook_lease_until IS NULL OR webhook_lease_until < $3)";
@@ -420,7 +428,7 @@ impl Store {
 
     /// Gives up the lease on job `id`'s webhook (shutdown): it stays `pending` for another process
     /// or the next start.
-    pub async fn release_webhook(&self, id: &str) -> Result<()> {
+    pub async fn release_webhook(&self, id: &JobId) -> Result<()> {
         const SQL: &str = "UPDATE jobs SET webhook_lease_until = NULL WHERE id = $1";
         on_pool!(self, pool => sqlx::query(SQL).bind(id).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(())
@@ -428,13 +436,13 @@ impl Store {
 
     /// Ended jobs whose webhook is still `pending` and not leased (or the lease expired): their
     /// delivering process died. At most `limit`, oldest first.
-    pub async fn orphaned_webhooks(&self, limit: i64) -> Result<Vec<String>> {
+    pub async fn orphaned_webhooks(&self, limit: i64) -> Result<Vec<JobId>> {
         const SQL: &str = "SELECT id FROM jobs WHERE webhook = 'pending' \
              AND status IN ('succeeded', 'failed', 'cancelled') \
              AND (webhook_lease_until IS NULL OR webhook_lease_until < $1) \
              ORDER BY finished_at LIMIT $2";
         Ok(
-            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(now_ms()).bind(limit).fetch_all(pool).await)?,
+            on_pool!(self, pool => sqlx::query_scalar::<_, JobId>(SQL).bind(now_ms()).bind(limit).fetch_all(pool).await)?,
         )
     }
 

@@ -38,6 +38,9 @@ pub enum StoreError {
     /// The database URL is not supported.
     #[error("unsupported DATABASE_URL '{0}': expected postgres://… or sqlite:…")]
     UnsupportedUrl(String),
+    /// A stored value this version cannot read.
+    #[error("unreadable stored value: {0}")]
+    Corrupt(String),
     /// Creating the data directory failed.
     #[error("cannot create the data directory {path}: {message}")]
     DataDir {

@@ -293,8 +293,9 @@ async fn webhook_is_retried_until_delivered() {
     let store = deid::store::Store::connect(Some(&db.url), &db.dir, 2)
         .await
         .unwrap();
-    store.set_webhook_state(id, "pending").await.unwrap();
-    store.release_webhook(id).await.unwrap();
+    let job_id = deid::job::id::JobId::from(id);
+    store.set_webhook_state(&job_id, "pending").await.unwrap();
+    store.release_webhook(&job_id).await.unwrap();
     store.close().await;
     drop(store);
     let mut cfg = config(&db);

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use deid::job::id::{DatasetId, JobId, JobStatus, TenantId};
 use deid::store::Store;
 use deid::store::jobs::{Completion, NewJob};
 
@@ -14,14 +15,14 @@ async fn store(db: &TestDb) -> Store {
     Store::connect(Some(&db.url), &db.dir, 4).await.unwrap()
 }
 
-async fn queue(store: &Store, n: usize) -> Vec<String> {
+async fn queue(store: &Store, n: usize) -> Vec<JobId> {
     let mut ids = Vec::new();
     for _ in 0..n {
-        let id = uuid::Uuid::now_v7().to_string();
+        let id = JobId::generate();
         let job = NewJob {
             id: &id,
-            tenant: "t",
-            dataset_id: "d",
+            tenant: &TenantId::from("t"),
+            dataset_id: &DatasetId::from("d"),
             spec: "{}",
             max_attempts: 2,
             webhook: None,
@@ -55,7 +56,7 @@ async fn concurrent_claims(kind: Db) {
     for t in tasks {
         all.extend(t.await.unwrap());
     }
-    let unique: HashSet<&String> = all.iter().collect();
+    let unique: HashSet<&JobId> = all.iter().collect();
     assert_eq!(all.len(), ids.len(), "every job claimed exactly once");
     assert_eq!(unique.len(), ids.len());
     store.close().await;
@@ -100,7 +101,7 @@ async fn stale_owner_is_fenced(kind: Db) {
             .unwrap()
     );
     let done = Completion {
-        status: "succeeded",
+        status: JobStatus::Succeeded,
         progress: "{}",
         result: Some("{\"by\":\"a\"}"),
         result_chunks: Some(1),
@@ -125,8 +126,12 @@ async fn stale_owner_is_fenced(kind: Db) {
         ..done
     };
     assert!(store.complete_job(&id, "b", &done_b).await.unwrap());
-    let (status, result) = store.job_result("t", &id).await.unwrap().unwrap();
-    assert_eq!(status, "succeeded");
+    let (status, result) = store
+        .job_result(&TenantId::from("t"), &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.as_str(), "succeeded");
     assert_eq!(result.as_deref(), Some("{\"by\":\"b\"}"));
     assert_eq!(
         store.result_chunk(&id, 0).await.unwrap().as_deref(),
@@ -145,7 +150,7 @@ async fn stale_owner_is_fenced(kind: Db) {
             .unwrap();
     }
     let row = store.job_by_id(&id2).await.unwrap().unwrap();
-    assert_eq!(row.status, "failed");
+    assert_eq!(row.status.as_str(), "failed");
     assert_eq!(row.attempts, 2);
     assert!(row.error.unwrap().contains("worker_lost"));
     assert!(store.claim_next_job("e", 1000).await.unwrap().is_none());
@@ -165,11 +170,11 @@ async fn webhook_leases(kind: Db) {
         return;
     };
     let store = store(&db).await;
-    let id = uuid::Uuid::now_v7().to_string();
+    let id = JobId::generate();
     let job = NewJob {
         id: &id,
-        tenant: "t",
-        dataset_id: "d",
+        tenant: &TenantId::from("t"),
+        dataset_id: &DatasetId::from("d"),
         spec: "{}",
         max_attempts: 1,
         webhook: Some("pending"),
@@ -181,7 +186,7 @@ async fn webhook_leases(kind: Db) {
     assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
     store.claim_next_job("w", 60_000).await.unwrap().unwrap();
     let done = Completion {
-        status: "succeeded",
+        status: JobStatus::Succeeded,
         progress: "{}",
         result: None,
         result_chunks: None,

@@ -349,6 +349,23 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order of their values.
+    pub const ALL: [Phase; 8] = [
+        Phase::Starting,
+        Phase::Searching,
+        Phase::Binary,
+        Phase::Linear,
+        Phase::BestFirst,
+        Phase::Greedy,
+        Phase::Evolving,
+        Phase::Finished,
+    ];
+
+    /// The phase with this [`name`](Phase::name).
+    pub fn parse(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// Stable name for reports (`starting`, `searching`, `binary`, `linear`, `best-first`,
     /// `greedy`, `evolving`, `finished`).
     pub fn name(self) -> &'static str {

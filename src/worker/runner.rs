@@ -12,7 +12,8 @@
 //! 1. register a [`LiveJob`] (cancel flag, progress) in the live map;
 //! 2. start the heartbeat: every 250 ms publish the snapshot to local subscribers and persist it
 //!    with the lease extension; a lost lease, a cancel request or shutdown raise the cancel flag;
-//! 3. on the engine pool: read the dataset from its chunks, build the problem, [`run_job`],
+//! 3. on the engine pool: read the dataset from its chunks, build the problem
+//!    ([`crate::job::problem::build_problem`]), search (progress goes into the [`LiveJob`]),
 //!    evaluate the best transformation, write the report and the CSV (fenced by the lease);
 //! 4. finish with one fenced statement: succeeded / cancelled (best so far kept) / failed, or
 //!    back to the queue (retryable errors, shutdown), or nothing at all when the lease was lost;
@@ -28,16 +29,20 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::chunks::{ChunkReader, ResultWriter};
-use super::cpu::EnginePool;
-use super::execute::{run_job, search_config};
-use super::progress::{LiveJob, Snapshot, StopCause};
-use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
-use crate::spec::{JobSpec, SpecError};
+use super::live::{LiveJob, StopCause};
+use super::pool::EnginePool;
+use crate::job::error::{ErrorCode, SpecError};
+use crate::job::hierarchy::Frontend;
+use crate::job::id::{JobId, JobStatus};
+use crate::job::problem::{build_problem, search_error};
+use crate::job::progress::JobPhase;
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, search_report};
+use crate::job::spec::{JobSpec, SearchLimits};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
 use deid_engine::search::{SearchConfig, SearchOutcome};
-use deid_engine::{Checker, CsvOptions, Problem, Table};
+use deid_engine::{Checker, CsvOptions, Table, search};
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]
@@ -62,7 +67,7 @@ pub struct RunnerSettings {
 pub const HEARTBEAT: Duration = Duration::from_millis(250);
 
 /// Jobs running in this process, by id.
-pub type LiveJobs = Arc<DashMap<String, Arc<LiveJob>>>;
+pub type LiveJobs = Arc<DashMap<JobId, Arc<LiveJob>>>;
 
 /// The worker of one process.
 #[derive(Debug)]
@@ -92,7 +97,7 @@ enum Processed {
 /// A job failure: `retryable` ones go back to the queue while attempts remain.
 #[derive(Debug)]
 struct Failure {
-    code: &'static str,
+    code: ErrorCode,
     message: String,
     details: serde_json::Value,
     retryable: bool,
@@ -101,10 +106,20 @@ struct Failure {
 impl Failure {
     fn spec(e: SpecError) -> Failure {
         Failure {
-            code: "invalid_spec",
-            message: e.to_string(),
-            details: serde_json::json!({ "field": e.field }),
+            code: e.code,
+            message: e.client_message(),
+            details: e.client_details(),
             retryable: false,
+        }
+    }
+
+    /// A failure that is not about the job itself (storage, engine pool): retried.
+    fn transient(code: ErrorCode, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            details: serde_json::Value::Null,
+            retryable: true,
         }
     }
 
@@ -112,11 +127,12 @@ impl Failure {
     /// data (hierarchies, CSV) may quote cell values, which never go to the logs.
     fn loggable(&self) -> &str {
         match self.code {
-            "storage_error" | "internal_error" => &self.message,
+            ErrorCode::StorageError | ErrorCode::InternalError => &self.message,
             _ => "(see the job's error)",
         }
     }
 
+    /// The error as stored in the job's row: the API's error shape.
     fn json(&self) -> String {
         serde_json::json!({"code": self.code, "message": self.message, "details": self.details})
             .to_string()
@@ -279,7 +295,7 @@ impl Runner {
     }
 
     /// Delivers job `id`'s webhook in the background if this process gets its lease.
-    fn spawn_webhook(self: &Arc<Self>, id: String, url: String) {
+    fn spawn_webhook(self: &Arc<Self>, id: JobId, url: String) {
         let me = self.clone();
         self.tracker.spawn(async move {
             let policy = me.webhook_policy();
@@ -347,97 +363,21 @@ impl Runner {
         beat_stop.cancel();
         let _ = beat.await;
 
-        let mut snapshot = live.snapshot();
+        let mut progress = live.progress();
         if let Ok(Processed::Finished { outcome, .. }) = &result {
-            snapshot.checks = outcome.checks;
-            snapshot.elapsed_ms = outcome.elapsed.as_millis() as u64;
+            progress.counters.checks = outcome.checks;
+            progress.counters.elapsed_ms = outcome.elapsed.as_millis() as u64;
             if outcome.optimal_proven {
-                snapshot.explored_share = 1.0;
+                progress.counters.explored_share = 1.0;
             }
         }
-        live.count_checks(snapshot.checks);
-        snapshot.phase = "finished".into();
-        let progress = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
-        let cause = live.cause();
-        let write = match (&result, cause) {
-            (_, StopCause::LeaseLost) => {
-                tracing::warn!("lease lost: the job belongs to another worker now");
-                Ok(false)
-            }
-            (Ok(Processed::Aborted), _) | (Err(_), StopCause::Shutdown) => {
-                tracing::info!("shutting down: job released to the queue");
-                self.store.release_job(&job.id, &self.owner).await
-            }
-            (
-                Ok(Processed::Finished {
-                    outcome,
-                    report,
-                    chunks,
-                }),
-                _,
-            ) => {
-                let (status, error) = if cause == StopCause::User {
-                    ("cancelled", None)
-                } else if outcome.best.is_some() {
-                    ("succeeded", None)
-                } else {
-                    let f = Failure {
-                        code: "no_solution",
-                        message: format!(
-                            "no transformation satisfies the privacy models within the suppression limit \
-                             (search {}, {} checks)",
-                            outcome.stop.name(),
-                            outcome.checks
-                        ),
-                        details: serde_json::json!({"stop": outcome.stop.name(), "optimal_proven": outcome.optimal_proven}),
-                        retryable: false,
-                    };
-                    ("failed", Some(f.json()))
-                };
-                metrics::histogram!("deid_job_duration_seconds", "status" => status)
-                    .record(started.elapsed().as_secs_f64());
-                self.store
-                    .complete_job(
-                        &job.id,
-                        &self.owner,
-                        &Completion {
-                            status,
-                            progress: &progress,
-                            result: report.as_deref(),
-                            result_chunks: *chunks,
-                            error: error.as_deref(),
-                        },
-                    )
-                    .await
-            }
-            (Err(f), _) if f.retryable && job.attempts < job.max_attempts => {
-                let delay = 1000i64 << job.attempts.clamp(0, 6);
-                tracing::warn!(code = f.code, error = %f.loggable(), delay_ms = delay, "job failed, will retry");
-                self.store
-                    .retry_job(&job.id, &self.owner, delay, &f.json())
-                    .await
-            }
-            (Err(f), _) => {
-                tracing::warn!(code = f.code, error = %f.loggable(), "job failed");
-                metrics::histogram!("deid_job_duration_seconds", "status" => "failed")
-                    .record(started.elapsed().as_secs_f64());
-                self.store
-                    .complete_job(
-                        &job.id,
-                        &self.owner,
-                        &Completion {
-                            status: "failed",
-                            progress: &progress,
-                            result: None,
-                            result_chunks: None,
-                            error: Some(&f.json()),
-                        },
-                    )
-                    .await
-            }
-        };
-        // Local subscribers see the final snapshot, then the channel closes and they read the row.
-        live.updates.send_replace(Arc::new(snapshot));
+        live.count_checks(progress.counters.checks);
+        progress.counters.phase = JobPhase::Finished;
+        let write = self
+            .record_end(&job, &result, live.cause(), &progress.to_json(), started)
+            .await;
+        // Local subscribers see the final progress, then the channel closes and they read the row.
+        live.updates.send_replace(Arc::new(progress));
         self.live.remove(&job.id);
         match write {
             Ok(true) => {}
@@ -446,7 +386,7 @@ impl Runner {
         }
         if matches!(write, Ok(true)) {
             if let Ok(Some(row)) = self.store.job_by_id(&job.id).await
-                && super::view::is_terminal(&row.status)
+                && row.status.is_terminal()
             {
                 tracing::info!(status = %row.status, elapsed_ms = started.elapsed().as_millis() as u64, "job ended");
                 let spec: Option<JobSpec> = serde_json::from_str(&job.spec).ok();
@@ -458,10 +398,92 @@ impl Runner {
         }
     }
 
+    /// Writes how the job ended with one fenced statement: succeeded / cancelled (best so far
+    /// kept) / failed, or back to the queue (retryable failures, shutdown), or nothing at all
+    /// when the lease was lost. True if written.
+    async fn record_end(
+        &self,
+        job: &ClaimedJob,
+        result: &Result<Processed, Failure>,
+        cause: StopCause,
+        progress: &str,
+        started: Instant,
+    ) -> crate::store::Result<bool> {
+        let (status, report, chunks, failure) = match (result, cause) {
+            (_, StopCause::LeaseLost) => {
+                tracing::warn!("lease lost: the job belongs to another worker now");
+                return Ok(false);
+            }
+            (Ok(Processed::Aborted), _) | (Err(_), StopCause::Shutdown) => {
+                tracing::info!("shutting down: job released to the queue");
+                return self.store.release_job(&job.id, &self.owner).await;
+            }
+            (Err(f), _) if f.retryable && job.attempts < job.max_attempts => {
+                let delay = 1000i64 << job.attempts.clamp(0, 6);
+                tracing::warn!(code = %f.code, error = %f.loggable(), delay_ms = delay, "job failed, will retry");
+                return self
+                    .store
+                    .retry_job(&job.id, &self.owner, delay, &f.json())
+                    .await;
+            }
+            (Err(f), _) => {
+                tracing::warn!(code = %f.code, error = %f.loggable(), "job failed");
+                (JobStatus::Failed, None, None, Some(f.json()))
+            }
+            (
+                Ok(Processed::Finished {
+                    outcome,
+                    report,
+                    chunks,
+                }),
+                _,
+            ) => {
+                if cause == StopCause::User {
+                    (JobStatus::Cancelled, report.as_deref(), *chunks, None)
+                } else if outcome.best.is_some() {
+                    (JobStatus::Succeeded, report.as_deref(), *chunks, None)
+                } else {
+                    let f = Failure {
+                        code: ErrorCode::NoSolution,
+                        message: format!(
+                            "no transformation satisfies the privacy models within the suppression limit \
+                             (search {}, {} checks)",
+                            outcome.stop.name(),
+                            outcome.checks
+                        ),
+                        details: serde_json::json!({"stop": outcome.stop.name(), "optimal_proven": outcome.optimal_proven}),
+                        retryable: false,
+                    };
+                    (
+                        JobStatus::Failed,
+                        report.as_deref(),
+                        *chunks,
+                        Some(f.json()),
+                    )
+                }
+            }
+        };
+        metrics::histogram!("deid_job_duration_seconds", "status" => status.as_str())
+            .record(started.elapsed().as_secs_f64());
+        self.store
+            .complete_job(
+                &job.id,
+                &self.owner,
+                &Completion {
+                    status,
+                    progress,
+                    result: report,
+                    result_chunks: chunks,
+                    error: failure.as_deref(),
+                },
+            )
+            .await
+    }
+
     /// Loads the dataset and runs the engine side on the pool.
     async fn process(&self, job: &ClaimedJob, live: &Arc<LiveJob>) -> Result<Processed, Failure> {
         let spec: JobSpec = serde_json::from_str(&job.spec).map_err(|e| Failure {
-            code: "invalid_spec",
+            code: ErrorCode::InvalidSpec,
             message: format!("the stored specification cannot be read: {e}"),
             details: serde_json::Value::Null,
             retryable: false,
@@ -470,23 +492,20 @@ impl Runner {
             Ok(Some(d)) => d,
             Ok(None) => {
                 return Err(Failure {
-                    code: "dataset_not_found",
+                    code: ErrorCode::DatasetNotFound,
                     message: format!("dataset {} no longer exists", job.dataset_id),
                     details: serde_json::Value::Null,
                     retryable: false,
                 });
             }
-            Err(e) => {
-                return Err(Failure {
-                    code: "storage_error",
-                    message: e.to_string(),
-                    details: serde_json::Value::Null,
-                    retryable: true,
-                });
-            }
+            Err(e) => return Err(Failure::transient(ErrorCode::StorageError, e.to_string())),
         };
-        let settings = search_config(&spec, self.settings.default_time_limit, self.pool.threads())
-            .map_err(Failure::spec)?;
+        let limits = SearchLimits {
+            default_time_limit: self.settings.default_time_limit,
+            max_time_limit: None,
+            pool_threads: Some(self.pool.threads()),
+        };
+        let settings = spec.search_config(&limits).map_err(Failure::spec)?;
         let ctx = EngineJob {
             store: self.store.clone(),
             handle: Handle::current(),
@@ -502,18 +521,16 @@ impl Runner {
             Ok(Err(panic)) => {
                 tracing::error!(error = %panic, "the search panicked");
                 Err(Failure {
-                    code: "internal_error",
+                    code: ErrorCode::InternalError,
                     message: "the search failed unexpectedly".into(),
                     details: serde_json::Value::Null,
                     retryable: false,
                 })
             }
-            Err(_) => Err(Failure {
-                code: "internal_error",
-                message: "the engine pool stopped".into(),
-                details: serde_json::Value::Null,
-                retryable: true,
-            }),
+            Err(_) => Err(Failure::transient(
+                ErrorCode::InternalError,
+                "the engine pool stopped",
+            )),
         }
     }
 }
@@ -521,7 +538,7 @@ impl Runner {
 /// The error recorded when a job's worker vanished too often.
 fn interrupted_error() -> String {
     serde_json::json!({
-        "code": "worker_lost",
+        "code": ErrorCode::WorkerLost,
         "message": "the job was interrupted (worker crashed or lost its lease) and its attempts are used up",
         "details": null
     })
@@ -532,7 +549,7 @@ fn interrupted_error() -> String {
 struct EngineJob {
     store: Store,
     handle: Handle,
-    job_id: String,
+    job_id: JobId,
     owner: String,
     dataset: DatasetRow,
     spec: JobSpec,
@@ -558,25 +575,18 @@ impl EngineJob {
             },
             "dataset",
         )
-        .map_err(|e| Failure {
-            code: "dataset_unreadable",
-            message: e.to_string(),
-            details: serde_json::Value::Null,
-            retryable: true,
-        })?;
+        .map_err(|e| Failure::transient(ErrorCode::DatasetUnreadable, e.to_string()))?;
         // 2. The problem.
-        let mut config = self
-            .spec
-            .problem_config(|c, s| super::load_hierarchy(Some(&table), c, s))
-            .map_err(Failure::spec)?;
-        crate::spec::order_by_table(&mut config, &table);
-        let problem = Problem::new(table, config).map_err(|e| Failure::spec(e.into()))?;
+        let problem = build_problem(&self.spec, table, Frontend::Service).map_err(Failure::spec)?;
         // 3. The search.
         let live = &self.live;
-        let outcome = run_job(&problem, &self.settings, &live.cancel, &|p| {
-            live.record(&problem, p)
-        })
-        .map_err(|e| Failure::spec(SpecError::new(e.field, e.message)))?;
+        let outcome = search(
+            &problem,
+            &self.settings,
+            &live.cancel,
+            &live.observer(&problem),
+        )
+        .map_err(|e| Failure::spec(search_error(e)))?;
         if matches!(live.cause(), StopCause::Shutdown | StopCause::LeaseLost) {
             return Ok(Processed::Aborted);
         }
@@ -588,7 +598,7 @@ impl EngineJob {
                 chunks: None,
             });
         };
-        live.set_phase("writing");
+        live.set_phase(JobPhase::Writing);
         let checker = Checker::new(&problem);
         let eval = checker.evaluate(&best.levels);
         let mut report = search_report(
@@ -598,8 +608,8 @@ impl EngineJob {
             self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
         );
         if let Some(obj) = report.as_object_mut() {
-            obj.insert("job_id".into(), self.job_id.clone().into());
-            obj.insert("dataset_id".into(), self.dataset.id.clone().into());
+            obj.insert("job_id".into(), self.job_id.to_string().into());
+            obj.insert("dataset_id".into(), self.dataset.id.to_string().into());
             obj.insert(
                 "time_limit_ms".into(),
                 (self.settings.time_limit.as_millis() as u64).into(),
@@ -619,14 +629,7 @@ impl EngineJob {
             Err(_) if live.cause() == StopCause::LeaseLost || !self.lease_held() => {
                 return Ok(Processed::Aborted);
             }
-            Err(message) => {
-                return Err(Failure {
-                    code: "storage_error",
-                    message,
-                    details: serde_json::Value::Null,
-                    retryable: true,
-                });
-            }
+            Err(message) => return Err(Failure::transient(ErrorCode::StorageError, message)),
         };
         Ok(Processed::Finished {
             outcome,
@@ -647,7 +650,7 @@ impl EngineJob {
 /// The heartbeat of one running job (see the module documentation).
 async fn heartbeat(
     store: Store,
-    id: String,
+    id: JobId,
     owner: String,
     live: Arc<LiveJob>,
     lease: Duration,
@@ -665,10 +668,12 @@ async fn heartbeat(
         if shutdown.is_cancelled() {
             live.stop(StopCause::Shutdown);
         }
-        let snapshot: Snapshot = live.publish();
-        live.count_checks(snapshot.checks);
-        let json = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".into());
-        match store.heartbeat(&id, &owner, lease_ms, &json).await {
+        let progress = live.publish();
+        live.count_checks(progress.counters.checks);
+        match store
+            .heartbeat(&id, &owner, lease_ms, &progress.to_json())
+            .await
+        {
             Ok(None) => live.stop(StopCause::LeaseLost),
             Ok(Some(true)) => live.stop(StopCause::User),
             Ok(Some(false)) => {}

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::view::JobView;
+use crate::job::id::JobId;
+use crate::job::view::JobView;
 use crate::store::Store;
 
 /// How webhooks are delivered.
@@ -154,7 +155,7 @@ async fn destination(url: &reqwest::Url, allow_private: bool) -> Result<SocketAd
 /// (`Store::claim_webhook`). At shutdown the lease is released and the webhook stays `pending`.
 pub async fn deliver(
     store: &Store,
-    id: &str,
+    id: &JobId,
     url: &str,
     policy: &Policy,
     shutdown: &CancellationToken,
@@ -164,7 +165,7 @@ pub async fn deliver(
         _ => return,
     };
     let Ok(parsed) = check_url(url, policy.allow_private) else {
-        tracing::warn!(job = id, "webhook refused: callback URL not allowed");
+        tracing::warn!(job = %id, "webhook refused: callback URL not allowed");
         fail(store, id).await;
         return;
     };
@@ -175,14 +176,14 @@ pub async fn deliver(
         match destination(&parsed, policy.allow_private).await {
             Err(Refusal::Forbidden) => {
                 tracing::warn!(
-                    job = id,
+                    job = %id,
                     "webhook refused: the callback host resolves to non-public addresses only"
                 );
                 fail(store, id).await;
                 return;
             }
             Err(Refusal::Unresolved) => {
-                tracing::warn!(job = id, attempt, "webhook host did not resolve");
+                tracing::warn!(job = %id, attempt, "webhook host did not resolve");
             }
             Ok(addr) => {
                 let host = parsed.host_str().unwrap_or_default();
@@ -197,19 +198,19 @@ pub async fn deliver(
                 };
                 match sent {
                     Ok(r) if r.status().is_success() => {
-                        tracing::info!(job = id, attempt, "webhook delivered");
+                        tracing::info!(job = %id, attempt, "webhook delivered");
                         let _ = store.set_webhook_state(id, "delivered").await;
                         metrics::counter!("deid_webhooks_total", "outcome" => "delivered")
                             .increment(1);
                         return;
                     }
                     Ok(r) => tracing::warn!(
-                        job = id,
+                        job = %id,
                         attempt,
                         status = r.status().as_u16(),
                         "webhook rejected"
                     ),
-                    Err(e) => tracing::warn!(job = id, attempt, error = %e, "webhook failed"),
+                    Err(e) => tracing::warn!(job = %id, attempt, error = %e, "webhook failed"),
                 }
             }
         }
@@ -227,7 +228,7 @@ pub async fn deliver(
     fail(store, id).await;
 }
 
-async fn fail(store: &Store, id: &str) {
+async fn fail(store: &Store, id: &JobId) {
     let _ = store.set_webhook_state(id, "failed").await;
     metrics::counter!("deid_webhooks_total", "outcome" => "failed").increment(1);
 }

@@ -7,6 +7,7 @@ use std::io::{self, Read, Write};
 
 use tokio::runtime::Handle;
 
+use crate::job::id::{DatasetId, JobId};
 use crate::store::{CHUNK_BYTES, Store};
 
 /// Reads a stored dataset's bytes. Must not be used on a tokio worker thread.
@@ -14,7 +15,7 @@ use crate::store::{CHUNK_BYTES, Store};
 pub struct ChunkReader {
     store: Store,
     handle: Handle,
-    dataset_id: String,
+    dataset_id: DatasetId,
     chunk_count: i64,
     next: i64,
     buf: Vec<u8>,
@@ -23,7 +24,12 @@ pub struct ChunkReader {
 
 impl ChunkReader {
     /// A reader over chunks `0..chunk_count` of `dataset_id`.
-    pub fn new(store: Store, handle: Handle, dataset_id: String, chunk_count: i64) -> ChunkReader {
+    pub fn new(
+        store: Store,
+        handle: Handle,
+        dataset_id: DatasetId,
+        chunk_count: i64,
+    ) -> ChunkReader {
         ChunkReader {
             store,
             handle,
@@ -72,7 +78,7 @@ impl Read for ChunkReader {
 pub struct ResultWriter {
     store: Store,
     handle: Handle,
-    job_id: String,
+    job_id: JobId,
     owner: String,
     buf: Vec<u8>,
     chunks: i64,
@@ -80,7 +86,7 @@ pub struct ResultWriter {
 
 impl ResultWriter {
     /// A writer for `job_id` held by `owner`.
-    pub fn new(store: Store, handle: Handle, job_id: String, owner: String) -> ResultWriter {
+    pub fn new(store: Store, handle: Handle, job_id: JobId, owner: String) -> ResultWriter {
         ResultWriter {
             store,
             handle,

@@ -1,23 +1,11 @@
 //! The job as clients see it (`GET /v1/jobs/{id}`, SSE payloads, webhooks), built from its row
-//! and, for jobs running in this process, the live snapshot.
+//! and, for jobs running in this process, the live progress.
 
 use serde::Serialize;
 
-use super::progress::{BestView, Snapshot};
+use super::id::{DatasetId, JobId, JobStatus};
+use super::progress::{BestView, Counters, JobPhase, JobProgress};
 use crate::store::jobs::JobRow;
-
-/// Progress counters of a job.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProgressView {
-    /// `queued`, `loading`, `searching`, `writing` or `finished`.
-    pub phase: String,
-    /// Transformations checked.
-    pub checks: u64,
-    /// Milliseconds since the search started.
-    pub elapsed_ms: u64,
-    /// Share of the search space explored, in [0, 1].
-    pub explored_share: f64,
-}
 
 /// Links to the job's sub-resources.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,19 +25,20 @@ pub struct JobLinks {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobView {
     /// Job id.
-    pub id: String,
+    pub id: JobId,
     /// Dataset id.
-    pub dataset_id: String,
+    pub dataset_id: DatasetId,
     /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: JobStatus,
     /// Times the job was claimed by a worker.
     pub attempts: i64,
     /// Claims allowed before the job fails.
     pub max_attempts: i64,
     /// Whether a cancel was requested.
     pub cancel_requested: bool,
-    /// Progress counters.
-    pub progress: ProgressView,
+    /// Progress counters (`phase`: `queued`, `loading`, a search phase, `writing` or
+    /// `finished`).
+    pub progress: Counters,
     /// Best transformation so far (or the result's).
     pub best: Option<BestView>,
     /// Error (`{"code", "message", "details"}`) of a failed job.
@@ -67,53 +56,33 @@ pub struct JobView {
     pub links: JobLinks,
 }
 
-/// True for `succeeded`, `failed` and `cancelled`.
-pub fn is_terminal(status: &str) -> bool {
-    matches!(status, "succeeded" | "failed" | "cancelled")
-}
-
-/// Parses the progress column (an unreadable value counts as no progress).
-pub fn parse_snapshot(progress: Option<&str>) -> Snapshot {
-    progress
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or_default()
-}
-
 impl JobView {
     /// Builds the view of `row`; `live` overrides the persisted progress.
-    pub fn new(row: &JobRow, live: Option<&Snapshot>) -> JobView {
+    pub fn new(row: &JobRow, live: Option<&JobProgress>) -> JobView {
         let parsed;
-        let snap = match live {
-            Some(s) => s,
+        let progress = match live {
+            Some(p) => p,
             None => {
-                parsed = parse_snapshot(row.progress.as_deref());
+                parsed = JobProgress::from_row(row.progress.as_deref());
                 &parsed
             }
         };
-        let phase = if row.status == "queued" {
-            "queued".to_string()
-        } else if is_terminal(&row.status) {
-            "finished".to_string()
-        } else if snap.phase.is_empty() {
-            "loading".to_string()
-        } else {
-            snap.phase.clone()
-        };
+        let mut counters = progress.counters.clone();
+        if row.status == JobStatus::Queued {
+            counters.phase = JobPhase::Queued;
+        } else if row.status.is_terminal() {
+            counters.phase = JobPhase::Finished;
+        }
         let base = format!("/v1/jobs/{}", row.id);
         JobView {
             id: row.id.clone(),
             dataset_id: row.dataset_id.clone(),
-            status: row.status.clone(),
+            status: row.status,
             attempts: row.attempts,
             max_attempts: row.max_attempts,
             cancel_requested: row.cancel_requested != 0,
-            progress: ProgressView {
-                phase,
-                checks: snap.checks,
-                elapsed_ms: snap.elapsed_ms,
-                explored_share: snap.explored_share,
-            },
-            best: snap.best.clone(),
+            progress: counters,
+            best: progress.best.clone(),
             error: row
                 .error
                 .as_deref()
@@ -134,26 +103,9 @@ impl JobView {
 
 /// Formats milliseconds since the epoch as RFC 3339 UTC (`2026-01-31T12:00:00.123Z`).
 pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    // Times are stored by this service, never before 1970.
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The job specification: one JSON schema for `deid evaluate --config`, `deid anonymize --config`
 //! and `POST /v1/jobs`. It names the attributes and their roles, hierarchies (a CSV file, inline
 //! CSV, a stored hierarchy or a builder specification), privacy models, suppression limit, quality
-//! model and search parameters; [`JobSpec::problem_config`] turns it into the engine's
-//! [`ProblemConfig`].
+//! model and search parameters. [`JobSpec::problem_config`] turns it into the engine's
+//! [`ProblemConfig`] and [`JobSpec::search_config`] into its [`SearchConfig`]; the walk from a
+//! specification to a [`deid_engine::Problem`] is in [`super::problem`].
 //!
 //! ```json
 //! {
@@ -29,34 +30,8 @@ use deid_engine::{
     Algorithm, EngineError, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
 };
 
-/// A specification error: which field, what is wrong.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid value for '{field}': {message}")]
-pub struct SpecError {
-    /// Dotted path of the offending field, e.g. `attributes.age.hierarchy`.
-    pub field: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-impl SpecError {
-    /// Creates an error for `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        SpecError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl From<EngineError> for SpecError {
-    fn from(e: EngineError) -> Self {
-        match e {
-            EngineError::InvalidConfig { field, message } => SpecError { field, message },
-            other => SpecError::new("data", other.to_string()),
-        }
-    }
-}
+use super::error::SpecError;
+use super::id::DatasetId;
 
 /// Role of a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,79 +139,6 @@ impl PrivacySpec {
     }
 }
 
-/// Parses a builder specification (`{"type": "interval", …}`) with an error naming `field`.
-pub fn parse_builder(
-    value: &serde_json::Value,
-    field: &str,
-) -> Result<deid_engine::HierarchySpec, SpecError> {
-    serde_json::from_value(value.clone()).map_err(|e| {
-        SpecError::new(
-            field,
-            format!(
-                "invalid hierarchy specification: {e}; expected an object with \"type\": interval, order, masking, date or suppression"
-            ),
-        )
-    })
-}
-
-/// Picks the most frequent of `;`, `,`, tab and `|` in the first line (`;`, ARX's default, on
-/// ties), for hierarchy tables whose delimiter was not given.
-pub fn sniff_delimiter(text: &[u8]) -> u8 {
-    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
-    let mut best = (b';', first.iter().filter(|&&b| b == b';').count());
-    for d in [b',', b'\t', b'|'] {
-        let n = first.iter().filter(|&&b| b == d).count();
-        if n > best.1 {
-            best = (d, n);
-        }
-    }
-    best.0
-}
-
-/// A delimiter as a byte, or an error naming `field` if it is not one ASCII character.
-pub fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
-    u8::try_from(c)
-        .ok()
-        .filter(|b| b.is_ascii())
-        .ok_or_else(|| {
-            SpecError::new(
-                field,
-                format!("the delimiter must be one ASCII character, got '{c}'"),
-            )
-        })
-}
-
-/// Parses an ARX hierarchy table given as text (delimiter sniffed unless given).
-pub fn hierarchy_from_csv(
-    text: &[u8],
-    delimiter: Option<char>,
-    column: &str,
-    field: &str,
-) -> Result<Hierarchy, SpecError> {
-    let d = match delimiter {
-        Some(c) => delimiter_byte(c, &format!("{field}.delimiter"))?,
-        None => sniff_delimiter(text),
-    };
-    Hierarchy::read_csv(text, d, column).map_err(|e| SpecError::new(field, e.to_string()))
-}
-
-/// Builds a hierarchy from a builder specification for `column` of `table`. Without a table the
-/// specification is only validated and a one-level placeholder is returned.
-pub fn hierarchy_from_builder(
-    value: &serde_json::Value,
-    table: Option<&deid_engine::Table>,
-    column: &str,
-    field: &str,
-) -> Result<Hierarchy, SpecError> {
-    let spec = parse_builder(value, field)?;
-    let on_field = |e: EngineError| SpecError::new(field, e.to_string());
-    spec.validate(column).map_err(on_field)?;
-    match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
-        Some(col) => spec.build(col).map_err(on_field),
-        None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),
-    }
-}
-
 /// Keeps the parameter part of an engine field path (`privacy.k` → `.k`).
 fn suffix(f: &str) -> String {
     match f.find('.') {
@@ -321,7 +223,7 @@ impl Default for QualitySpec {
 pub enum DurationSpec {
     /// Milliseconds.
     Millis(u64),
-    /// Text with a unit.
+    /// Text with units, as `humantime` reads it (`500ms`, `5s`, `2m`, `1h 30m`).
     Text(String),
 }
 
@@ -330,32 +232,17 @@ impl DurationSpec {
     pub fn parse(&self, field: &str) -> Result<std::time::Duration, SpecError> {
         match self {
             DurationSpec::Millis(ms) => Ok(std::time::Duration::from_millis(*ms)),
-            DurationSpec::Text(t) => parse_duration(t).ok_or_else(|| {
-                SpecError::new(
-                    field,
-                    format!("cannot read '{t}' as a duration; expected e.g. 500ms, 5s, 2m"),
-                )
-            }),
+            DurationSpec::Text(t) => {
+                parse_duration(t).map_err(|message| SpecError::new(field, message))
+            }
         }
     }
 }
 
-/// Parses `500ms`, `5s`, `1.5s`, `2m`, `1h` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
-    let t = text.trim();
-    let (num, factor) = if let Some(v) = t.strip_suffix("ms") {
-        (v, 0.001)
-    } else if let Some(v) = t.strip_suffix('s') {
-        (v, 1.0)
-    } else if let Some(v) = t.strip_suffix('m') {
-        (v, 60.0)
-    } else if let Some(v) = t.strip_suffix('h') {
-        (v, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| std::time::Duration::from_secs_f64(v * factor))
+/// Parses a duration with units (`500ms`, `5s`, `2m`, `1h`); the error says what was expected.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|_| format!("cannot read '{text}' as a duration; expected e.g. 500ms, 5s, 2m"))
 }
 
 /// Parameters of the genetic algorithm; unset fields keep the defaults (Table 2 of the paper).
@@ -472,11 +359,40 @@ pub struct JobSpec {
     pub callback_url: Option<String>,
 }
 
+/// Defaults and limits of the front end that runs a search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchLimits {
+    /// Time limit of specifications that set none.
+    pub default_time_limit: std::time::Duration,
+    /// Largest time limit accepted (the service's `--max-time-limit`).
+    pub max_time_limit: Option<std::time::Duration>,
+    /// Searches run on an engine pool of this many threads (the service): `threads` may be at
+    /// most this, and any value but 1 means "the whole pool".
+    pub pool_threads: Option<usize>,
+}
+
+impl SearchLimits {
+    /// The command line's: 30 s by default, no maximum, own threads.
+    pub const CLI: SearchLimits = SearchLimits {
+        default_time_limit: DEFAULT_TIME_LIMIT,
+        max_time_limit: None,
+        pool_threads: None,
+    };
+}
+
 impl JobSpec {
-    /// The search settings: algorithm (default `auto`), time limit (default 30 s), check limit,
-    /// seed, threads, genetic parameters. Ranges are validated by the engine when the search
-    /// starts ([`SearchConfig::resolve`]).
-    pub fn search_config(&self) -> Result<SearchConfig, SpecError> {
+    /// The search settings: algorithm (default `auto`), time limit, check limit, seed, threads
+    /// and genetic parameters, checked against `limits`. Whether they fit the problem (e.g.
+    /// Flash on a large space) is checked by [`SearchConfig::resolve`] once the problem exists.
+    pub fn search_config(&self, limits: &SearchLimits) -> Result<SearchConfig, SpecError> {
+        if let (Some(max), Some(t)) = (limits.pool_threads, self.threads)
+            && (t == 0 || t > max)
+        {
+            return Err(SpecError::new(
+                "threads",
+                format!("expected 1 to {max} threads, got {t}"),
+            ));
+        }
         let algorithm = match &self.algorithm {
             None => Algorithm::Auto,
             Some(name) => Algorithm::parse(name).ok_or_else(|| {
@@ -490,7 +406,7 @@ impl JobSpec {
             })?,
         };
         let time_limit = match &self.time_limit {
-            None => DEFAULT_TIME_LIMIT,
+            None => limits.default_time_limit,
             Some(d) => d.parse("time_limit")?,
         };
         let defaults = SearchConfig::default();
@@ -499,7 +415,11 @@ impl JobSpec {
             time_limit,
             check_limit: self.check_limit,
             seed: self.seed.unwrap_or(0),
-            threads: self.threads,
+            threads: match limits.pool_threads {
+                // On the engine pool: sequential, or the whole pool.
+                Some(_) => self.threads.filter(|&t| t == 1),
+                None => self.threads,
+            },
             genetic: self.genetic.unwrap_or_default().params(),
             flash_max_space: self
                 .flash_max_space
@@ -508,6 +428,19 @@ impl JobSpec {
         config.genetic.validate()?;
         if config.time_limit.is_zero() {
             return Err(SpecError::new("time_limit", "expected a positive duration"));
+        }
+        if let Some(max) = limits.max_time_limit
+            && config.time_limit > max
+        {
+            return Err(SpecError::new(
+                "time_limit",
+                format!(
+                    "must be more than 0 and at most {} ms, got {} ms",
+                    max.as_millis(),
+                    config.time_limit.as_millis()
+                ),
+            )
+            .with_details(serde_json::json!({"max_ms": max.as_millis() as u64})));
         }
         if config.check_limit == Some(0) {
             return Err(SpecError::new("check_limit", "expected at least 1"));
@@ -518,9 +451,96 @@ impl JobSpec {
         Ok(config)
     }
 
-    /// Parses a JSON document, naming the offending field on errors.
+    /// The dataset of a service job, after refusing the fields only the command line accepts.
+    pub fn service_dataset(&self) -> Result<DatasetId, SpecError> {
+        for (field, present) in [
+            ("input", self.input.is_some()),
+            ("delimiter", self.delimiter.is_some()),
+            ("levels", self.levels.is_some()),
+        ] {
+            if present {
+                return Err(SpecError::new(
+                    field,
+                    "only the command line accepts this field; the service uses dataset_id",
+                ));
+            }
+        }
+        self.dataset_id
+            .as_deref()
+            .map(DatasetId::from)
+            .ok_or_else(|| SpecError::new("dataset_id", "required: the id of an uploaded dataset"))
+    }
+
+    /// Checks that every attribute names one of `columns` and that there are not more
+    /// quasi-identifiers than the engine supports.
+    pub fn check_columns(&self, columns: &[String]) -> Result<(), SpecError> {
+        if let Some(name) = self.attributes.keys().find(|n| !columns.contains(n)) {
+            return Err(SpecError::new(
+                format!("attributes.{name}"),
+                format!(
+                    "the dataset has no column '{name}'; its columns are: {}",
+                    columns.join(", ")
+                ),
+            ));
+        }
+        let qis = self
+            .attributes
+            .values()
+            .filter(|a| a.kind == AttributeType::QuasiIdentifying)
+            .count();
+        let max = deid_engine::problem::MAX_QUASI_IDENTIFIERS;
+        if qis > max {
+            return Err(SpecError::new(
+                "attributes",
+                format!("at most {max} quasi-identifiers are supported, got {qis}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The columns whose hierarchy is the one stored for the dataset: `{"stored": true}`, and
+    /// quasi-identifiers without a hierarchy. The service inlines them with
+    /// [`JobSpec::inline_hierarchy`] when the job is created, so that the job does not change
+    /// if they are replaced later.
+    pub fn stored_hierarchies(&self) -> Result<Vec<String>, SpecError> {
+        let mut columns = Vec::new();
+        for (name, attr) in &self.attributes {
+            let stored = match &attr.hierarchy {
+                Some(HierarchySource::Stored { stored: true }) => true,
+                Some(HierarchySource::Stored { stored: false }) => {
+                    return Err(SpecError::new(
+                        format!("attributes.{name}.hierarchy.stored"),
+                        "must be true (or give the hierarchy inline)",
+                    ));
+                }
+                None => attr.kind == AttributeType::QuasiIdentifying,
+                Some(_) => false,
+            };
+            if stored {
+                columns.push(name.clone());
+            }
+        }
+        Ok(columns)
+    }
+
+    /// Replaces the hierarchy source of `column` (a stored hierarchy made inline).
+    pub fn inline_hierarchy(&mut self, column: &str, source: HierarchySource) {
+        if let Some(attr) = self.attributes.get_mut(column) {
+            attr.hierarchy = Some(source);
+        }
+    }
+
+    /// Parses a JSON document; errors name the offending field's path (`genetic.elite`) and
+    /// say what was expected.
     pub fn from_json(text: &str) -> Result<JobSpec, SpecError> {
-        serde_json::from_str(text).map_err(|e| SpecError::new("$", e.to_string()))
+        let mut de = serde_json::Deserializer::from_str(text);
+        let spec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "$".to_string() } else { path };
+            SpecError::new(field, e.into_inner().to_string())
+        })?;
+        de.end().map_err(|e| SpecError::new("$", e.to_string()))?;
+        Ok(spec)
     }
 
     /// Builds the engine configuration. `load` resolves each hierarchy source for a column
@@ -642,7 +662,7 @@ mod tests {
             r#"{"algorithm": "genetic", "time_limit": "2s", "seed": 7, "genetic": {"iterations": 9, "stop_after_iterations": true}}"#,
         )
         .unwrap();
-        let c = spec.search_config().unwrap();
+        let c = spec.search_config(&SearchLimits::CLI).unwrap();
         assert_eq!(c.algorithm, Algorithm::Genetic);
         assert_eq!(c.time_limit, std::time::Duration::from_secs(2));
         assert_eq!(c.genetic.iterations, 9);
@@ -654,7 +674,7 @@ mod tests {
         );
         let err = JobSpec::from_json(r#"{"algorithm": "fast"}"#)
             .unwrap()
-            .search_config()
+            .search_config(&SearchLimits::CLI)
             .unwrap_err();
         assert_eq!(err.field, "algorithm");
         assert!(err.message.contains("lightning"));
@@ -662,39 +682,72 @@ mod tests {
         assert!(err.message.contains("elite"), "{err}");
         let err = JobSpec::from_json(r#"{"genetic": {"elite_fraction": 7.0}}"#)
             .unwrap()
-            .search_config()
+            .search_config(&SearchLimits::CLI)
             .unwrap_err();
         assert!(err.field.starts_with("genetic"), "{err}");
     }
 
     #[test]
-    fn delimiters_are_sniffed_with_semicolon_on_ties() {
-        assert_eq!(sniff_delimiter(b"a;b,c\n"), b';');
-        assert_eq!(sniff_delimiter(b"a,b,c;d\n"), b',');
-        assert_eq!(sniff_delimiter(b"single\n"), b';');
-        assert_eq!(sniff_delimiter(b"a\tb\n"), b'\t');
-        let err = delimiter_byte('é', "delimiter").unwrap_err();
-        assert!(err.message.contains("'é'"));
-    }
-
-    #[test]
     fn durations() {
-        assert_eq!(
-            parse_duration("5s"),
-            Some(std::time::Duration::from_secs(5))
-        );
+        assert_eq!(parse_duration("5s"), Ok(std::time::Duration::from_secs(5)));
         assert_eq!(
             parse_duration("250ms"),
-            Some(std::time::Duration::from_millis(250))
+            Ok(std::time::Duration::from_millis(250))
         );
         assert_eq!(
             parse_duration("2m"),
-            Some(std::time::Duration::from_secs(120))
+            Ok(std::time::Duration::from_secs(120))
         );
-        assert_eq!(parse_duration("soon"), None);
+        assert!(parse_duration("soon").unwrap_err().contains("'soon'"));
         let err = DurationSpec::Text("x".into())
             .parse("time_limit")
             .unwrap_err();
         assert_eq!(err.field, "time_limit");
+    }
+
+    #[test]
+    fn service_search_settings() {
+        let limits = SearchLimits {
+            default_time_limit: std::time::Duration::from_secs(7),
+            max_time_limit: Some(std::time::Duration::from_secs(60)),
+            pool_threads: Some(2),
+        };
+        let spec =
+            JobSpec::from_json(r#"{"algorithm": "genetic", "seed": 3, "threads": 1}"#).unwrap();
+        let c = spec.search_config(&limits).unwrap();
+        assert_eq!(c.algorithm, Algorithm::Genetic);
+        assert_eq!(c.time_limit, std::time::Duration::from_secs(7));
+        assert_eq!((c.seed, c.threads), (3, Some(1)));
+        // Any other thread count means the whole engine pool.
+        let spec = JobSpec::from_json(r#"{"threads": 2}"#).unwrap();
+        assert_eq!(spec.search_config(&limits).unwrap().threads, None);
+        for (text, field) in [
+            (r#"{"threads": 3}"#, "threads"),
+            (r#"{"threads": 0}"#, "threads"),
+            (r#"{"algorithm": "magic"}"#, "algorithm"),
+            (r#"{"time_limit": "2m"}"#, "time_limit"),
+            (r#"{"time_limit": 0}"#, "time_limit"),
+        ] {
+            let err = JobSpec::from_json(text)
+                .unwrap()
+                .search_config(&limits)
+                .unwrap_err();
+            assert_eq!(err.field, field, "{text}");
+        }
+        let err = JobSpec::from_json(r#"{"time_limit": "2m"}"#)
+            .unwrap()
+            .search_config(&limits)
+            .unwrap_err();
+        assert_eq!(err.details, Some(serde_json::json!({"max_ms": 60000})));
+    }
+
+    #[test]
+    fn json_errors_name_the_path() {
+        let err = JobSpec::from_json(r#"{"genetic": {"elite_fraction": "x"}}"#).unwrap_err();
+        assert_eq!(err.field, "genetic.elite_fraction");
+        let err = JobSpec::from_json(r#"{"attributes": {"a": {"type": "quasi"}}}"#).unwrap_err();
+        assert_eq!(err.field, "attributes.a.type");
+        let err = JobSpec::from_json(r#"{"seed": 1} x"#).unwrap_err();
+        assert_eq!(err.field, "$");
     }
 }

@@ -1,0 +1,288 @@
+//! Receiving an upload (`POST /v1/datasets`, a `text/csv` body or a multipart form with a `file`
+//! field): the body is streamed into 1 MiB chunks in the database and, at the same time, through
+//! a channel into the CSV profiler on a blocking thread, which validates and profiles it (rows,
+//! distinct values, a type guess). Nothing holds the whole file. A failed or interrupted upload
+//! is removed, even if the request is dropped.
+
+use std::io::Read;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Multipart, Request};
+use axum::http::header;
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::datasets::{Profile, csv_error, profile_csv};
+use super::error::{ApiError, ErrorCode, Result};
+use super::state::AppState;
+use crate::job::id::{DatasetId, TenantId};
+use crate::store::datasets::NewDataset;
+use crate::store::{CHUNK_BYTES, Store};
+use deid_engine::{CsvOptions, EngineError};
+
+/// An upload whose bytes are stored; its profile is still being computed.
+pub struct Received {
+    upload: Upload,
+    parser: JoinHandle<std::result::Result<Profile, EngineError>>,
+    guard: PurgeGuard,
+}
+
+impl Received {
+    /// Waits for the profiler: its result, or the CSV's error.
+    pub async fn profile(&mut self) -> Result<Profile> {
+        // The profiler ends once the channel is closed (done in `receive`).
+        match (&mut self.parser).await {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(e)) => Err(csv_error(e)),
+            Err(e) => Err(ApiError::internal(e)),
+        }
+    }
+
+    /// Marks the dataset ready with its size, rows, column profiles and kept values; returns
+    /// its id. Until then, dropping the upload removes it.
+    pub async fn finish(
+        mut self,
+        rows: usize,
+        columns_json: &str,
+        values: &[(i64, String)],
+    ) -> Result<DatasetId> {
+        let u = &self.upload;
+        u.store
+            .finish_dataset(
+                &u.id,
+                u.size as i64,
+                rows as i64,
+                u.seq,
+                columns_json,
+                values,
+            )
+            .await?;
+        self.guard.armed = false;
+        tracing::info!(dataset = %u.id, rows, bytes = u.size, "dataset uploaded");
+        metrics::counter!("deid_upload_bytes_total").increment(u.size);
+        Ok(u.id.clone())
+    }
+}
+
+/// Receives the body of `req` as dataset of `tenant` (see the module documentation).
+pub async fn receive(
+    state: &AppState,
+    tenant: &TenantId,
+    name: Option<String>,
+    options: CsvOptions,
+    req: Request,
+) -> Result<Received> {
+    let multipart = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let id = DatasetId::generate();
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let parser = tokio::task::spawn_blocking(move || {
+        let reader = ChannelReader {
+            rx,
+            current: Bytes::new(),
+        };
+        profile_csv(std::io::BufReader::with_capacity(1 << 16, reader), options)
+    });
+    let mut upload = Upload {
+        store: state.store.clone(),
+        id: id.clone(),
+        max_bytes: state.config.max_upload_bytes,
+        size: 0,
+        seq: 0,
+        buf: Vec::with_capacity(CHUNK_BYTES),
+        tx: Some(tx),
+    };
+    let mut guard = PurgeGuard {
+        store: state.store.clone(),
+        id: id.clone(),
+        armed: false,
+    };
+    let new = |name: String| NewDatasetOwned {
+        id: id.clone(),
+        tenant: tenant.clone(),
+        name,
+        delimiter: (options.delimiter as char).to_string(),
+        has_header: options.has_header,
+    };
+    if multipart {
+        let mut form = Multipart::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.body_text()))?;
+        let mut field = loop {
+            match form.next_field().await {
+                Ok(Some(f)) if f.name() == Some("file") => break f,
+                Ok(Some(_)) => continue,
+                Ok(None) => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidRequest,
+                        "the multipart form has no 'file' field",
+                    ));
+                }
+                Err(e) => {
+                    return Err(ApiError::new(ErrorCode::UploadInterrupted, e.body_text()));
+                }
+            }
+        };
+        let name = name
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| field.file_name().unwrap_or("dataset").to_string());
+        new(name).create(&state.store).await?;
+        guard.armed = true;
+        while let Some(chunk) = field
+            .chunk()
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::UploadInterrupted, e.body_text()))?
+        {
+            upload.push(&chunk).await?;
+        }
+    } else {
+        let name = name
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "dataset".into());
+        new(name).create(&state.store).await?;
+        guard.armed = true;
+        let mut body = req.into_body().into_data_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
+                ApiError::new(
+                    ErrorCode::UploadInterrupted,
+                    format!("reading the upload failed: {e}"),
+                )
+            })?;
+            upload.push(&chunk).await?;
+        }
+    }
+    upload.flush().await?;
+    upload.tx = None;
+    Ok(Received {
+        upload,
+        parser,
+        guard,
+    })
+}
+
+/// The dataset row created before the bytes arrive.
+struct NewDatasetOwned {
+    id: DatasetId,
+    tenant: TenantId,
+    name: String,
+    delimiter: String,
+    has_header: bool,
+}
+
+impl NewDatasetOwned {
+    async fn create(&self, store: &Store) -> Result<()> {
+        store
+            .create_dataset(&NewDataset {
+                id: &self.id,
+                tenant: &self.tenant,
+                name: &self.name,
+                delimiter: &self.delimiter,
+                has_header: self.has_header,
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+/// Removes a dataset whose upload did not complete, even if the request is dropped.
+struct PurgeGuard {
+    store: Store,
+    id: DatasetId,
+    armed: bool,
+}
+
+impl Drop for PurgeGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let store = self.store.clone();
+            let id = self.id.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.purge_dataset(&id).await {
+                    tracing::error!(error = %e, dataset = %id, "removing a failed upload failed");
+                }
+            });
+        }
+    }
+}
+
+/// Feeds chunks of the body to a blocking reader.
+struct ChannelReader {
+    rx: mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(b) => self.current = b,
+                None => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.current.len());
+        out[..n].copy_from_slice(&self.current[..n]);
+        self.current = self.current.slice(n..);
+        Ok(n)
+    }
+}
+
+/// One upload in progress: bytes are cut into chunks, stored, and passed to the profiler.
+struct Upload {
+    store: Store,
+    id: DatasetId,
+    max_bytes: u64,
+    size: u64,
+    seq: i64,
+    buf: Vec<u8>,
+    tx: Option<mpsc::Sender<Bytes>>,
+}
+
+impl Upload {
+    async fn push(&mut self, data: &[u8]) -> Result<()> {
+        self.size += data.len() as u64;
+        if self.size > self.max_bytes {
+            return Err(ApiError::new(
+                ErrorCode::PayloadTooLarge,
+                format!("the upload exceeds the limit of {} bytes", self.max_bytes),
+            )
+            .with_details(json!({"limit_bytes": self.max_bytes})));
+        }
+        let mut data = data;
+        while !data.is_empty() {
+            let n = data.len().min(CHUNK_BYTES - self.buf.len());
+            self.buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.buf.len() == CHUNK_BYTES {
+                self.flush().await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(CHUNK_BYTES),
+        ));
+        self.store
+            .insert_dataset_chunk(&self.id, self.seq, &chunk)
+            .await?;
+        self.seq += 1;
+        if let Some(tx) = &self.tx
+            && tx.send(chunk).await.is_err()
+        {
+            // The parser stopped (invalid CSV): its error is reported at the end.
+            self.tx = None;
+        }
+        Ok(())
+    }
+}

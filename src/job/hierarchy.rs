@@ -1,0 +1,218 @@
+//! Resolving the hierarchy of a column from its source in a job specification — an ARX CSV file
+//! (command line), CSV given inline, a builder specification, or the hierarchy stored for the
+//! column (service; inlined when the job is created) — with one set of rules for every front end.
+
+use std::path::Path;
+
+use deid_engine::{EngineError, Hierarchy, HierarchySpec, Table};
+
+use super::error::{ErrorCode, SpecError};
+use super::spec::HierarchySource;
+
+/// The front end resolving a specification: it decides which sources exist and what the errors
+/// suggest.
+#[derive(Debug, Clone, Copy)]
+pub enum Frontend<'a> {
+    /// The command line: files are read relative to `base`; nothing is stored.
+    Cli {
+        /// Directory that relative hierarchy paths start from.
+        base: &'a Path,
+    },
+    /// The service: no file paths; stored hierarchies were inlined when the job was created.
+    Service,
+}
+
+/// The dotted path of a column's hierarchy in the specification.
+pub fn hierarchy_field(column: &str) -> String {
+    format!("attributes.{column}.hierarchy")
+}
+
+/// Resolves the hierarchy of `column` from `source`. Builder specifications are built against
+/// the column of `table`; without a table (or without the column in it) they are only checked
+/// and a one-level placeholder is returned. Errors name `attributes.{column}.hierarchy` and have
+/// the code `invalid_hierarchy` (a malformed delimiter is `invalid_spec`).
+pub fn resolve(
+    frontend: Frontend<'_>,
+    table: Option<&Table>,
+    column: &str,
+    source: Option<&HierarchySource>,
+) -> Result<Hierarchy, SpecError> {
+    let field = hierarchy_field(column);
+    let invalid = |message: String| {
+        SpecError::new(field.as_str(), message).with_code(ErrorCode::InvalidHierarchy)
+    };
+    match (source, frontend) {
+        (None, Frontend::Cli { .. }) => Err(invalid(
+            "a quasi-identifier needs a hierarchy (e.g. --hierarchy COLUMN=FILE)".into(),
+        )),
+        (None, Frontend::Service) => Err(invalid(
+            "a quasi-identifier needs a hierarchy: upload one with PUT /v1/datasets/{id}/hierarchies/{column} \
+             and use {\"stored\": true}, or give {\"csv\": \"…\"} inline"
+                .into(),
+        )),
+        (Some(HierarchySource::File { file, delimiter }), Frontend::Cli { base }) => {
+            let path = if file.is_absolute() {
+                file.clone()
+            } else {
+                base.join(file)
+            };
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| invalid(format!("cannot read {}: {e}", path.display())))?;
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| invalid(format!("{} is not valid JSON: {e}", path.display())))?;
+                return from_builder(&value, table, column, &field);
+            }
+            let text = std::fs::read(&path)
+                .map_err(|e| invalid(format!("cannot open {}: {e}", path.display())))?;
+            from_csv(&text, *delimiter, column, &field)
+        }
+        (Some(HierarchySource::File { .. }), Frontend::Service) => Err(invalid(
+            "file paths are not accepted by the service; upload the hierarchy or give it inline"
+                .into(),
+        )),
+        (Some(HierarchySource::Inline { csv, delimiter }), _) => {
+            from_csv(csv.as_bytes(), *delimiter, column, &field)
+        }
+        (Some(HierarchySource::Stored { .. }), Frontend::Cli { .. }) => Err(invalid(
+            "stored hierarchies exist only in the service; give a file or inline CSV".into(),
+        )),
+        (Some(HierarchySource::Stored { .. }), Frontend::Service) => Err(invalid(
+            "stored hierarchies are resolved when the job is created".into(),
+        )),
+        (Some(HierarchySource::Builder(value)), _) => from_builder(value, table, column, &field),
+    }
+}
+
+/// Parses a builder specification (`{"type": "interval", …}`) with an error naming `field`.
+pub fn parse_builder(value: &serde_json::Value, field: &str) -> Result<HierarchySpec, SpecError> {
+    serde_json::from_value(value.clone()).map_err(|e| {
+        SpecError::new(
+            field,
+            format!(
+                "invalid hierarchy specification: {e}; expected an object with \"type\": interval, order, masking, date or suppression"
+            ),
+        )
+        .with_code(ErrorCode::InvalidHierarchy)
+    })
+}
+
+/// Picks the most frequent of `;`, `,`, tab and `|` in the first line (`;`, ARX's default, on
+/// ties), for hierarchy tables whose delimiter was not given.
+pub fn sniff_delimiter(text: &[u8]) -> u8 {
+    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let mut best = (b';', first.iter().filter(|&&b| b == b';').count());
+    for d in [b',', b'\t', b'|'] {
+        let n = first.iter().filter(|&&b| b == d).count();
+        if n > best.1 {
+            best = (d, n);
+        }
+    }
+    best.0
+}
+
+/// A delimiter as a byte, or an error naming `field` if it is not one ASCII character.
+pub fn delimiter_byte(c: char, field: &str) -> Result<u8, SpecError> {
+    u8::try_from(c)
+        .ok()
+        .filter(|b| b.is_ascii())
+        .ok_or_else(|| {
+            SpecError::new(
+                field,
+                format!("the delimiter must be one ASCII character, got '{c}'"),
+            )
+        })
+}
+
+/// Parses an ARX hierarchy table given as text (delimiter sniffed unless given).
+pub fn from_csv(
+    text: &[u8],
+    delimiter: Option<char>,
+    column: &str,
+    field: &str,
+) -> Result<Hierarchy, SpecError> {
+    let d = match delimiter {
+        Some(c) => delimiter_byte(c, &format!("{field}.delimiter"))?,
+        None => sniff_delimiter(text),
+    };
+    Hierarchy::read_csv(text, d, column)
+        .map_err(|e| SpecError::new(field, e.to_string()).with_code(ErrorCode::InvalidHierarchy))
+}
+
+/// Builds a hierarchy from a builder specification for `column` of `table`. Without the column
+/// the specification is only validated and a one-level placeholder is returned.
+pub fn from_builder(
+    value: &serde_json::Value,
+    table: Option<&Table>,
+    column: &str,
+    field: &str,
+) -> Result<Hierarchy, SpecError> {
+    let spec = parse_builder(value, field)?;
+    let on_field = |e: EngineError| {
+        SpecError::new(field, e.to_string()).with_code(ErrorCode::InvalidHierarchy)
+    };
+    spec.validate(column).map_err(on_field)?;
+    match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
+        Some(col) => spec.build(col).map_err(on_field),
+        None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delimiters_are_sniffed_with_semicolon_on_ties() {
+        assert_eq!(sniff_delimiter(b"a;b,c\n"), b';');
+        assert_eq!(sniff_delimiter(b"a,b,c;d\n"), b',');
+        assert_eq!(sniff_delimiter(b"single\n"), b';');
+        assert_eq!(sniff_delimiter(b"a\tb\n"), b'\t');
+        let err = delimiter_byte('é', "delimiter").unwrap_err();
+        assert!(err.message.contains("'é'"));
+    }
+
+    #[test]
+    fn each_front_end_has_its_sources() {
+        let inline = HierarchySource::Inline {
+            csv: "a;*\nb;*\n".into(),
+            delimiter: None,
+        };
+        let cli = Frontend::Cli {
+            base: Path::new("."),
+        };
+        for frontend in [cli, Frontend::Service] {
+            let h = resolve(frontend, None, "c", Some(&inline)).unwrap();
+            assert_eq!(h.height(), 2);
+            let err = resolve(frontend, None, "c", None).unwrap_err();
+            assert_eq!(err.field, "attributes.c.hierarchy");
+            assert_eq!(err.code, ErrorCode::InvalidHierarchy);
+        }
+        let stored = HierarchySource::Stored { stored: true };
+        assert!(
+            resolve(cli, None, "c", Some(&stored))
+                .unwrap_err()
+                .message
+                .contains("only in the service")
+        );
+        let file = HierarchySource::File {
+            file: "h.csv".into(),
+            delimiter: None,
+        };
+        assert!(
+            resolve(Frontend::Service, None, "c", Some(&file))
+                .unwrap_err()
+                .message
+                .contains("file paths")
+        );
+        let bad = HierarchySource::Inline {
+            csv: "a".into(),
+            delimiter: Some('é'),
+        };
+        let err = resolve(cli, None, "c", Some(&bad)).unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.code),
+            ("attributes.c.hierarchy.delimiter", ErrorCode::InvalidSpec)
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! The job domain, owned by neither the HTTP API nor the worker nor the command line — all three
+//! call it:
+//!
+//! - [`spec`]: the job specification (one JSON schema for `POST /v1/jobs`, `deid evaluate
+//!   --config` and `deid anonymize --config`) and its search settings;
+//! - [`hierarchy`]: resolving each column's hierarchy source (file, inline CSV, builder
+//!   specification, stored) with one set of rules per front end;
+//! - [`problem`]: specification → engine [`Problem`](deid_engine::Problem) (written once), and
+//!   the service's validation before a job is queued;
+//! - [`progress`]: the one progress type from the engine's reports to the client;
+//! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
+//! - [`error`]: the error-code table shared by API errors and job failures, and
+//!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
+//!
+//! `docs/architecture.md` follows a job from the request to the result.
+
+pub mod error;
+pub mod hierarchy;
+pub mod id;
+pub mod problem;
+pub mod progress;
+pub mod report;
+pub mod spec;
+pub mod view;
