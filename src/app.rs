@@ -1,7 +1,7 @@
 //! Assembling and running the service: [`App::build`] connects the store (running migrations),
 //! creates the engine pool and the worker, builds the router and binds the listener (port 0 is
 //! fine: [`App::port`] tells which port was taken); [`App::run`] serves until the shutdown
-//! future completes, then shuts down gracefully (STYLE §2.3):
+//! future completes, then shuts down gracefully:
 //! 1. cancel the root token: the server stops accepting, event streams end, the worker stops
 //!    claiming, running jobs stop and hand their lease back;
 //! 2. wait (at most the grace period) for the tracked tasks;

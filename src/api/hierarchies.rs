@@ -401,7 +401,7 @@ pub async fn put_hierarchy(
     let dataset = find_dataset(&state, &tenant, &id).await?;
     let position = column_position(&dataset, &column)?;
     let body = body.map_err(body_rejection)?;
-    if is_json(&headers) {
+    let (new, rows) = if is_json(&headers) {
         if params.delimiter.is_some() {
             return Err(ApiError::new(
                 ErrorCode::InvalidQuery,
@@ -412,36 +412,68 @@ pub async fn put_hierarchy(
         let spec = parse_spec(&body)?;
         let values = distinct_values(&state, &dataset, &column, position).await?;
         let hierarchy = build(spec.clone(), values).await?;
-        let spec_json = normalized(&spec)?.to_string();
-        let csv = hierarchy.to_csv(BUILT_DELIMITER);
-        let levels = hierarchy.height() as i64;
-        state
-            .store
-            .put_hierarchy(
-                &id,
-                &NewHierarchy {
-                    column: &column,
-                    delimiter: &(BUILT_DELIMITER as char).to_string(),
-                    csv: &csv,
-                    levels,
-                    spec: Some(&spec_json),
-                },
-            )
-            .await?;
-        return Ok(Json(HierarchyView {
-            column,
-            kind: "builder",
-            levels,
-            rows: hierarchy.rows().len(),
-        }));
-    }
-    let text = std::str::from_utf8(&body).map_err(|_| {
+        let stored = StoredHierarchy {
+            delimiter: BUILT_DELIMITER,
+            csv: hierarchy.to_csv(BUILT_DELIMITER),
+            levels: hierarchy.height() as i64,
+            spec: Some(normalized(&spec)?.to_string()),
+        };
+        (stored, hierarchy.rows().len())
+    } else {
+        checked_csv(
+            &state,
+            &dataset,
+            &column,
+            &body,
+            params.delimiter.as_deref(),
+        )
+        .await?
+    };
+    state
+        .store
+        .put_hierarchy(
+            &id,
+            &NewHierarchy {
+                column: &column,
+                delimiter: &(new.delimiter as char).to_string(),
+                csv: &new.csv,
+                levels: new.levels,
+                spec: new.spec.as_deref(),
+            },
+        )
+        .await?;
+    Ok(Json(HierarchyView {
+        column,
+        kind: if new.spec.is_some() { "builder" } else { "csv" },
+        levels: new.levels,
+        rows,
+    }))
+}
+
+/// A hierarchy about to be stored.
+struct StoredHierarchy {
+    delimiter: u8,
+    csv: String,
+    levels: i64,
+    spec: Option<String>,
+}
+
+/// Validates an ARX CSV hierarchy for `column` (against its stored values, when kept); returns
+/// it with its number of rows.
+async fn checked_csv(
+    state: &AppState,
+    dataset: &DatasetRow,
+    column: &str,
+    body: &[u8],
+    delimiter: Option<&str>,
+) -> Result<(StoredHierarchy, usize)> {
+    let text = std::str::from_utf8(body).map_err(|_| {
         ApiError::new(
             ErrorCode::InvalidHierarchy,
             "the hierarchy is not valid UTF-8",
         )
     })?;
-    let delimiter = match params.delimiter.as_deref() {
+    let delimiter = match delimiter {
         Some(d) => parse_delimiter(Some(d), b';', "delimiter")?,
         None => crate::job::hierarchy::sniff_delimiter(text.as_bytes()),
     };
@@ -453,7 +485,7 @@ pub async fn put_hierarchy(
         }
         e
     };
-    let hierarchy = Hierarchy::read_csv(text.as_bytes(), delimiter, &column).map_err(|e| {
+    let hierarchy = Hierarchy::read_csv(text.as_bytes(), delimiter, column).map_err(|e| {
         hint(
             ApiError::new(ErrorCode::InvalidHierarchy, e.to_string())
                 .with_details(json!({"column": column})),
@@ -465,31 +497,18 @@ pub async fn put_hierarchy(
             "the hierarchy has no rows",
         ));
     }
-    if let Some(col) = stored_column(&state, &dataset, &column).await? {
+    if let Some(col) = stored_column(state, dataset, column).await? {
         hierarchy
             .encode(&col)
             .map_err(|e| hint(missing_values_error(e, "body")))?;
     }
-    let levels = hierarchy.height() as i64;
-    state
-        .store
-        .put_hierarchy(
-            &id,
-            &NewHierarchy {
-                column: &column,
-                delimiter: &(delimiter as char).to_string(),
-                csv: text,
-                levels,
-                spec: None,
-            },
-        )
-        .await?;
-    Ok(Json(HierarchyView {
-        column,
-        kind: "csv",
-        levels,
-        rows: hierarchy.rows().len(),
-    }))
+    let stored = StoredHierarchy {
+        delimiter,
+        csv: text.to_string(),
+        levels: hierarchy.height() as i64,
+        spec: None,
+    };
+    Ok((stored, hierarchy.rows().len()))
 }
 
 /// `GET /v1/datasets/{id}/hierarchies/{column}`: the table as CSV (default: as uploaded, or as

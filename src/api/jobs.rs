@@ -67,12 +67,33 @@ pub async fn create_job(
     .map_err(ApiError::internal)??;
     spec.time_limit = Some(DurationSpec::Millis(search.time_limit.as_millis() as u64));
 
+    let id = queue_job(&state, &tenant, &dataset, &spec).await?;
+    let row = find_job(&state, &tenant, &id).await?;
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = format!("/v1/jobs/{id}").parse() {
+        headers.insert(header::LOCATION, v);
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        headers,
+        Json(JobView::new(&row, None)),
+    )
+        .into_response())
+}
+
+/// Stores the validated specification and queues the job; 429 when the queue is full.
+async fn queue_job(
+    state: &AppState,
+    tenant: &TenantId,
+    dataset: &DatasetRow,
+    spec: &JobSpec,
+) -> Result<JobId> {
     let id = JobId::generate();
     let new = NewJob {
         id: &id,
-        tenant: &tenant,
+        tenant,
         dataset_id: &dataset.id,
-        spec: &serde_json::to_string(&spec).map_err(ApiError::internal)?,
+        spec: &serde_json::to_string(spec).map_err(ApiError::internal)?,
         max_attempts: state.config.max_attempts,
         webhook: spec.callback_url.as_ref().map(|_| "pending"),
     };
@@ -96,17 +117,7 @@ pub async fn create_job(
     }
     metrics::counter!("deid_jobs_created_total").increment(1);
     tracing::info!(job = %id, dataset = %dataset.id, "job queued");
-    let row = find_job(&state, &tenant, &id).await?;
-    let mut headers = HeaderMap::new();
-    if let Ok(v) = format!("/v1/jobs/{id}").parse() {
-        headers.insert(header::LOCATION, v);
-    }
-    Ok((
-        StatusCode::ACCEPTED,
-        headers,
-        Json(JobView::new(&row, None)),
-    )
-        .into_response())
+    Ok(id)
 }
 
 /// Replaces every stored-hierarchy source of `spec` by the hierarchy stored for the column (a

@@ -123,9 +123,7 @@ pub async fn receive(
                         "the multipart form has no 'file' field",
                     ));
                 }
-                Err(e) => {
-                    return Err(ApiError::new(ErrorCode::UploadInterrupted, e.body_text()));
-                }
+                Err(e) => return Err(ApiError::new(ErrorCode::UploadInterrupted, e.body_text())),
             }
         };
         let name = name

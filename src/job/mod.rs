@@ -9,11 +9,13 @@
 //!   the service's validation before a job is queued;
 //! - [`progress`]: the one progress type from the engine's reports to the client;
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
+//! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
 //!
 //! `docs/architecture.md` follows a job from the request to the result.
 
+pub mod callback;
 pub mod error;
 pub mod hierarchy;
 pub mod id;

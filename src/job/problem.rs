@@ -73,7 +73,7 @@ pub fn validate_service_job(
 ) -> Result<SearchConfig, SpecError> {
     let search = spec.search_config(limits)?;
     if let Some(url) = &spec.callback_url
-        && let Err(message) = crate::worker::webhook::check_url(url, allow_private_webhooks)
+        && let Err(message) = super::callback::check_url(url, allow_private_webhooks)
     {
         return Err(SpecError::new("callback_url", message));
     }

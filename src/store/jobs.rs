@@ -1,4 +1,4 @@
-//! The job queue and job results (STYLE §2.4).
+//! The job queue and job results.
 //!
 //! - **Claim**: one `UPDATE … WHERE id = (SELECT … LIMIT 1) RETURNING …` statement; PostgreSQL
 //!   adds `FOR UPDATE SKIP LOCKED` so concurrent workers never claim the same job. SQLite has a

@@ -1,5 +1,5 @@
 //! The engine pool: one named rayon pool for searches, so CPU-bound work never runs on tokio's
-//! worker threads (STYLE §2.1). [`EnginePool::spawn`] runs a closure there inside
+//! worker threads. [`EnginePool::spawn`] runs a closure there inside
 //! `catch_unwind` (a panic in a rayon task would abort the process) and hands the result back
 //! on a oneshot channel; the caller awaits it.
 
@@ -56,11 +56,6 @@ impl EnginePool {
             let _ = tx.send(result);
         });
         rx
-    }
-
-    /// Runs `f` inside the pool, so that rayon parallelism within it uses the engine threads.
-    pub fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        self.pool.install(f)
     }
 }
 
