@@ -12,7 +12,7 @@ use clap::Args;
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::job::hierarchy::delimiter_byte;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, search_report};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, SearchReport};
 use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
 use deid_engine::{
     CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
@@ -166,13 +166,13 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         deid_engine::output::write_csv(&problem, eval, &mut w, d)?;
         w.flush()?;
     }
-    let report = search_report(
+    let report = SearchReport::new(
         &problem,
         &outcome,
         eval.as_ref(),
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
-    write_report(args.report.as_deref(), &report)?;
+    write_report(args.report.as_deref(), &report.to_json())?;
     if eval.is_none() {
         anyhow::bail!(
             "no transformation satisfies the privacy models within the limits ({} checks, stopped: {})",

@@ -15,7 +15,7 @@ pub mod bench;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport};
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec,
 };
@@ -333,12 +333,12 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
         let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
         deid_engine::output::write_csv(&problem, &eval, BufWriter::new(f), d)?;
     }
-    let report = evaluation_report(
+    let report = EvaluationReport::new(
         &problem,
         &eval,
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
-    write_report(args.report.as_deref(), &report)
+    write_report(args.report.as_deref(), &report.to_json())
 }
 
 /// Writes a JSON report to a file or stdout.

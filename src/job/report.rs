@@ -1,117 +1,357 @@
-//! JSON reports shared by the CLI and the service: the verdict, transformation, quality and risk
-//! of one evaluated transformation.
+//! The reports shared by the command line and the service, as types: [`EvaluationReport`] (the
+//! verdict, transformation, quality and risk of one transformation: `deid evaluate`) and
+//! [`SearchReport`] (that of the best transformation found, plus the search statistics and the
+//! utility-over-time trace: `deid anonymize` and a job's result). They are written as JSON
+//! objects with their keys in alphabetical order ([`SearchReport::to_json`]).
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
 
 use deid_engine::Problem;
 use deid_engine::SearchOutcome;
 use deid_engine::check::Evaluation;
 use deid_engine::risk::RiskReport;
 
+use super::id::{DatasetId, JobId};
+
 /// Default threshold for the "records at risk" statistic (prosecutor risk above 20 %).
 pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
 
 /// Column name → level of a transformation.
 pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
-    let map: Map<String, Value> = problem
+    let map: serde_json::Map<String, Value> = problem
         .quasi_identifiers()
         .iter()
         .zip(levels)
-        .map(|(q, l)| (q.column.clone(), json!(l)))
+        .map(|(q, l)| (q.column.clone(), Value::from(*l)))
         .collect();
     Value::Object(map)
 }
 
-/// The report of `deid evaluate` (and the base of `deid anonymize`'s and the API's reports).
-pub fn evaluation_report(problem: &Problem, eval: &Evaluation, risk_threshold: f64) -> Value {
-    let model = problem.quality_config().model;
-    let per_attribute: Map<String, Value> = problem
-        .quasi_identifiers()
-        .iter()
-        .zip(&eval.quality.per_attribute)
-        .map(|(q, v)| (q.column.clone(), json!(v)))
-        .collect();
-    let quality: Map<String, Value> = deid_engine::quality::evaluate_all(problem, eval)
-        .into_iter()
-        .map(|(m, q)| {
-            (
-                m.name().to_string(),
-                json!({"score": q.score, "utility": q.utility}),
-            )
-        })
-        .collect();
-    json!({
-        "anonymous": eval.result.anonymous,
-        "transformation": transformation_json(problem, &eval.result.levels),
-        "suppressed_rows": eval.result.suppressed,
-        "rows": problem.rows(),
-        "classes": eval.result.classes,
-        "quality_model": model.name(),
-        "score": eval.quality.score,
-        "lower_bound": eval.quality.lower_bound,
-        "quality": quality,
-        "per_attribute": per_attribute,
-        "utility": eval.quality.utility,
-        "risk": {
-            "input": RiskReport::input(problem, risk_threshold),
-            "output": RiskReport::output(eval, risk_threshold),
-        },
-    })
+/// Score and utility of one quality model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelQuality {
+    /// Score (lower is better).
+    pub score: f64,
+    /// Utility in [0, 1].
+    pub utility: f64,
 }
 
-/// The report of a search (`deid anonymize`, job results): the evaluation report of the best
-/// transformation (when there is one) plus the search statistics and the utility-over-time trace.
-pub fn search_report(
-    problem: &Problem,
-    outcome: &SearchOutcome,
-    best: Option<&Evaluation>,
-    risk_threshold: f64,
-) -> Value {
-    let mut report = match best {
-        Some(eval) => evaluation_report(problem, eval, risk_threshold),
-        None => json!({
-            "anonymous": false,
-            "transformation": null,
-            "rows": problem.rows(),
-            "risk": {"input": RiskReport::input(problem, risk_threshold)},
-        }),
+/// Risks of the input and (for an evaluated transformation) of the output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Risks {
+    /// Of the data as it is.
+    pub input: RiskReport,
+    /// Of the anonymized data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<RiskReport>,
+}
+
+/// The report of one evaluated transformation (`deid evaluate`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvaluationReport {
+    /// Whether the transformation satisfies every privacy model within the suppression limit.
+    pub anonymous: bool,
+    /// Column → level.
+    pub transformation: Value,
+    /// Records suppressed.
+    pub suppressed_rows: usize,
+    /// Records of the data.
+    pub rows: usize,
+    /// Equivalence classes of the output.
+    pub classes: usize,
+    /// Name of the configured quality model.
+    pub quality_model: &'static str,
+    /// Its score.
+    pub score: f64,
+    /// Its lower bound for the transformation's specializations.
+    pub lower_bound: f64,
+    /// Every quality model, by name.
+    pub quality: BTreeMap<&'static str, ModelQuality>,
+    /// The configured model's contribution per quasi-identifier.
+    pub per_attribute: BTreeMap<String, f64>,
+    /// The configured model's utility.
+    pub utility: f64,
+    /// Risks before and after.
+    pub risk: Risks,
+}
+
+impl EvaluationReport {
+    /// The report of `eval` (a transformation of `problem`).
+    pub fn new(problem: &Problem, eval: &Evaluation, risk_threshold: f64) -> EvaluationReport {
+        EvaluationReport {
+            anonymous: eval.result.anonymous,
+            transformation: transformation_json(problem, &eval.result.levels),
+            suppressed_rows: eval.result.suppressed,
+            rows: problem.rows(),
+            classes: eval.result.classes,
+            quality_model: problem.quality_config().model.name(),
+            score: eval.quality.score,
+            lower_bound: eval.quality.lower_bound,
+            quality: deid_engine::quality::evaluate_all(problem, eval)
+                .into_iter()
+                .map(|(m, q)| {
+                    let q = ModelQuality {
+                        score: q.score,
+                        utility: q.utility,
+                    };
+                    (m.name(), q)
+                })
+                .collect(),
+            per_attribute: problem
+                .quasi_identifiers()
+                .iter()
+                .zip(&eval.quality.per_attribute)
+                .map(|(q, v)| (q.column.clone(), *v))
+                .collect(),
+            utility: eval.quality.utility,
+            risk: Risks {
+                input: RiskReport::input(problem, risk_threshold),
+                output: Some(RiskReport::output(eval, risk_threshold)),
+            },
+        }
+    }
+
+    /// The report as a JSON value (keys in alphabetical order).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// One improvement of the best transformation during a search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceEntry {
+    /// Milliseconds after the search started.
+    pub time_ms: f64,
+    /// Score.
+    pub score: f64,
+    /// Utility.
+    pub utility: f64,
+    /// Records suppressed.
+    pub suppressed_rows: usize,
+    /// Checks done by then.
+    pub checks: u64,
+    /// The transformation (levels in the order of the quasi-identifiers).
+    pub levels: Vec<u8>,
+}
+
+/// What a report says when the search found no anonymous transformation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoSolution {
+    /// Always false.
+    pub anonymous: bool,
+    /// Always null.
+    pub transformation: Option<Value>,
+    /// Records of the data.
+    pub rows: usize,
+    /// The input's risks.
+    pub risk: Risks,
+}
+
+/// The evaluation part of a search report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Verdict {
+    /// The best transformation, evaluated.
+    Best(Box<EvaluationReport>),
+    /// Nothing found.
+    None(NoSolution),
+}
+
+/// The job a report belongs to (service results only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobInfo {
+    /// The job.
+    pub job_id: JobId,
+    /// Its dataset.
+    pub dataset_id: DatasetId,
+    /// Its time limit.
+    pub time_limit_ms: u64,
+}
+
+/// The report of a search (`deid anonymize`, a job's result).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchReport {
+    /// The best transformation's evaluation (or what is known without one).
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The algorithm that ran (`auto` resolved).
+    pub algorithm: &'static str,
+    /// The best transformation's levels, if any.
+    pub levels: Option<Vec<u8>>,
+    /// Transformations checked.
+    pub checks: u64,
+    /// Transformations expanded.
+    pub expansions: u64,
+    /// Duration of the search.
+    pub elapsed_ms: f64,
+    /// When the best was found.
+    pub best_found_ms: Option<f64>,
+    /// Whether the best is proven optimal.
+    pub optimal_proven: bool,
+    /// Why the search stopped.
+    pub stop: &'static str,
+    /// Number of transformations in the solution space.
+    pub solution_space: String,
+    /// Every improvement of the best, in order.
+    pub trace: Vec<TraceEntry>,
+    /// The job (service results).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobInfo>,
+}
+
+impl SearchReport {
+    /// The report of `outcome`; `best` is the evaluation of its best transformation.
+    pub fn new(
+        problem: &Problem,
+        outcome: &SearchOutcome,
+        best: Option<&Evaluation>,
+        risk_threshold: f64,
+    ) -> SearchReport {
+        let verdict = match best {
+            Some(eval) => Verdict::Best(Box::new(EvaluationReport::new(
+                problem,
+                eval,
+                risk_threshold,
+            ))),
+            None => Verdict::None(NoSolution {
+                anonymous: false,
+                transformation: None,
+                rows: problem.rows(),
+                risk: Risks {
+                    input: RiskReport::input(problem, risk_threshold),
+                    output: None,
+                },
+            }),
+        };
+        SearchReport {
+            verdict,
+            algorithm: outcome.algorithm.name(),
+            levels: outcome.best.as_ref().map(|b| b.levels.clone()),
+            checks: outcome.checks,
+            expansions: outcome.expansions,
+            elapsed_ms: outcome.elapsed.as_secs_f64() * 1e3,
+            best_found_ms: outcome.best_found_at.map(|d| d.as_secs_f64() * 1e3),
+            optimal_proven: outcome.optimal_proven,
+            stop: outcome.stop.name(),
+            solution_space: problem.lattice().size_string(),
+            trace: outcome
+                .trace
+                .iter()
+                .map(|i| TraceEntry {
+                    time_ms: i.found_at.as_secs_f64() * 1e3,
+                    score: i.score,
+                    utility: i.utility,
+                    suppressed_rows: i.suppressed,
+                    checks: i.checks,
+                    levels: i.levels.clone(),
+                })
+                .collect(),
+            job: None,
+        }
+    }
+
+    /// The report as a JSON value (keys in alphabetical order).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deid_engine::{
+        Algorithm, CancelFlag, Checker, Hierarchy, NoObserver, PrivacyModel, ProblemConfig,
+        QuasiIdentifier, SearchConfig, Table, search,
     };
-    let trace: Vec<Value> = outcome
-        .trace
-        .iter()
-        .map(|i| {
-            json!({
-                "time_ms": i.found_at.as_secs_f64() * 1e3,
-                "score": i.score,
-                "utility": i.utility,
-                "suppressed_rows": i.suppressed,
-                "checks": i.checks,
-                "levels": i.levels,
+    use serde_json::json;
+
+    fn problem() -> Problem {
+        let rows: Vec<Vec<String>> = ["20", "21", "30", "31", "32", "33"]
+            .iter()
+            .map(|x| vec![x.to_string(), "s".to_string()])
+            .collect();
+        let table = Table::from_rows(&["age", "d"], &rows).unwrap();
+        let age = Hierarchy::from_rows(
+            rows.iter()
+                .map(|r| vec![r[0].clone(), format!("{}*", &r[0][..1]), "*".into()])
+                .collect(),
+            "age",
+        )
+        .unwrap();
+        let config = ProblemConfig {
+            quasi_identifiers: vec![QuasiIdentifier::new("age", age)],
+            privacy: vec![PrivacyModel::KAnonymity { k: 2 }],
+            ..ProblemConfig::default()
+        };
+        Problem::new(table, config).unwrap()
+    }
+
+    /// The report as it was written before it had types (a `json!` tree).
+    fn untyped(problem: &Problem, outcome: &SearchOutcome, eval: &Evaluation) -> Value {
+        let quality: serde_json::Map<String, Value> =
+            deid_engine::quality::evaluate_all(problem, eval)
+                .into_iter()
+                .map(|(m, q)| {
+                    (
+                        m.name().to_string(),
+                        json!({"score": q.score, "utility": q.utility}),
+                    )
+                })
+                .collect();
+        let trace: Vec<Value> = outcome
+            .trace
+            .iter()
+            .map(|i| {
+                json!({"time_ms": i.found_at.as_secs_f64() * 1e3, "score": i.score,
+                       "utility": i.utility, "suppressed_rows": i.suppressed,
+                       "checks": i.checks, "levels": i.levels})
             })
+            .collect();
+        json!({
+            "anonymous": eval.result.anonymous,
+            "transformation": {"age": eval.result.levels[0]},
+            "suppressed_rows": eval.result.suppressed,
+            "rows": problem.rows(),
+            "classes": eval.result.classes,
+            "quality_model": problem.quality_config().model.name(),
+            "score": eval.quality.score,
+            "lower_bound": eval.quality.lower_bound,
+            "quality": quality,
+            "per_attribute": {"age": eval.quality.per_attribute[0]},
+            "utility": eval.quality.utility,
+            "risk": {"input": RiskReport::input(problem, 0.2), "output": RiskReport::output(eval, 0.2)},
+            "algorithm": outcome.algorithm.name(),
+            "levels": outcome.best.as_ref().map(|b| b.levels.clone()),
+            "checks": outcome.checks,
+            "expansions": outcome.expansions,
+            "elapsed_ms": outcome.elapsed.as_secs_f64() * 1e3,
+            "best_found_ms": outcome.best_found_at.map(|d| d.as_secs_f64() * 1e3),
+            "optimal_proven": outcome.optimal_proven,
+            "stop": outcome.stop.name(),
+            "solution_space": problem.lattice().size_string(),
+            "trace": trace,
         })
-        .collect();
-    let obj = report.as_object_mut().expect("reports are objects");
-    obj.insert("algorithm".into(), json!(outcome.algorithm.name()));
-    obj.insert(
-        "levels".into(),
-        json!(outcome.best.as_ref().map(|b| b.levels.clone())),
-    );
-    obj.insert("checks".into(), json!(outcome.checks));
-    obj.insert("expansions".into(), json!(outcome.expansions));
-    obj.insert(
-        "elapsed_ms".into(),
-        json!(outcome.elapsed.as_secs_f64() * 1e3),
-    );
-    obj.insert(
-        "best_found_ms".into(),
-        json!(outcome.best_found_at.map(|d| d.as_secs_f64() * 1e3)),
-    );
-    obj.insert("optimal_proven".into(), json!(outcome.optimal_proven));
-    obj.insert("stop".into(), json!(outcome.stop.name()));
-    obj.insert(
-        "solution_space".into(),
-        json!(problem.lattice().size_string()),
-    );
-    obj.insert("trace".into(), Value::Array(trace));
-    report
+    }
+
+    #[test]
+    fn the_typed_report_writes_the_same_bytes_as_before() {
+        let p = problem();
+        let config = SearchConfig {
+            algorithm: Algorithm::Exhaustive,
+            ..SearchConfig::default()
+        };
+        let outcome = search(&p, &config, &CancelFlag::new(), &NoObserver).unwrap();
+        let eval = Checker::new(&p).evaluate(&outcome.best.as_ref().unwrap().levels);
+        let typed = SearchReport::new(&p, &outcome, Some(&eval), 0.2).to_json();
+        assert_eq!(typed.to_string(), untyped(&p, &outcome, &eval).to_string());
+        // Without a solution: the verdict, the rows and the input's risk only.
+        let none = SearchReport::new(&p, &outcome, None, 0.2).to_json();
+        assert_eq!(none["anonymous"], false);
+        assert!(none["transformation"].is_null() && none.get("score").is_none());
+        assert!(none["risk"].get("output").is_none() && none["risk"]["input"].is_object());
+        assert!(none.get("job_id").is_none());
+    }
 }

@@ -36,7 +36,7 @@ use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
 use crate::job::problem::{build_problem, search_error};
 use crate::job::progress::JobPhase;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, search_report};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, JobInfo, SearchReport};
 use crate::job::spec::{JobSpec, SearchLimits};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
@@ -601,20 +601,17 @@ impl EngineJob {
         live.set_phase(JobPhase::Writing);
         let checker = Checker::new(&problem);
         let eval = checker.evaluate(&best.levels);
-        let mut report = search_report(
+        let mut report = SearchReport::new(
             &problem,
             &outcome,
             Some(&eval),
             self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
         );
-        if let Some(obj) = report.as_object_mut() {
-            obj.insert("job_id".into(), self.job_id.to_string().into());
-            obj.insert("dataset_id".into(), self.dataset.id.to_string().into());
-            obj.insert(
-                "time_limit_ms".into(),
-                (self.settings.time_limit.as_millis() as u64).into(),
-            );
-        }
+        report.job = Some(JobInfo {
+            job_id: self.job_id.clone(),
+            dataset_id: self.dataset.id.clone(),
+            time_limit_ms: self.settings.time_limit.as_millis() as u64,
+        });
         let mut writer = ResultWriter::new(
             self.store.clone(),
             self.handle.clone(),
@@ -633,7 +630,7 @@ impl EngineJob {
         };
         Ok(Processed::Finished {
             outcome,
-            report: Some(report.to_string()),
+            report: Some(report.to_json().to_string()),
             chunks: Some(chunks),
         })
     }
