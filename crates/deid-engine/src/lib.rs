@@ -1,4 +1,4 @@
-//! The anonymization engine: synchronous, pure and deterministic. No async runtime, no database,
+//! deid's anonymization engine: synchronous, pure and deterministic. No async runtime, no database,
 //! no HTTP — usable as a library, from the CLI and from the service's worker pool alike.
 //!
 //! Layout: [`data`] (dictionary-encoded tables) → [`hierarchy`] (generalization hierarchies) →
@@ -6,12 +6,14 @@
 //! using [`privacy`] and [`quality`] models over the [`lattice`] of transformations; [`output`]
 //! writes the anonymized table and [`risk`] reports re-identification risks; [`mod@search`] finds
 //! the best anonymous transformation. [`builder`] creates hierarchies from small specifications
-//! and [`types`] detects column types and suggests one.
+//! and [`types`] detects column types and suggests one. [`dataset`] loads datasets in the layout
+//! of ARX's benchmark files.
 
 pub mod builder;
 pub mod check;
 pub mod config;
 pub mod data;
+pub mod dataset;
 pub mod error;
 pub mod hierarchy;
 pub mod lattice;
