@@ -260,7 +260,7 @@ impl Default for CsvOptions {
 }
 
 /// Builds a `csv::Reader` with the project's settings: strict field counts, `"` quoting, CRLF or LF.
-pub(crate) fn csv_reader<R: Read>(input: R, delimiter: u8) -> csv::Reader<R> {
+pub fn csv_reader<R: Read>(input: R, delimiter: u8) -> csv::Reader<R> {
     csv::ReaderBuilder::new()
         .delimiter(delimiter)
         .has_headers(false)
@@ -269,7 +269,7 @@ pub(crate) fn csv_reader<R: Read>(input: R, delimiter: u8) -> csv::Reader<R> {
 }
 
 /// Converts a CSV parser error into an [`EngineError`] that names the input and position.
-pub(crate) fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
+pub fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
     let message = match err.position() {
         Some(pos) => format!("line {}: {}", pos.line(), err),
         None => err.to_string(),
@@ -281,7 +281,7 @@ pub(crate) fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
 }
 
 /// Decodes one field as UTF-8, naming the position on failure.
-pub(crate) fn field_str<'a>(
+pub fn field_str<'a>(
     source_name: &str,
     row: u64,
     column: usize,
