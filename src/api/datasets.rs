@@ -24,11 +24,11 @@ use super::auth::Tenant;
 use super::error::{ApiError, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
-use deid_engine::data::Column;
-use deid_engine::{ColumnKind, CsvOptions, EngineError};
 use crate::jobs::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
+use deid_engine::data::Column;
+use deid_engine::{ColumnKind, CsvOptions, EngineError};
 
 /// Distinct values of a column are kept (for validation) up to this many.
 pub const MAX_STORED_VALUES: usize = 100_000;

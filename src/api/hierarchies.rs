@@ -35,11 +35,11 @@ use super::datasets::{
 use super::error::{ApiError, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
-use deid_engine::data::Column;
-use deid_engine::{CsvOptions, EngineError, Hierarchy, HierarchySpec};
 use crate::jobs::chunks::ChunkReader;
 use crate::spec::SpecError;
 use crate::store::datasets::{DatasetRow, NewHierarchy};
+use deid_engine::data::Column;
+use deid_engine::{CsvOptions, EngineError, Hierarchy, HierarchySpec};
 
 /// Delimiter of tables built from specifications (stored and previewed): `;`, as ARX and
 /// `deid hierarchy` write them.

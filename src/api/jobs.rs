@@ -21,14 +21,14 @@ use super::datasets::{ColumnProfile, Page, missing_values_error, page_limit, sto
 use super::error::{ApiError, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
-use deid_engine::search::SearchConfig;
-use deid_engine::{EngineError, Problem, Table};
 use crate::jobs::execute::{check_config, search_config};
 use crate::jobs::progress::Snapshot;
 use crate::jobs::view::{JobView, is_terminal, parse_snapshot};
 use crate::spec::{AttributeType, DurationSpec, HierarchySource, JobSpec, SpecError};
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{CancelOutcome, JobRow, NewJob, STATUSES};
+use deid_engine::search::SearchConfig;
+use deid_engine::{EngineError, Problem, Table};
 
 fn spec_error(field: &str, message: impl Into<String>) -> ApiError {
     SpecError::new(field, message).into()

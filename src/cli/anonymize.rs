@@ -11,12 +11,12 @@ use anyhow::Context;
 use clap::Args;
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
-use deid_engine::{
-    CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
-};
 use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
 use crate::spec::delimiter_byte;
 use crate::spec::{DurationSpec, GeneticSpec};
+use deid_engine::{
+    CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
+};
 
 /// Flags of `deid anonymize`.
 #[derive(Debug, Args)]

@@ -13,12 +13,12 @@ use clap::{Args, Parser, Subcommand};
 pub mod anonymize;
 pub mod bench;
 
-use deid_engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, evaluation_report};
 use crate::spec::{
     AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec, SpecError,
     delimiter_byte,
 };
+use deid_engine::{Checker, CsvOptions, Hierarchy, Problem, Table};
 
 /// Command-line interface of deid.
 #[derive(Debug, Parser)]

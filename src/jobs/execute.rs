@@ -8,11 +8,11 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::spec::{DurationSpec, JobSpec, SpecError};
 use deid_engine::search::{
     self, Algorithm, CancelFlag, Improvement, ProgressObserver, SearchConfig, SearchOutcome,
 };
 use deid_engine::{EngineError, Problem};
-use crate::spec::{DurationSpec, JobSpec, SpecError};
 
 /// The best transformation found so far.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,8 @@ pub mod runner;
 pub mod view;
 pub mod webhook;
 
-use deid_engine::{Hierarchy, Table};
 use crate::spec::{HierarchySource, SpecError};
+use deid_engine::{Hierarchy, Table};
 
 /// Resolves the hierarchy sources a job may contain once stored hierarchies have been inlined:
 /// inline CSV, and builder specifications, built against the column of `table` (without a

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::execute::{Best, Progress};
+use crate::report::transformation_json;
 use deid_engine::Problem;
 use deid_engine::search::CancelFlag;
-use crate::report::transformation_json;
 
 /// At most this many improvements are kept in the trace (later ones replace the last entry).
 pub const MAX_TRACE: usize = 1000;

@@ -31,13 +31,13 @@ use super::chunks::{ChunkReader, ResultWriter};
 use super::cpu::EnginePool;
 use super::execute::{run_job, search_config};
 use super::progress::{LiveJob, Snapshot, StopCause};
-use deid_engine::search::{SearchConfig, SearchOutcome};
-use deid_engine::{Checker, CsvOptions, Problem, Table};
 use crate::report::{DEFAULT_RISK_THRESHOLD, search_report};
 use crate::spec::{JobSpec, SpecError};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
+use deid_engine::search::{SearchConfig, SearchOutcome};
+use deid_engine::{Checker, CsvOptions, Problem, Table};
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]

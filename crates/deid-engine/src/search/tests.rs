@@ -11,9 +11,9 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
 use super::*;
-use crate::dataset::ArxDataset;
 use crate::config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};
 use crate::data::Table;
+use crate::dataset::ArxDataset;
 use crate::hierarchy::Hierarchy;
 use crate::privacy::PrivacyModel;
 use crate::quality::QualityConfig;

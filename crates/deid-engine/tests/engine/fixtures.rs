@@ -8,9 +8,7 @@ use crate::common;
 use std::fs::File;
 
 use deid_engine::privacy::PrivacyModel;
-use deid_engine::{
-    Checker, CsvOptions, Hierarchy, Problem, ProblemConfig, QuasiIdentifier, Table,
-};
+use deid_engine::{Checker, CsvOptions, Hierarchy, Problem, ProblemConfig, QuasiIdentifier, Table};
 
 const DIR: &str = "tests/fixtures/test";
 
