@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::auth::Tenant;
-use super::datasets::{ColumnProfile, Page, missing_values_error, page_limit, stored_column};
+use super::datasets::{Page, missing_values_error, page_limit, stored_column};
 use super::error::{ApiError, Result};
 use super::extract::{ApiQuery, body_rejection, parse_json};
 use super::state::AppState;
@@ -28,7 +28,7 @@ use crate::spec::{AttributeType, DurationSpec, HierarchySource, JobSpec, SpecErr
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{CancelOutcome, JobRow, NewJob, STATUSES};
 use deid_engine::search::SearchConfig;
-use deid_engine::{EngineError, Problem, Table};
+use deid_engine::{ColumnProfile, EngineError, Problem, Table};
 
 fn spec_error(field: &str, message: impl Into<String>) -> ApiError {
     SpecError::new(field, message).into()
