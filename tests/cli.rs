@@ -225,7 +225,7 @@ fn builder_specifications_work_as_hierarchies() {
     assert_eq!(code, 0);
     let profiles: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(profiles[1]["name"], "age");
-    assert_eq!(profiles[1]["kind"]["type"], "integer");
+    assert_eq!(profiles[1]["detected_type"], "integer");
 }
 
 /// `deid anonymize` on the test data with both hierarchies and 2-anonymity, up to the

@@ -20,34 +20,10 @@ use crate::job::id::{DatasetId, TenantId};
 use crate::job::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels};
 use deid_engine::data::Column;
-use deid_engine::{ColumnKind, CsvOptions, EngineError};
+use deid_engine::{ColumnProfile, CsvOptions, EngineError};
 
 /// Distinct values of a column are kept (for validation) up to this many.
-pub const MAX_STORED_VALUES: usize = 100_000;
-
-/// Profile of one column.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ColumnProfile {
-    /// Header name.
-    pub name: String,
-    /// `integer`, `decimal`, `date`, `code` (fixed-length digit strings) or `text`.
-    pub detected_type: String,
-    /// Number of distinct values.
-    pub distinct_count: u64,
-    /// Format of a `date` column, e.g. `dd.MM.yyyy`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub date_format: Option<String>,
-    /// Number of digits of a `code` column.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code_length: Option<usize>,
-    /// Missing-value markers found (`NA`, `?`, empty, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<String>,
-    /// A hierarchy builder specification that fits the column (usable as
-    /// `"hierarchy": {…}` in a job); absent for columns with too many distinct values.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suggested_hierarchy: Option<serde_json::Value>,
-}
+pub const MAX_STORED_VALUES: usize = deid_engine::profile::MAX_KEPT_VALUES;
 
 /// A dataset as returned by the API.
 #[derive(Debug, Clone, Serialize)]
@@ -65,6 +41,7 @@ pub struct DatasetView {
     /// Data rows.
     pub rows: i64,
     /// Column profiles, in file order.
+    #[serde(serialize_with = "as_json_value")]
     pub columns: Vec<ColumnProfile>,
     /// Columns with a stored hierarchy → number of levels.
     pub hierarchies: BTreeMap<String, i64>,
@@ -73,6 +50,17 @@ pub struct DatasetView {
     pub hierarchy_kinds: BTreeMap<String, String>,
     /// Upload time (RFC 3339).
     pub created_at: String,
+}
+
+/// Serializes through a `serde_json::Value`, whose objects sort their keys: the suggested
+/// specifications keep the key order the API has always answered with.
+fn as_json_value<S: serde::Serializer>(
+    columns: &[ColumnProfile],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serde_json::to_value(columns)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
 }
 
 impl DatasetView {
@@ -84,7 +72,7 @@ impl DatasetView {
             header: row.has_header != 0,
             size_bytes: row.size_bytes,
             rows: row.row_count,
-            columns: serde_json::from_str(&row.columns).unwrap_or_default(),
+            columns: column_profiles(row),
             hierarchy_kinds: hierarchies
                 .iter()
                 .map(|h| (h.column_name.clone(), h.kind.clone()))
@@ -155,175 +143,31 @@ pub struct Profile {
     pub rows: usize,
     /// Column profiles, in file order.
     pub columns: Vec<ColumnProfile>,
-    /// (column position, JSON array of its distinct values) for columns whose values are kept.
+    /// `(column position, JSON array of its distinct values)` for the columns whose values were
+    /// kept: the storage format of [`Store::finish_dataset`].
     pub values: Vec<(i64, String)>,
 }
 
-/// Streaming profile of one column: exact distinct count through 64-bit hashes, the values
-/// themselves only while there are at most [`MAX_STORED_VALUES`] of them.
-struct ColumnStats {
-    name: String,
-    hashes: std::collections::HashSet<u64>,
-    values: Option<Vec<Box<str>>>,
-    any: bool,
-    integer: bool,
-    number: bool,
-}
-
-impl ColumnStats {
-    fn add(&mut self, value: &str) {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        value.hash(&mut h);
-        if !self.hashes.insert(h.finish()) {
-            return;
-        }
-        if let Some(v) = &mut self.values {
-            if v.len() < MAX_STORED_VALUES {
-                v.push(value.into());
-            } else {
-                self.values = None;
-            }
-        }
-        let t = value.trim();
-        if !t.is_empty() {
-            self.any = true;
-            if self.integer && t.parse::<i64>().is_err() {
-                self.integer = false;
-            }
-            if self.number && !self.integer && !t.parse::<f64>().is_ok_and(f64::is_finite) {
-                self.number = false;
-            }
-        }
-    }
-
-    fn detected_type(&self) -> &'static str {
-        match (self.any, self.integer, self.number) {
-            (true, true, _) => "integer",
-            (true, false, true) => "decimal",
-            _ => "text",
-        }
-    }
-}
-
-/// Validates and profiles a CSV with the same rules as the engine's import (`Table::read_csv`:
-/// unique non-empty header names, equal row lengths, UTF-8, at least one data row) but without
-/// encoding the table, so memory grows with the number of distinct values only.
+/// Validates and profiles an upload with the engine's streaming profile (the rules of the
+/// engine's import, memory proportional to the distinct values) and turns the kept values into
+/// their storage format.
 pub fn profile_csv<R: Read>(
     input: R,
     options: CsvOptions,
 ) -> std::result::Result<Profile, EngineError> {
-    use deid_engine::data::{csv_error, csv_reader, field_str, header_name};
-    let source = "dataset";
-    let mut reader = csv_reader(input, options.delimiter);
-    let mut record = csv::ByteRecord::new();
-    let mut columns: Vec<ColumnStats> = Vec::new();
-    let mut record_no: u64 = 0;
-    let mut rows = 0usize;
-    while reader
-        .read_byte_record(&mut record)
-        .map_err(|e| csv_error(source, e))?
-    {
-        record_no += 1;
-        let bom = |i: usize, raw: &'_ [u8]| -> Vec<u8> {
-            if record_no == 1 && i == 0 {
-                raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw).to_vec()
-            } else {
-                raw.to_vec()
-            }
-        };
-        if record_no == 1 {
-            for (i, raw) in record.iter().enumerate() {
-                let name = header_name(
-                    source,
-                    i,
-                    &bom(i, raw),
-                    options.has_header,
-                    columns.iter().map(|c| c.name.as_str()),
-                )?;
-                columns.push(ColumnStats {
-                    name,
-                    hashes: Default::default(),
-                    values: Some(Vec::new()),
-                    any: false,
-                    integer: true,
-                    number: true,
-                });
-            }
-            if options.has_header {
-                continue;
-            }
-        }
-        if record.len() != columns.len() {
-            return Err(EngineError::RaggedRow {
-                source_name: source.into(),
-                row: record_no,
-                expected: columns.len(),
-                found: record.len(),
-            });
-        }
-        for (i, raw) in record.iter().enumerate() {
-            if record_no == 1 && i == 0 {
-                let raw = bom(i, raw);
-                columns[i].add(field_str(source, record_no, i, &raw)?);
-            } else {
-                columns[i].add(field_str(source, record_no, i, raw)?);
-            }
-        }
-        rows += 1;
-    }
-    if columns.is_empty() {
-        return Err(EngineError::EmptyInput {
-            source_name: source.into(),
-        });
-    }
-    if rows == 0 {
-        return Err(EngineError::Csv {
-            source_name: source.into(),
-            message: "the file has a header but no data rows".into(),
-        });
-    }
-    let mut profiles = Vec::with_capacity(columns.len());
-    let mut values = Vec::new();
-    for (i, c) in columns.into_iter().enumerate() {
-        let mut profile = ColumnProfile {
-            name: c.name.clone(),
-            detected_type: c.detected_type().to_string(),
-            distinct_count: c.hashes.len() as u64,
-            date_format: None,
-            code_length: None,
-            missing: Vec::new(),
-            suggested_hierarchy: None,
-        };
-        if let Some(v) = &c.values {
-            // The engine's type detection needs every distinct value: only for kept columns.
-            let detected = deid_engine::types::detect_values(&c.name, v);
-            profile.detected_type = match &detected.kind {
-                ColumnKind::Integer => "integer",
-                ColumnKind::Decimal => "decimal",
-                ColumnKind::Date { .. } => "date",
-                ColumnKind::Code { .. } => "code",
-                ColumnKind::Text => "text",
-            }
-            .to_string();
-            match &detected.kind {
-                ColumnKind::Date { format } => profile.date_format = Some(format.clone()),
-                ColumnKind::Code { length } => profile.code_length = Some(*length),
-                _ => {}
-            }
-            profile.missing = detected.missing.clone();
-            profile.suggested_hierarchy = serde_json::to_value(&detected.suggestion).ok();
-            let list: Vec<&str> = v.iter().map(|s| &**s).collect();
-            values.push((
-                i as i64,
-                serde_json::to_string(&list).unwrap_or_else(|_| "[]".into()),
-            ));
-        }
-        profiles.push(profile);
-    }
+    let profile = deid_engine::profile::profile_csv(input, options, "dataset", MAX_STORED_VALUES)?;
+    let values = profile
+        .values
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, values)| {
+            let json = serde_json::to_string(&values?).unwrap_or_else(|_| "[]".into());
+            Some((i as i64, json))
+        })
+        .collect();
     Ok(Profile {
-        rows,
-        columns: profiles,
+        rows: profile.rows,
+        columns: profile.columns,
         values,
     })
 }
@@ -538,35 +382,50 @@ pub fn missing_values_error(e: EngineError, field: &str) -> ApiError {
 mod tests {
     use super::*;
 
-    fn profile(text: &str) -> Profile {
-        profile_csv(text.as_bytes(), CsvOptions::default()).unwrap()
+    #[test]
+    fn keeps_the_values_as_json_arrays() {
+        let p = profile_csv(
+            "i,t\n1,x\n22,y\n1,\"a,b\"\n".as_bytes(),
+            CsvOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(p.rows, 3);
+        assert_eq!(p.columns[1].distinct_count, 3);
+        assert_eq!(
+            p.values,
+            [
+                (0, r#"["1","22"]"#.to_string()),
+                (1, r#"["x","y","a,b"]"#.to_string())
+            ]
+        );
+        let err = profile_csv("a,b\n1\n".as_bytes(), CsvOptions::default())
+            .err()
+            .unwrap();
+        assert_eq!(err.to_string(), "dataset: row 2 has 1 fields, expected 2");
     }
 
     #[test]
-    fn profiles_like_the_engine_reads() {
-        let p = profile("\u{feff}i,d,t,e\n1,2.5,x,\n22,3,y,\n-3,3,x,\n1,2.5,\"a,b\",\n");
-        assert_eq!(p.rows, 4);
-        let types: Vec<&str> = p.columns.iter().map(|c| c.detected_type.as_str()).collect();
-        assert_eq!(types, ["integer", "decimal", "text", "text"]);
-        let distinct: Vec<u64> = p.columns.iter().map(|c| c.distinct_count).collect();
-        assert_eq!(distinct, [3, 2, 3, 1]);
-        assert_eq!(p.columns[0].name, "i", "the byte order mark is stripped");
-        assert_eq!(p.values[2], (2, r#"["x","y","a,b"]"#.to_string()));
-        // The same data through the engine gives the same distinct counts.
-        let t = deid_engine::Table::read_csv(
-            "i,d,t,e\n1,2.5,x,\n22,3,y,\n-3,3,x,\n1,2.5,\"a,b\",\n".as_bytes(),
-            CsvOptions::default(),
-            "t",
-        )
-        .unwrap();
-        for (c, col) in p.columns.iter().zip(t.columns()) {
-            assert_eq!(c.distinct_count as usize, col.dict.len());
-        }
-        for bad in ["", "a,a\n1,2\n", "a,b\n1\n", "a,b\n", ",b\n1,2\n"] {
-            assert!(
-                profile_csv(bad.as_bytes(), CsvOptions::default()).is_err(),
-                "{bad:?}"
-            );
-        }
+    fn answers_suggestions_with_sorted_keys() {
+        let p = profile_csv("age\n1\n5\n9\n30\n".as_bytes(), CsvOptions::default()).unwrap();
+        let spec = serde_json::to_value(p.columns[0].suggested_hierarchy.as_ref().unwrap())
+            .unwrap()
+            .to_string();
+        let view = DatasetView {
+            id: "d".into(),
+            name: "n".into(),
+            delimiter: ",".into(),
+            header: true,
+            size_bytes: 1,
+            rows: 4,
+            columns: p.columns,
+            hierarchies: BTreeMap::new(),
+            hierarchy_kinds: BTreeMap::new(),
+            created_at: "t".into(),
+        };
+        let text = serde_json::to_string(&view).unwrap();
+        assert!(
+            text.contains(&format!(r#""suggested_hierarchy":{spec}}}"#)),
+            "{text}"
+        );
     }
 }

@@ -17,9 +17,6 @@
 //! [`MAX_STORED_VALUES`](super::datasets::MAX_STORED_VALUES) of them, from one pass over the
 //! stored CSV.
 
-use std::collections::HashSet;
-use std::io::Read;
-
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
@@ -218,9 +215,10 @@ async fn distinct_values(
     };
     let name = column.to_string();
     tokio::task::spawn_blocking(move || {
-        scan_column(
+        deid_engine::profile::scan_column(
             std::io::BufReader::with_capacity(1 << 16, reader),
             options,
+            "dataset",
             position,
             &name,
         )
@@ -228,47 +226,6 @@ async fn distinct_values(
     .await
     .map_err(ApiError::internal)?
     .map_err(ApiError::internal)
-}
-
-/// Reads the distinct values of column `position` from a CSV (which passed validation at
-/// upload), in order of first appearance.
-fn scan_column<R: Read>(
-    input: R,
-    options: CsvOptions,
-    position: usize,
-    name: &str,
-) -> std::result::Result<Column, EngineError> {
-    use deid_engine::data::{csv_error, csv_reader, field_str};
-    let source = "dataset";
-    let mut reader = csv_reader(input, options.delimiter);
-    let mut record = csv::ByteRecord::new();
-    let mut seen: HashSet<Box<[u8]>> = HashSet::new();
-    let mut col = Column {
-        name: name.to_string(),
-        dict: Default::default(),
-        codes: Default::default(),
-    };
-    let mut n: u64 = 0;
-    while reader
-        .read_byte_record(&mut record)
-        .map_err(|e| csv_error(source, e))?
-    {
-        n += 1;
-        if n == 1 && options.has_header {
-            continue;
-        }
-        let raw = record.get(position).unwrap_or_default();
-        let raw = if n == 1 && position == 0 {
-            raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
-        } else {
-            raw
-        };
-        if !seen.contains(raw) {
-            col.dict.encode(field_str(source, n, position, raw)?);
-            seen.insert(raw.into());
-        }
-    }
-    Ok(col)
 }
 
 /// Parses a specification body: malformed JSON is 400, anything that is not a valid
@@ -602,26 +559,6 @@ mod tests {
         );
         let err = negotiate(&none, Some("xml"), Format::Json).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidQuery);
-    }
-
-    #[test]
-    fn scans_the_distinct_values_of_one_column() {
-        let csv = "\u{feff}a;b\n1;x\n2;\"y;z\"\n1;x\n3;\n";
-        let options = CsvOptions {
-            delimiter: b';',
-            has_header: true,
-        };
-        let col = scan_column(csv.as_bytes(), options, 1, "b").unwrap();
-        assert_eq!(col.dict.values().collect::<Vec<_>>(), ["x", "y;z", ""]);
-        let col = scan_column(csv.as_bytes(), options, 0, "a").unwrap();
-        assert_eq!(col.dict.values().collect::<Vec<_>>(), ["1", "2", "3"]);
-        // Without a header the first record is data (and loses its byte order mark).
-        let options = CsvOptions {
-            delimiter: b';',
-            has_header: false,
-        };
-        let col = scan_column(csv.as_bytes(), options, 0, "a").unwrap();
-        assert_eq!(col.dict.values().collect::<Vec<_>>(), ["a", "1", "2", "3"]);
     }
 
     #[test]

@@ -264,8 +264,8 @@ fn hierarchy(args: HierarchyArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("{} is not valid JSON", path.display()))?
         }
         None => {
-            let profile = deid_engine::types::detect(table.column(idx));
-            let suggestion = serde_json::to_value(&profile.suggestion)?;
+            let profile = deid_engine::profile::detect(table.column(idx));
+            let suggestion = serde_json::to_value(&profile.suggested_hierarchy)?;
             eprintln!("suggested specification: {suggestion}");
             suggestion
         }
@@ -281,7 +281,7 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     let profiles: Vec<_> = table
         .columns()
         .iter()
-        .map(deid_engine::types::detect)
+        .map(deid_engine::profile::detect)
         .collect();
     write_report(None, &serde_json::to_value(profiles)?)
 }

@@ -1,11 +1,15 @@
 //! Dictionary-encoded tables: every column stores one code per row (1, 2 or 4 bytes, the
 //! narrowest width that holds its dictionary) plus a dictionary of its distinct values. CSV import
-//! goes straight from `ByteRecord`s into the dictionaries.
+//! goes straight from the records of the [`scanner`] (which owns every CSV rule) into the
+//! dictionaries.
+
+pub mod scanner;
 
 use std::collections::HashMap;
 use std::io::Read;
 
 use super::error::{EngineError, Result};
+pub use scanner::{CsvScanner, Record};
 
 /// Distinct values of one column, in order of first appearance; code = index.
 ///
@@ -259,145 +263,28 @@ impl Default for CsvOptions {
     }
 }
 
-/// Builds a `csv::Reader` with the project's settings: strict field counts, `"` quoting, CRLF or LF.
-pub fn csv_reader<R: Read>(input: R, delimiter: u8) -> csv::Reader<R> {
-    csv::ReaderBuilder::new()
-        .delimiter(delimiter)
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(input)
-}
-
-/// Converts a CSV parser error into an [`EngineError`] that names the input and position.
-pub fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
-    let message = match err.position() {
-        Some(pos) => format!("line {}: {}", pos.line(), err),
-        None => err.to_string(),
-    };
-    EngineError::Csv {
-        source_name: source_name.to_string(),
-        message,
-    }
-}
-
-/// Decodes one field as UTF-8, naming the position on failure.
-pub fn field_str<'a>(
-    source_name: &str,
-    row: u64,
-    column: usize,
-    bytes: &'a [u8],
-) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|_| EngineError::InvalidUtf8 {
-        source_name: source_name.to_string(),
-        row,
-        column: column + 1,
-    })
-}
-
-/// The name of header field `index` (`column<N>` when the file has no header), checked to be
-/// valid UTF-8, non-empty and not among `taken`.
-pub fn header_name<'a>(
-    source_name: &str,
-    index: usize,
-    raw: &[u8],
-    has_header: bool,
-    mut taken: impl Iterator<Item = &'a str>,
-) -> Result<String> {
-    if !has_header {
-        return Ok(format!("column{}", index + 1));
-    }
-    let name = field_str(source_name, 1, index, raw)?.to_string();
-    if name.is_empty() {
-        return Err(EngineError::Csv {
-            source_name: source_name.to_string(),
-            message: format!("header column {} has an empty name", index + 1),
-        });
-    }
-    if taken.any(|t| t == name) {
-        return Err(EngineError::DuplicateColumn { name });
-    }
-    Ok(name)
-}
-
-/// Strips a UTF-8 byte order mark from the first field of the first record.
-fn strip_bom(bytes: &[u8]) -> &[u8] {
-    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
-}
-
 impl Table {
-    /// Reads and encodes a CSV file. `source_name` is used in error messages.
-    ///
-    /// Rules: every record must have as many fields as the header; the header's names must be
-    /// unique and non-empty; at least one data row is required.
+    /// Reads and encodes a CSV file with the rules of [`CsvScanner::table`] (unique non-empty
+    /// header names, records as wide as the header, UTF-8, at least one data row).
+    /// `source_name` is used in error messages.
     pub fn read_csv<R: Read>(input: R, options: CsvOptions, source_name: &str) -> Result<Table> {
-        let mut reader = csv_reader(input, options.delimiter);
-        let mut record = csv::ByteRecord::new();
-        let mut columns: Vec<Column> = Vec::new();
-        let mut record_no: u64 = 0;
+        let mut scanner = CsvScanner::table(input, options, source_name)?;
+        let mut columns: Vec<Column> = scanner
+            .columns()
+            .iter()
+            .map(|name| Column {
+                name: name.clone(),
+                dict: Dictionary::new(),
+                codes: Codes::default(),
+            })
+            .collect();
         let mut rows = 0usize;
-        loop {
-            let more = reader
-                .read_byte_record(&mut record)
-                .map_err(|e| csv_error(source_name, e))?;
-            if !more {
-                break;
-            }
-            record_no += 1;
-            if record_no == 1 {
-                let width = record.len();
-                for (i, raw) in record.iter().enumerate() {
-                    let raw = if i == 0 { strip_bom(raw) } else { raw };
-                    let name = header_name(
-                        source_name,
-                        i,
-                        raw,
-                        options.has_header,
-                        columns.iter().map(|c| c.name.as_str()),
-                    )?;
-                    columns.push(Column {
-                        name,
-                        dict: Dictionary::new(),
-                        codes: Codes::default(),
-                    });
-                }
-                debug_assert_eq!(width, columns.len());
-                if options.has_header {
-                    continue;
-                }
-            }
-            if record.len() != columns.len() {
-                // A lone empty line at the end is tolerated by the csv crate already; anything
-                // else with the wrong width is an error.
-                return Err(EngineError::RaggedRow {
-                    source_name: source_name.to_string(),
-                    row: record_no,
-                    expected: columns.len(),
-                    found: record.len(),
-                });
-            }
-            for (i, raw) in record.iter().enumerate() {
-                let raw = if record_no == 1 && i == 0 {
-                    strip_bom(raw)
-                } else {
-                    raw
-                };
-                let value = field_str(source_name, record_no, i, raw)?;
-                let col = &mut columns[i];
+        while let Some(record) = scanner.next_record()? {
+            for (col, value) in columns.iter_mut().zip(record.iter()) {
                 let code = col.dict.encode(value);
                 col.codes.push(code);
             }
             rows += 1;
-        }
-        if columns.is_empty() {
-            return Err(EngineError::EmptyInput {
-                source_name: source_name.to_string(),
-            });
-        }
-        if rows == 0 {
-            return Err(EngineError::Csv {
-                source_name: source_name.to_string(),
-                message: "the file has a header but no data rows".to_string(),
-            });
         }
         for c in &mut columns {
             c.codes.shrink_to_fit();

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use super::data::{Column, csv_error, csv_reader, field_str};
+use super::data::{Column, CsvScanner};
 use super::error::{EngineError, Result};
 
 /// A hierarchy as a table of strings: `rows[r][l]` is the level-`l` label of leaf `rows[r][0]`.
@@ -30,29 +30,15 @@ pub fn rows_to_csv(rows: &[Vec<String>], delimiter: u8) -> String {
 }
 
 impl Hierarchy {
-    /// Parses an ARX hierarchy CSV (no header, `"` quoting allowed). `column` names the attribute
-    /// in error messages.
+    /// Parses an ARX hierarchy CSV (no header, `"` quoting allowed) with the rules of
+    /// [`CsvScanner::rows`]; the shape is checked by [`Hierarchy::from_rows`]. `column` names
+    /// the attribute in error messages.
     pub fn read_csv<R: Read>(input: R, delimiter: u8, column: &str) -> Result<Hierarchy> {
         let source = format!("hierarchy of column '{column}'");
-        let mut reader = csv_reader(input, delimiter);
-        let mut record = csv::ByteRecord::new();
+        let mut scanner = CsvScanner::rows(input, delimiter, &source)?;
         let mut rows = Vec::new();
-        let mut n: u64 = 0;
-        while reader
-            .read_byte_record(&mut record)
-            .map_err(|e| csv_error(&source, e))?
-        {
-            n += 1;
-            let mut row = Vec::with_capacity(record.len());
-            for (i, raw) in record.iter().enumerate() {
-                let raw = if n == 1 && i == 0 {
-                    raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
-                } else {
-                    raw
-                };
-                row.push(field_str(&source, n, i, raw)?.to_string());
-            }
-            rows.push(row);
+        while let Some(record) = scanner.next_record()? {
+            rows.push(record.iter().map(str::to_string).collect());
         }
         Hierarchy::from_rows(rows, column)
     }
@@ -647,6 +633,25 @@ mod tests {
             + 3 * size_of::<PerCode<u32>>()
             + 3 * size_of::<usize>(); // distinct
         assert_eq!(e.heap_bytes(), payload + headers);
+    }
+
+    #[test]
+    fn read_csv_errors_name_the_hierarchy() {
+        let read = |text: &[u8]| Hierarchy::read_csv(text, b';', "age");
+        assert_eq!(
+            read(b"").unwrap_err().to_string(),
+            "hierarchy of column 'age': the file is empty"
+        );
+        assert_eq!(
+            read(b"1;*\n2;\xff\n").unwrap_err().to_string(),
+            "hierarchy of column 'age': row 2, column 2: the value is not valid UTF-8"
+        );
+        assert_eq!(
+            read(b"1;a;*\n2;*\n").unwrap_err().to_string(),
+            "hierarchy of column 'age': row 2 has 2 levels, expected 3"
+        );
+        let h = read("\u{feff}1;*\n2;*\n".as_bytes()).unwrap();
+        assert_eq!(h.rows(), [vec!["1", "*"], vec!["2", "*"]]);
     }
 
     #[test]

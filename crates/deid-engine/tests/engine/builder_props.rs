@@ -11,7 +11,7 @@ use deid_engine::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalDef, IntervalSpec, MaskingSpec,
     Number, OrderLabels, OrderSpec, Side, SortOrder,
 };
-use deid_engine::types::detect;
+use deid_engine::profile::detect;
 use deid_engine::{Hierarchy, Table};
 use proptest::prelude::*;
 
@@ -345,7 +345,8 @@ proptest! {
         values.extend(markers.iter().map(|m| m.to_string()));
         let table = column_table(&values);
         let profile = detect(table.column(0));
-        prop_assert_eq!(profile.distinct, table.column(0).dict.len());
-        check(&profile.suggestion, &values, None)?;
+        prop_assert_eq!(profile.distinct_count, table.column(0).dict.len());
+        let suggestion = profile.suggested_hierarchy.expect("detection always suggests");
+        check(&suggestion, &values, None)?;
     }
 }

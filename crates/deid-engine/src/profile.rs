@@ -1,5 +1,8 @@
-//! Column type detection: classifies a column as integer, decimal, date (with its format),
-//! fixed-length code or free text, and suggests a hierarchy specification for it.
+//! Column profiles: type detection (integer, decimal, date with its format, fixed-length code or
+//! free text) with a suggested hierarchy specification. The one [`ColumnProfile`] type is
+//! printed by `deid profile` and answered (and stored) by the service; [`streaming`] computes
+//! the profiles of a whole CSV table in one pass (what the service does while an upload streams
+//! in) and reads the distinct values of one column.
 //!
 //! Rules, applied to the distinct values after setting aside common missing-value markers
 //! (empty, `?`, `NA`, `N/A`, `n/a`, `NULL`, `null`, `None`, `-`, `.`):
@@ -20,7 +23,11 @@
 //! Markers found are listed in the profile and, for numbers and dates, in the suggestion's
 //! `missing` list.
 
-use serde::{Deserialize, Serialize};
+pub mod streaming;
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::builder::date::DateFormat;
 use super::builder::{
@@ -28,6 +35,7 @@ use super::builder::{
     Number, OrderSpec, SortOrder,
 };
 use super::data::Column;
+pub use streaming::{MAX_KEPT_VALUES, TableProfile, profile_csv, scan_column};
 
 /// Values treated as missing-value markers during detection (compared after trimming).
 pub const MISSING_MARKERS: &[&str] = &[
@@ -63,46 +71,84 @@ const MAX_SUGGESTED_LEVELS: usize = 6;
 /// Most distinct text values for which an order-based grouping is suggested.
 const MAX_ORDER_DISTINCT: usize = 20;
 
-/// The detected type of a column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ColumnKind {
+/// The detected type of a column (`detected_type` in JSON: `integer`, `decimal`, `date`, `code`
+/// or `text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnType {
     /// Whole numbers.
     Integer,
     /// Numbers with fractions (or exponents).
     Decimal,
-    /// Dates (or date-times) in the given format.
-    Date {
-        /// Format in the syntax of [`DateSpec::format`], e.g. `dd.MM.yyyy`.
-        format: String,
-    },
-    /// Digit strings of one fixed length, e.g. ZIP codes.
-    Code {
-        /// Number of digits.
-        length: usize,
-    },
+    /// Dates (or date-times); the format is in [`ColumnProfile::date_format`].
+    Date,
+    /// Digit strings of one fixed length, e.g. ZIP codes; the length is in
+    /// [`ColumnProfile::code_length`].
+    Code,
     /// Anything else.
     Text,
 }
 
-/// What the detection found out about a column.
+impl ColumnType {
+    /// The JSON name (`integer`, `decimal`, `date`, `code`, `text`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColumnType::Integer => "integer",
+            ColumnType::Decimal => "decimal",
+            ColumnType::Date => "date",
+            ColumnType::Code => "code",
+            ColumnType::Text => "text",
+        }
+    }
+}
+
+/// What the detection found out about a column: printed by `deid profile`, answered by the
+/// service's dataset endpoints and stored with each dataset (the JSON shape is part of the API
+/// and of stored rows: optional fields are omitted when empty).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColumnProfile {
     /// Column name.
     pub name: String,
     /// Detected type.
-    pub kind: ColumnKind,
+    pub detected_type: ColumnType,
     /// Number of distinct values (including missing-value markers).
-    pub distinct: usize,
-    /// Missing-value markers present in the column (empty for text columns, where every value
-    /// counts as a value).
+    pub distinct_count: usize,
+    /// Format of a `date` column in the syntax of [`DateSpec::format`], e.g. `dd.MM.yyyy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_format: Option<String>,
+    /// Number of digits of a `code` column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_length: Option<usize>,
+    /// Missing-value markers present in the column (`NA`, `?`, empty, …; empty for text
+    /// columns, where every value counts as a value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
-    /// Smallest value (numbers and dates by value, codes by text); `None` for text.
-    pub min: Option<String>,
-    /// Largest value; `None` for text.
-    pub max: Option<String>,
-    /// A hierarchy specification that fits the column.
-    pub suggestion: HierarchySpec,
+    /// A hierarchy specification that fits the column (usable as the hierarchy of a
+    /// quasi-identifier); `None` when the values were not all seen ([`profile_csv`] with more
+    /// than `keep` distinct values).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "stored_suggestion"
+    )]
+    pub suggested_hierarchy: Option<HierarchySpec>,
+}
+
+/// Reads a stored suggestion; one this version cannot read (written by another version) is
+/// dropped instead of making the whole profile unreadable.
+fn stored_suggestion<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<HierarchySpec>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Spec(Box<HierarchySpec>),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Stored::deserialize(d)? {
+        Stored::Spec(spec) => Some(*spec),
+        Stored::Other(_) => None,
+    })
 }
 
 /// Profiles every distinct value of `column`.
@@ -113,7 +159,7 @@ pub fn detect(column: &Column) -> ColumnProfile {
 
 /// Profiles a list of values (duplicates are ignored).
 pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let distinct: Vec<&str> = values
         .iter()
         .map(|v| v.as_ref())
@@ -124,14 +170,14 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
         .partition(|v| MISSING_MARKERS.contains(&v.trim()));
     markers.sort_unstable();
     let missing: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
-    let profile = |kind, min, max, suggestion, missing| ColumnProfile {
+    let profile = |detected_type, suggestion, missing| ColumnProfile {
         name: name.to_string(),
-        kind,
-        distinct: distinct.len(),
+        detected_type,
+        distinct_count: distinct.len(),
+        date_format: None,
+        code_length: None,
         missing,
-        min,
-        max,
-        suggestion,
+        suggested_hierarchy: Some(suggestion),
     };
     let missing_spec = if missing.is_empty() {
         vec![String::new()]
@@ -140,8 +186,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
     };
 
     if !present.is_empty() {
-        if let Some((format, parsed)) = detect_dates(&present) {
-            let (lo, hi) = min_max_by(&present, &parsed);
+        if let Some(format) = detect_dates(&present) {
             let mut levels = DateSpec::default().levels;
             if DateFormat::parse(format).is_ok_and(|f| f.has_time()) {
                 levels.insert(0, DateGranularity::Day);
@@ -155,37 +200,32 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
                     missing: missing_spec,
                 })
             };
-            return profile(
-                ColumnKind::Date {
-                    format: format.to_string(),
-                },
-                lo,
-                hi,
-                suggestion,
-                missing,
-            );
+            return ColumnProfile {
+                date_format: Some(format.to_string()),
+                ..profile(ColumnType::Date, suggestion, missing)
+            };
         }
         if let Some(length) = detect_code(&present) {
-            let lo = present.iter().min().map(|s| s.to_string());
-            let hi = present.iter().max().map(|s| s.to_string());
             let suggestion = if present.len() <= 2 {
                 HierarchySpec::Suppression {}
             } else {
                 HierarchySpec::Masking(MaskingSpec::default())
             };
-            return profile(ColumnKind::Code { length }, lo, hi, suggestion, missing);
+            return ColumnProfile {
+                code_length: Some(length),
+                ..profile(ColumnType::Code, suggestion, missing)
+            };
         }
         let numbers: Option<Vec<Number>> = present.iter().map(|v| Number::parse(v)).collect();
         if let Some(numbers) = numbers {
             let integer = present.iter().all(|v| is_integer_syntax(v));
-            let (lo, hi) = min_max_by(&present, &numbers);
             let suggestion = suggest_intervals(&numbers, missing_spec);
-            let kind = if integer {
-                ColumnKind::Integer
+            let detected_type = if integer {
+                ColumnType::Integer
             } else {
-                ColumnKind::Decimal
+                ColumnType::Decimal
             };
-            return profile(kind, lo, hi, suggestion, missing);
+            return profile(detected_type, suggestion, missing);
         }
     }
     // Text: markers are ordinary values here.
@@ -199,7 +239,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
     } else {
         HierarchySpec::Suppression {}
     };
-    profile(ColumnKind::Text, None, None, suggestion, Vec::new())
+    profile(ColumnType::Text, suggestion, Vec::new())
 }
 
 /// Optional sign followed by ASCII digits only.
@@ -209,29 +249,18 @@ fn is_integer_syntax(v: &str) -> bool {
     !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Texts of the smallest and largest value by `keys` (ties by text).
-fn min_max_by<K: Ord>(values: &[&str], keys: &[K]) -> (Option<String>, Option<String>) {
-    let mut idx: Vec<usize> = (0..values.len()).collect();
-    idx.sort_by(|&a, &b| keys[a].cmp(&keys[b]).then(values[a].cmp(values[b])));
-    (
-        idx.first().map(|&i| values[i].to_string()),
-        idx.last().map(|&i| values[i].to_string()),
-    )
-}
-
-/// The first date format that parses every value, with the parsed values.
-fn detect_dates(values: &[&str]) -> Option<(&'static str, Vec<super::builder::date::DateTime>)> {
-    DATE_FORMATS.iter().find_map(|&pattern| {
-        let format = DateFormat::parse(pattern).ok()?;
+/// The first date format that parses every value.
+fn detect_dates(values: &[&str]) -> Option<&'static str> {
+    DATE_FORMATS.iter().copied().find(|&pattern| {
+        let Ok(format) = DateFormat::parse(pattern) else {
+            return false;
+        };
         let compact = pattern == "yyyyMMdd";
-        let parsed: Option<Vec<_>> = values
-            .iter()
-            .map(|v| {
-                let dt = format.parse_date(v)?;
-                (!compact || (1800..=2199).contains(&dt.date.year)).then_some(dt)
-            })
-            .collect();
-        parsed.map(|p| (pattern, p))
+        values.iter().all(|v| {
+            format
+                .parse_date(v)
+                .is_some_and(|dt| !compact || (1800..=2199).contains(&dt.date.year))
+        })
     })
 }
 
@@ -318,64 +347,50 @@ fn suggest_intervals(numbers: &[Number], missing: Vec<String>) -> HierarchySpec 
 mod tests {
     use super::*;
 
-    fn kind(values: &[&str]) -> ColumnKind {
-        detect_values("c", values).kind
+    /// The detected type with its format or length, e.g. `date dd.MM.yyyy`, `code 5`.
+    fn kind(values: &[&str]) -> String {
+        let p = detect_values("c", values);
+        let mut k = p.detected_type.as_str().to_string();
+        if let Some(f) = p.date_format {
+            k = format!("{k} {f}");
+        }
+        if let Some(l) = p.code_length {
+            k = format!("{k} {l}");
+        }
+        k
+    }
+
+    /// The suggestion of a detected profile (always present).
+    fn suggestion(p: ColumnProfile) -> HierarchySpec {
+        p.suggested_hierarchy.expect("detection always suggests")
     }
 
     #[test]
     fn kinds() {
-        assert_eq!(kind(&["34", "45", "7"]), ColumnKind::Integer);
-        assert_eq!(kind(&["3.4", "45", "-7"]), ColumnKind::Decimal);
-        assert_eq!(
-            kind(&["81667", "81675", "81925"]),
-            ColumnKind::Code { length: 5 }
-        );
-        assert_eq!(kind(&["012", "345"]), ColumnKind::Code { length: 3 });
-        assert_eq!(kind(&["1985", "2001"]), ColumnKind::Integer);
-        assert_eq!(
-            kind(&["31.12.2020", "01.01.2021"]),
-            ColumnKind::Date {
-                format: "dd.MM.yyyy".into()
-            }
-        );
-        assert_eq!(
-            kind(&["12/31/2020", "01/02/2021"]),
-            ColumnKind::Date {
-                format: "MM/dd/yyyy".into()
-            }
-        );
-        assert_eq!(
-            kind(&["13/01/2020", "01/02/2021"]),
-            ColumnKind::Date {
-                format: "dd/MM/yyyy".into()
-            }
-        );
-        assert_eq!(
-            kind(&["20201231", "19990101"]),
-            ColumnKind::Date {
-                format: "yyyyMMdd".into()
-            }
-        );
+        assert_eq!(kind(&["34", "45", "7"]), "integer");
+        assert_eq!(kind(&["3.4", "45", "-7"]), "decimal");
+        assert_eq!(kind(&["81667", "81675", "81925"]), "code 5");
+        assert_eq!(kind(&["012", "345"]), "code 3");
+        assert_eq!(kind(&["1985", "2001"]), "integer");
+        assert_eq!(kind(&["31.12.2020", "01.01.2021"]), "date dd.MM.yyyy");
+        assert_eq!(kind(&["12/31/2020", "01/02/2021"]), "date MM/dd/yyyy");
+        assert_eq!(kind(&["13/01/2020", "01/02/2021"]), "date dd/MM/yyyy");
+        assert_eq!(kind(&["20201231", "19990101"]), "date yyyyMMdd");
         // 8 digits that are no plausible dates: a code.
-        assert_eq!(
-            kind(&["12345678", "99999999"]),
-            ColumnKind::Code { length: 8 }
-        );
-        assert_eq!(kind(&["male", "female"]), ColumnKind::Text);
-        assert_eq!(kind(&["", "?"]), ColumnKind::Text);
+        assert_eq!(kind(&["12345678", "99999999"]), "code 8");
+        assert_eq!(kind(&["male", "female"]), "text");
+        assert_eq!(kind(&["", "?"]), "text");
     }
 
     #[test]
     fn missing_markers_are_set_aside_for_numbers() {
         let p = detect_values("age", &["34", "?", "", "51", "17", "90"]);
-        assert_eq!(p.kind, ColumnKind::Integer);
+        assert_eq!(p.detected_type, ColumnType::Integer);
         assert_eq!(p.missing, vec!["".to_string(), "?".to_string()]);
-        assert_eq!(
-            (p.min.as_deref(), p.max.as_deref()),
-            (Some("17"), Some("90"))
-        );
-        let HierarchySpec::Interval(spec) = &p.suggestion else {
-            panic!("{:?}", p.suggestion)
+        assert_eq!(p.distinct_count, 6);
+        let suggested = suggestion(p.clone());
+        let HierarchySpec::Interval(spec) = &suggested else {
+            panic!("{suggested:?}")
         };
         assert_eq!(spec.missing, p.missing);
         // Range 73 → width ≥ 73/16 → 5. The four values lie in different 10- and 20-wide
@@ -386,12 +401,12 @@ mod tests {
             spec.levels,
             vec![GroupSizes::Uniform(8), GroupSizes::Uniform(2)]
         );
-        p.suggestion
+        suggested
             .build_values("age", &["34", "?", "", "51", "17", "90"])
             .unwrap();
         // Dense ages 17..=90: 5, 10, 20, 40, 80.
         let ages: Vec<String> = (17..=90).map(|a| a.to_string()).collect();
-        let HierarchySpec::Interval(spec) = detect_values("age", &ages).suggestion else {
+        let HierarchySpec::Interval(spec) = suggestion(detect_values("age", &ages)) else {
             panic!()
         };
         assert_eq!(spec.width, Some(Number::from(5)));
@@ -400,15 +415,15 @@ mod tests {
 
     #[test]
     fn decimal_widths_use_the_data_scale() {
-        let p = detect_values("x", &["0.01", "0.5", "0.33"]);
-        let HierarchySpec::Interval(spec) = &p.suggestion else {
+        let p = suggestion(detect_values("x", &["0.01", "0.5", "0.33"]));
+        let HierarchySpec::Interval(spec) = &p else {
             panic!()
         };
         // Range 49 hundredths / 16 → 4 → nice 5 hundredths.
         assert_eq!(spec.width, Number::parse("0.05"));
         // Small integer ranges start at width 2 (width 1 would repeat the values).
-        let p = detect_values("x", &["0", "1", "2", "3", "4"]);
-        let HierarchySpec::Interval(spec) = &p.suggestion else {
+        let p = suggestion(detect_values("x", &["0", "1", "2", "3", "4"]));
+        let HierarchySpec::Interval(spec) = &p else {
             panic!()
         };
         assert_eq!(spec.width, Some(Number::from(2)));
@@ -416,7 +431,7 @@ mod tests {
         // Around zero, doubling stops once only "negative" and "non-negative" remain:
         // width 2 → 6 intervals, 4 → 4 groups, 8 → 2 groups ({-8..-1}, {0..7}), 16 → still 2.
         let values: Vec<String> = (-5..=5).map(|v| v.to_string()).collect();
-        let HierarchySpec::Interval(spec) = detect_values("x", &values).suggestion else {
+        let HierarchySpec::Interval(spec) = suggestion(detect_values("x", &values)) else {
             panic!()
         };
         assert_eq!(spec.width, Some(Number::from(2)));
@@ -426,18 +441,98 @@ mod tests {
     #[test]
     fn text_suggestions_depend_on_distinct_values() {
         assert_eq!(
-            detect_values("s", &["m", "f"]).suggestion,
+            suggestion(detect_values("s", &["m", "f"])),
             HierarchySpec::Suppression {}
         );
-        let p = detect_values("s", &["a", "b", "c", "d", "e"]);
-        let HierarchySpec::Order(o) = &p.suggestion else {
+        let p = suggestion(detect_values("s", &["a", "b", "c", "d", "e"]));
+        let HierarchySpec::Order(o) = &p else {
             panic!()
         };
         assert_eq!(o.levels, vec![GroupSizes::Uniform(3)]);
         let many: Vec<String> = (0..30).map(|i| format!("name{i}")).collect();
         assert_eq!(
-            detect_values("s", &many).suggestion,
+            suggestion(detect_values("s", &many)),
             HierarchySpec::Suppression {}
         );
+    }
+
+    #[test]
+    fn profiles_serialize_with_the_api_field_names() {
+        let p = detect_values("zip", &["81667", "81675", "81925", "NA"]);
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "name": "zip",
+                "detected_type": "code",
+                "distinct_count": 4,
+                "code_length": 5,
+                "missing": ["NA"],
+                "suggested_hierarchy": {
+                    "type": "masking",
+                    "redact_from": "right",
+                    "pad_side": "right",
+                    "pad_char": "*",
+                    "redaction_char": "*"
+                }
+            })
+        );
+        let back: ColumnProfile = serde_json::from_value(json).unwrap();
+        assert_eq!(back, p);
+        // Field order as the API has always written it; empty optional fields are omitted.
+        let text = serde_json::to_string(&detect_values("d", &["01.02.2020", "?"])).unwrap();
+        assert!(
+            text.starts_with(
+                r#"{"name":"d","detected_type":"date","distinct_count":2,"date_format":"dd.MM.yyyy","missing":["?"],"suggested_hierarchy":{"#
+            ),
+            "{text}"
+        );
+        let text = serde_json::to_string(&detect_values("t", &["a", "b"])).unwrap();
+        assert_eq!(
+            text,
+            r#"{"name":"t","detected_type":"text","distinct_count":2,"suggested_hierarchy":{"type":"suppression"}}"#
+        );
+    }
+
+    #[test]
+    fn stored_profiles_of_earlier_versions_still_read() {
+        // As stored before suggestions existed, and one this version cannot read.
+        let old: Vec<ColumnProfile> = serde_json::from_str(
+            r#"[{"name":"zip","detected_type":"code","distinct_count":3},
+                {"name":"x","detected_type":"integer","distinct_count":9,
+                 "suggested_hierarchy":{"type":"fancy","depth":3}}]"#,
+        )
+        .unwrap();
+        assert_eq!(old[0].detected_type, ColumnType::Code);
+        assert_eq!(
+            (&old[0].date_format, old[0].code_length, &old[0].missing),
+            (&None, None, &vec![])
+        );
+        assert_eq!(
+            (
+                old[0].suggested_hierarchy.as_ref(),
+                old[1].suggested_hierarchy.as_ref()
+            ),
+            (None, None)
+        );
+        assert_eq!(old[1].distinct_count, 9);
+        // Every kind of suggestion reads back as written.
+        let columns: [&[&str]; 6] = [
+            &["1", "5", "9", "30", "?"],
+            &["0.5", "1.25", "7"],
+            &["2020-01-01", "2021-06-30", "2019-12-24"],
+            &["81667", "81675", "81925"],
+            &["a", "b", "c", "d"],
+            &["m", "f"],
+        ];
+        for values in columns {
+            let p = detect_values("c", values);
+            let text = serde_json::to_string(&p).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ColumnProfile>(&text).unwrap(),
+                p,
+                "{text}"
+            );
+        }
     }
 }
