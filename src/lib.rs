@@ -2,7 +2,7 @@
 //!
 //! The anonymization engine is its own crate, [`deid_engine`] (`crates/deid-engine`): pure,
 //! synchronous and deterministic. This crate holds everything around it:
-//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, …).
+//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, `bench-api`, …).
 //! - The service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
 //!   [`api`] (HTTP routes), [`jobs`] (queue worker, engine pool, progress), [`store`]
 //!   (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
@@ -10,7 +10,6 @@
 //! `docs/architecture.md` maps every concept to its one home.
 
 pub mod api;
-pub mod api_bench;
 pub mod app;
 pub mod cli;
 pub mod config;
