@@ -11,7 +11,6 @@ mod helpers;
 mod hierarchies;
 mod process;
 mod queue;
-mod yaml;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
 #[macro_export]
