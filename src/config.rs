@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::telemetry::LogFormat;
+
 /// Flags of `deid serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -85,9 +87,9 @@ pub struct ServeArgs {
     /// internal services).
     #[arg(long, env = "DEID_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
     pub webhook_allow_private: bool,
-    /// Log format: `text` or `json`.
-    #[arg(long, env = "DEID_LOG_FORMAT", default_value = "text")]
-    pub log_format: String,
+    /// Log format.
+    #[arg(long, env = "DEID_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 impl Default for ServeArgs {

@@ -4,7 +4,7 @@
 //! synchronous and deterministic. This crate holds everything around it:
 //! - [`job`]: the job domain — specification, hierarchy resolution, specification → problem,
 //!   validation, progress, reports, views, error codes and ids — shared by the front ends:
-//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, …);
+//! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, `bench-api`, …);
 //! - the service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
 //!   [`api`] (HTTP routes), [`worker`] (queue worker, engine pool, live jobs, webhooks),
 //!   [`store`] (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
@@ -12,7 +12,6 @@
 //! `docs/architecture.md` maps every concept to its one home.
 
 pub mod api;
-pub mod api_bench;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -22,11 +22,14 @@ pub mod upload;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::HttpBody;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use error::{ApiError, ErrorCode};
@@ -60,47 +63,43 @@ pub const ROUTES: &[(&str, &str)] = &[
 pub fn router(state: AppState) -> Router {
     let quick = state.config.request_timeout;
     let upload = state.config.upload_timeout;
-    let timeout = move |d: Duration| {
-        middleware::from_fn(move |req: Request, next: Next| with_timeout(d, req, next))
-    };
 
-    let list: MethodRouter<AppState> = get(datasets::list_datasets).layer(timeout(quick));
-    let create: MethodRouter<AppState> = post(datasets::create_dataset)
-        .layer::<_, std::convert::Infallible>(timeout(upload))
-        .layer(DefaultBodyLimit::disable());
+    let list: MethodRouter<AppState> = with_timeout(get(datasets::list_datasets), quick);
+    let create: MethodRouter<AppState> =
+        with_timeout(post(datasets::create_dataset), upload).layer(DefaultBodyLimit::disable());
     let v1 = Router::new()
         .route("/v1/datasets", list.merge(create))
         .route(
             "/v1/datasets/{id}",
-            get(datasets::get_dataset)
-                .delete(datasets::delete_dataset)
-                .layer(timeout(quick)),
+            with_timeout(
+                get(datasets::get_dataset).delete(datasets::delete_dataset),
+                quick,
+            ),
         )
         .route(
             "/v1/datasets/{id}/hierarchies/{column}",
-            get(hierarchies::get_hierarchy)
-                .put(hierarchies::put_hierarchy)
-                .layer(timeout(quick)),
+            with_timeout(
+                get(hierarchies::get_hierarchy).put(hierarchies::put_hierarchy),
+                quick,
+            ),
         )
         .route(
             "/v1/datasets/{id}/hierarchies/{column}/preview",
-            post(hierarchies::preview_hierarchy).layer(timeout(quick)),
+            with_timeout(post(hierarchies::preview_hierarchy), quick),
         )
         .route(
             "/v1/jobs",
-            get(jobs::list_jobs)
-                .post(jobs::create_job)
-                .layer(timeout(quick)),
+            with_timeout(get(jobs::list_jobs).post(jobs::create_job), quick),
         )
-        .route("/v1/jobs/{id}", get(jobs::get_job).layer(timeout(quick)))
+        .route("/v1/jobs/{id}", with_timeout(get(jobs::get_job), quick))
         .route("/v1/jobs/{id}/events", get(jobs::job_events))
         .route(
             "/v1/jobs/{id}/cancel",
-            post(jobs::cancel_job).layer(timeout(quick)),
+            with_timeout(post(jobs::cancel_job), quick),
         )
         .route(
             "/v1/jobs/{id}/result",
-            get(jobs::get_result).layer(timeout(quick)),
+            with_timeout(get(jobs::get_result), quick),
         )
         .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
         .route_layer(middleware::from_fn_with_state(
@@ -131,16 +130,34 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Answers 408 in the API's error shape when a request takes longer than `limit`.
-async fn with_timeout(limit: Duration, req: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(req)).await {
-        Ok(r) => r,
-        Err(_) => ApiError::new(
-            ErrorCode::RequestTimeout,
-            format!("the request took longer than {} ms", limit.as_millis()),
-        )
-        .into_response(),
+/// Answers 408 in the API's error shape when a request to `route` takes longer than `limit`:
+/// tower-http's timeout answers an empty 408, which the outer layer turns into the error shape.
+fn with_timeout<S>(route: MethodRouter<S>, limit: Duration) -> MethodRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    route
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            limit,
+        ))
+        .layer(middleware::map_response(
+            move |response: Response| async move { timeout_error(response, limit) },
+        ))
+}
+
+/// The timeout layer's empty 408 as an [`ApiError`]; every other response unchanged (the API's
+/// own 408 answers have a body).
+fn timeout_error(response: Response, limit: Duration) -> Response {
+    let empty = HttpBody::size_hint(response.body()).exact() == Some(0);
+    if response.status() != StatusCode::REQUEST_TIMEOUT || !empty {
+        return response;
     }
+    ApiError::new(
+        ErrorCode::RequestTimeout,
+        format!("the request took longer than {} ms", limit.as_millis()),
+    )
+    .into_response()
 }
 
 /// Counts requests and records latencies by method, route and status.
@@ -165,20 +182,20 @@ async fn track_metrics(req: Request, next: Next) -> Response {
 mod tests {
     use super::*;
 
-    /// A slow handler behind the timeout middleware answers 408 in the error shape.
+    /// A slow handler behind the timeout layers answers 408 in the error shape; a quick one
+    /// answers as usual.
     #[tokio::test]
     async fn slow_requests_time_out() {
+        let slow = get(|| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            "late"
+        });
         let app: Router = Router::new()
+            .route("/slow", with_timeout(slow, Duration::from_millis(50)))
             .route(
-                "/slow",
-                get(|| async {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                    "late"
-                }),
-            )
-            .layer(middleware::from_fn(|req: Request, next: Next| {
-                with_timeout(Duration::from_millis(50), req, next)
-            }));
+                "/quick",
+                with_timeout(get(|| async { "early" }), Duration::from_secs(5)),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -186,6 +203,10 @@ mod tests {
         assert_eq!(r.status().as_u16(), 408);
         let v: serde_json::Value = r.json().await.unwrap();
         assert_eq!(v["error"]["code"], "request_timeout");
+        assert_eq!(v["error"]["message"], "the request took longer than 50 ms");
+        let r = reqwest::get(format!("http://{addr}/quick")).await.unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(r.text().await.unwrap(), "early");
     }
 
     /// Every error code's status is a valid HTTP error status.

@@ -4,18 +4,17 @@
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::job::hierarchy::delimiter_byte;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, SearchReport};
 use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
 use deid_engine::{
-    CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
+    Algorithm, CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
 };
 
 /// Flags of `deid anonymize`.
@@ -24,9 +23,9 @@ pub struct AnonymizeArgs {
     /// Data and problem.
     #[command(flatten)]
     pub problem: ProblemArgs,
-    /// auto, flash, lightning, top-down, genetic, bfs, datafly, improved-greedy (igreedy) or exhaustive.
-    #[arg(long)]
-    pub algorithm: Option<String>,
+    /// Search algorithm (default auto); `igreedy` is short for `improved-greedy`.
+    #[arg(long, value_parser = super::names::algorithm_parser())]
+    pub algorithm: Option<Algorithm>,
     /// Time limit, e.g. `500ms`, `5s`, `2m` (default 30s).
     #[arg(long)]
     pub time_limit: Option<String>,
@@ -79,35 +78,45 @@ pub struct AnonymizeArgs {
     pub quiet: bool,
 }
 
-/// A one-line progress bar on stderr, redrawn at most 10 times a second.
-struct Bar {
-    last: Mutex<Option<Instant>>,
+/// The progress bar on stderr (indicatif, redrawn at most 10 times a second): share of the
+/// search done, phase, elapsed time, checks and best score so far.
+struct Bar(ProgressBar);
+
+impl Bar {
+    fn new() -> Bar {
+        let style = ProgressStyle::with_template("[{bar:30}] {percent:>3}% {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("# ");
+        let bar = ProgressBar::with_draw_target(Some(100), ProgressDrawTarget::stderr_with_hz(10));
+        bar.set_style(style);
+        Bar(bar)
+    }
+
+    /// Leaves the last state on screen (the report and errors follow on the next line), or
+    /// nothing if the search ended before the first snapshot.
+    fn finish(&self) {
+        if self.0.message().is_empty() {
+            self.0.finish_and_clear();
+        } else {
+            self.0.abandon();
+        }
+    }
 }
 
 impl ProgressObserver for Bar {
     fn progress(&self, p: &Progress) {
-        let Ok(mut last) = self.last.lock() else {
-            return;
-        };
-        if last.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
-            return;
-        }
-        *last = Some(Instant::now());
-        let width = 30;
-        let filled = ((p.progress.clamp(0.0, 1.0)) * width as f64) as usize;
         let best = p
             .best_score
             .map_or_else(|| "none yet".to_string(), |s| format!("{s:.6}"));
-        eprint!(
-            "\r[{}{}] {:>3.0}% {} {:.1}s, {} checks, best {}   ",
-            "#".repeat(filled),
-            " ".repeat(width - filled),
-            p.progress * 100.0,
+        self.0
+            .set_position((p.progress.clamp(0.0, 1.0) * 100.0).round() as u64);
+        self.0.set_message(format!(
+            "{} {:.1}s, {} checks, best {}",
             p.phase.name(),
             p.elapsed.as_secs_f64(),
             p.checks,
             best
-        );
+        ));
     }
 
     fn improved(&self, _: &Improvement) {}
@@ -116,12 +125,8 @@ impl ProgressObserver for Bar {
 /// Runs `deid anonymize`.
 pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     let mut spec = job_spec(&args.problem)?;
-    if let Some(a) = &args.algorithm {
-        spec.algorithm = Some(if a == "igreedy" {
-            "improved-greedy".into()
-        } else {
-            a.clone()
-        });
+    if let Some(a) = args.algorithm {
+        spec.algorithm = Some(a.name().to_string());
     }
     if let Some(t) = &args.time_limit {
         spec.time_limit = Some(DurationSpec::Text(t.clone()));
@@ -146,15 +151,17 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     let config = spec.search_config(&SearchLimits::CLI)?;
     let problem = load_problem(&spec)?;
     let cancel = CancelFlag::new();
-    let bar = Bar {
-        last: Mutex::new(None),
-    };
     let show = !args.quiet && std::io::stderr().is_terminal();
-    let observer: &dyn ProgressObserver = if show { &bar } else { &NoObserver };
-    let outcome = search(&problem, &config, &cancel, observer)?;
-    if show {
-        eprintln!();
+    let bar = show.then(Bar::new);
+    let observer: &dyn ProgressObserver = match &bar {
+        Some(bar) => bar,
+        None => &NoObserver,
+    };
+    let outcome = search(&problem, &config, &cancel, observer);
+    if let Some(bar) = &bar {
+        bar.finish();
     }
+    let outcome = outcome?;
     let eval = outcome
         .best
         .as_ref()

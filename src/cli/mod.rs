@@ -1,4 +1,5 @@
-//! The `deid` command line: `evaluate` (one check of a given transformation).
+//! The `deid` command line: `evaluate` (one check of a given transformation) here; `anonymize`,
+//! `bench` and `bench-api` in their own modules.
 //!
 //! Flags and the `--config` JSON (the job specification of [`crate::job::spec`]) can be combined;
 //! flags extend or override the file.
@@ -12,6 +13,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub mod anonymize;
 pub mod bench;
+pub mod bench_api;
+pub mod names;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;
@@ -19,7 +22,7 @@ use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport};
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec,
 };
-use deid_engine::{Checker, CsvOptions, Problem, Table};
+use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
 /// Command-line interface of deid.
 #[derive(Debug, Parser)]
@@ -44,7 +47,7 @@ pub enum Command {
     /// Exit 0 if the local service answers `/healthz` (container health checks).
     Healthcheck(crate::app::HealthcheckArgs),
     /// Measure `GET /v1/jobs/{id}` throughput against a running service while two jobs run.
-    BenchApi(crate::api_bench::BenchArgs),
+    BenchApi(bench_api::BenchArgs),
     /// Search the best transformation within a time limit; write the CSV and a JSON report.
     Anonymize(anonymize::AnonymizeArgs),
     /// Run benchmark problems on a directory of datasets and print a table.
@@ -111,9 +114,9 @@ pub struct ProblemArgs {
     /// Share of records that may be suppressed, in [0, 1].
     #[arg(long)]
     pub suppression_limit: Option<f64>,
-    /// Quality model: loss, aecs, discernibility, precision, height, entropy, kl-divergence, ambiguity, ….
-    #[arg(long)]
-    pub quality: Option<String>,
+    /// Quality model the search minimises (default loss).
+    #[arg(long, value_parser = names::quality_parser())]
+    pub quality: Option<QualityModel>,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -141,7 +144,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
         Some(Command::Serve(args)) => serve(args),
-        Some(Command::BenchApi(args)) => crate::api_bench::run(args),
+        Some(Command::BenchApi(args)) => bench_api::run(args),
         Some(Command::Healthcheck(args)) => crate::app::healthcheck(&args),
         None => serve(crate::config::ServeArgs::default()),
         Some(Command::Anonymize(args)) => anonymize::run(args),
@@ -153,7 +156,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Runs the service until Ctrl-C or SIGTERM.
 fn serve(args: crate::config::ServeArgs) -> anyhow::Result<()> {
-    crate::telemetry::init_logging(&args.log_format);
+    crate::telemetry::init_logging(args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("deid-io")
@@ -221,8 +224,8 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     if let Some(s) = args.suppression_limit {
         spec.suppression_limit = Some(s);
     }
-    if let Some(q) = &args.quality {
-        spec.quality = Some(QualitySpec::Name(q.clone()));
+    if let Some(q) = args.quality {
+        spec.quality = Some(QualitySpec::Name(q.name().to_string()));
     }
     Ok(spec)
 }

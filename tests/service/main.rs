@@ -1,9 +1,11 @@
-//! API tests: the service on a random port driven with reqwest, against SQLite and PostgreSQL.
+//! Service tests in one binary: the service on a random port driven with reqwest, against SQLite
+//! and PostgreSQL, and the `deid` command line ([`cli`]).
 //! PostgreSQL tests need a server (`DEID_TEST_DATABASE_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); they fail when it is unreachable unless
 //! `DEID_SKIP_POSTGRES=1`.
 
 mod auth;
+mod cli;
 mod deploy;
 mod errors;
 mod flow;
@@ -11,7 +13,6 @@ mod helpers;
 mod hierarchies;
 mod process;
 mod queue;
-mod yaml;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
 #[macro_export]

@@ -6,7 +6,12 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::helpers::*;
-use crate::yaml;
+
+/// A YAML file of the repository as JSON values.
+fn yaml(name: &str) -> Value {
+    let text = std::fs::read_to_string(repo(name)).unwrap();
+    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
 
 /// The status of the error code `name` (panics on unknown codes).
 fn status_of(name: &str) -> u16 {
@@ -18,7 +23,7 @@ fn status_of(name: &str) -> u16 {
 }
 
 fn openapi() -> Value {
-    yaml::parse(&std::fs::read_to_string(repo("openapi.yaml")).unwrap())
+    yaml("openapi.yaml")
 }
 
 #[test]
@@ -144,7 +149,7 @@ fn openapi_job_spec_matches_the_parser() {
 
 #[test]
 fn compose_runs_deid_next_to_postgres() {
-    let doc = yaml::parse(&std::fs::read_to_string(repo("docker-compose.yml")).unwrap());
+    let doc = yaml("docker-compose.yml");
     let services = &doc["services"];
     let pg = &services["postgres"];
     assert!(pg["image"].as_str().unwrap().starts_with("postgres:"));

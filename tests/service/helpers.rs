@@ -479,7 +479,7 @@ pub fn slow_csv(rows: usize) -> String {
 /// The hierarchy of a slow column: value, band of 5, band of 10, `*` (the load jobs' of
 /// `deid bench-api`).
 pub fn slow_hierarchy() -> String {
-    deid::api_bench::slow_hierarchy()
+    deid::cli::bench_api::slow_hierarchy()
 }
 
 /// A long job on the slow dataset (inline hierarchies): with a suppression limit of 100 % every

@@ -11,8 +11,13 @@ fn tmp_dir(name: &str) -> PathBuf {
 }
 
 fn deid(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    deid_with_env(args, &[], cwd)
+}
+
+fn deid_with_env(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_deid"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(cwd)
         .output()
         .unwrap();
@@ -334,4 +339,66 @@ fn anonymize_searches_and_reports() {
         stderr.contains("'quantum'") && stderr.contains("lightning"),
         "{stderr}"
     );
+}
+
+/// `--algorithm`, `--quality` and `--log-format` (flag or `DEID_LOG_FORMAT`) accept only the
+/// names they know: anything else exits with status 2 and the list of valid values.
+#[test]
+fn unknown_names_are_rejected_with_the_valid_ones() {
+    let dir = setup("names", DATA.as_bytes(), AGE);
+    let expect = |(code, _, stderr): (i32, String, String), needles: &[&str]| {
+        assert_eq!(code, 2, "expected failure, stderr: {stderr}");
+        assert!(stderr.contains("possible values"), "{stderr}");
+        for n in needles {
+            assert!(stderr.contains(n), "'{n}' not in: {stderr}");
+        }
+    };
+    expect(
+        deid(&[ANONYMIZE_K2.as_slice(), &["quantum"]].concat(), &dir),
+        &["'quantum'", "--algorithm", "improved-greedy", "exhaustive"],
+    );
+    expect(
+        evaluate(&dir, &["--quality", "lost"]),
+        &[
+            "'lost'",
+            "--quality",
+            "discernibility-star",
+            "kl-divergence",
+        ],
+    );
+    // A non-loopback address without API keys: were the format accepted, the service would
+    // refuse to start with another message instead of running.
+    let serve = ["serve", "--bind", "0.0.0.0:0", "--data-dir", "data"];
+    let no_keys = ("DEID_API_KEYS", "");
+    expect(
+        deid_with_env(
+            &[serve.as_slice(), &["--log-format", "jsno"]].concat(),
+            &[no_keys],
+            &dir,
+        ),
+        &["'jsno'", "--log-format", "text", "json"],
+    );
+    expect(
+        deid_with_env(&serve, &[no_keys, ("DEID_LOG_FORMAT", "jsno")], &dir),
+        &["'jsno'", "text", "json"],
+    );
+    // `deid` without a subcommand serves with the environment's settings.
+    expect(
+        deid_with_env(
+            &[],
+            &[
+                no_keys,
+                ("DEID_BIND", "0.0.0.0:0"),
+                ("DEID_DATA_DIR", "data"),
+                ("DEID_LOG_FORMAT", "jsno"),
+            ],
+            &dir,
+        ),
+        &["'jsno'", "text", "json"],
+    );
+    // Valid names are accepted (the alias too); they run as before.
+    let (code, stdout, stderr) = evaluate(&dir, &["--quality", "discernibility-star"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["quality_model"], "discernibility-star");
 }
