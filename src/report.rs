@@ -31,7 +31,7 @@ pub fn evaluation_report(problem: &Problem, eval: &Evaluation, risk_threshold: f
         .zip(&eval.quality.per_attribute)
         .map(|(q, v)| (q.column.clone(), json!(v)))
         .collect();
-    let quality: Map<String, Value> = deid_engine::quality::evaluate_all(problem, eval)
+    let quality: Map<String, Value> = deid_engine::check::evaluate_all(problem, eval)
         .into_iter()
         .map(|(m, q)| {
             (

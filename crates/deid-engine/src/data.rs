@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use super::error::{EngineError, Result};
+use crate::error::{EngineError, Result};
 
 /// Distinct values of one column, in order of first appearance; code = index.
 ///

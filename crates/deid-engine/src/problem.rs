@@ -7,17 +7,15 @@
 
 use std::collections::HashMap;
 
-use super::config::{ProblemConfig, QuasiIdentifier};
-use super::data::Table;
-use super::error::{EngineError, Result};
-use super::hierarchy::EncodedHierarchy;
-use super::lattice::Lattice;
-use super::privacy::risk::PreparedSampleModel;
-use super::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
-use super::quality::{PreparedQuality, QualityConfig};
-
-/// Hard limit on quasi-identifiers (as in ARX).
-pub const MAX_QUASI_IDENTIFIERS: usize = 64;
+use crate::config::{ProblemConfig, QuasiIdentifier};
+use crate::data::Table;
+use crate::error::{EngineError, Result};
+use crate::hierarchy::EncodedHierarchy;
+use crate::lattice::Lattice;
+pub use crate::lattice::MAX_QUASI_IDENTIFIERS;
+use crate::privacy::risk::PreparedSampleModel;
+use crate::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
+use crate::quality::{PreparedQuality, QualityConfig};
 
 /// How far the privacy models' verdicts can be predicted in the lattice (REFERENCE.md §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +148,7 @@ pub struct Problem {
     pub(crate) sample_models: Vec<PreparedSampleModel>,
     min_class_size: u32,
     max_suppressed: usize,
-    quality: Option<PreparedQuality>,
+    quality: PreparedQuality,
     monotonicity: PrivacyMonotonicity,
 }
 
@@ -304,7 +302,7 @@ impl Problem {
         // 4. Base groups.
         let q = qi_columns.len();
         let (base, row_group) = base_groups(&table, &qi_columns, &slot_columns);
-        let qi_value_counts = qi_columns
+        let qi_value_counts: Vec<Vec<u32>> = qi_columns
             .iter()
             .map(|&c| {
                 let col = table.column(c);
@@ -381,7 +379,17 @@ impl Problem {
         } else {
             PrivacyMonotonicity::None
         };
-        let mut problem = Problem {
+        let weights: Vec<f64> = config.quasi_identifiers.iter().map(|q| q.weight).collect();
+        let quality = PreparedQuality::prepare(
+            config.quality,
+            n,
+            &weights,
+            &hierarchies,
+            &qi_value_counts,
+            &base.codes,
+            &base.counts,
+        );
+        Ok(Problem {
             table,
             config,
             qi_columns,
@@ -398,11 +406,9 @@ impl Problem {
             sample_models,
             min_class_size,
             max_suppressed,
-            quality: None,
+            quality,
             monotonicity,
-        };
-        problem.quality = Some(PreparedQuality::prepare(&problem)?);
-        Ok(problem)
+        })
     }
 
     /// The input table.
@@ -498,7 +504,7 @@ impl Problem {
     }
 
     pub(crate) fn prepared_quality(&self) -> &PreparedQuality {
-        self.quality.as_ref().expect("prepared in Problem::new")
+        &self.quality
     }
 
     /// Heap memory held by the problem, by part.

@@ -22,12 +22,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::builder::date::DateFormat;
-use super::builder::{
+use crate::data::Column;
+use crate::hierarchy::builder::date::DateFormat;
+use crate::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalSpec, MAX_SCALE, MaskingSpec,
     Number, OrderSpec, SortOrder,
 };
-use super::data::Column;
 
 /// Values treated as missing-value markers during detection (compared after trimming).
 pub const MISSING_MARKERS: &[&str] = &[
@@ -220,7 +220,9 @@ fn min_max_by<K: Ord>(values: &[&str], keys: &[K]) -> (Option<String>, Option<St
 }
 
 /// The first date format that parses every value, with the parsed values.
-fn detect_dates(values: &[&str]) -> Option<(&'static str, Vec<super::builder::date::DateTime>)> {
+fn detect_dates(
+    values: &[&str],
+) -> Option<(&'static str, Vec<crate::hierarchy::builder::date::DateTime>)> {
     DATE_FORMATS.iter().find_map(|&pattern| {
         let format = DateFormat::parse(pattern).ok()?;
         let compact = pattern == "yyyyMMdd";

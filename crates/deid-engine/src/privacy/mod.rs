@@ -57,8 +57,8 @@
 
 use std::fmt;
 
-use super::error::{EngineError, Result};
-use super::hierarchy::EncodedHierarchy;
+use crate::error::{EngineError, Result};
+use crate::hierarchy::EncodedHierarchy;
 
 pub mod ldiversity;
 pub mod likeness;

@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::check::{CheckResult, Checker};
-use super::error::{EngineError, Result};
-use super::lattice::{Lattice, Levels};
-use super::problem::{PrivacyMonotonicity, Problem};
+use crate::check::{CheckResult, Checker};
+use crate::error::{EngineError, Result};
+use crate::lattice::{Lattice, Levels};
+use crate::problem::{PrivacyMonotonicity, Problem};
 
 pub mod bfs;
 pub mod exhaustive;
@@ -1000,10 +1000,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
         if !self.lower_bound_valid || self.best.is_none() {
             return false;
         }
-        let lb = self
-            .problem
-            .prepared_quality()
-            .lower_bound(self.problem, levels);
+        let lb = self.problem.prepared_quality().lower_bound(levels);
         self.cannot_improve(lb, levels)
     }
 

@@ -2,7 +2,7 @@
 //! column and read by `--hierarchy COLUMN=builder.json`), golden tables for each builder kind
 //! written out by hand, and invalid specifications whose messages must name the culprit.
 
-use deid_engine::builder::{
+use deid_engine::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalDef, IntervalSpec, MaskingSpec,
     Number, OrderLabels, OrderSpec, Side, SortOrder,
 };

@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use super::data::{Column, csv_error, csv_reader, field_str};
-use super::error::{EngineError, Result};
+use crate::data::{Column, csv_error, csv_reader, field_str};
+use crate::error::{EngineError, Result};
+
+pub mod builder;
 
 /// A hierarchy as a table of strings: `rows[r][l]` is the level-`l` label of leaf `rows[r][0]`.
 #[derive(Debug, Clone, PartialEq, Default)]

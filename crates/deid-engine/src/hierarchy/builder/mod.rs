@@ -38,9 +38,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::data::Column;
-use super::error::{EngineError, Result};
-use super::hierarchy::Hierarchy;
+use super::Hierarchy;
+use crate::data::Column;
+use crate::error::{EngineError, Result};
 
 pub use date::{DateFormat, DateGranularity, DateSpec};
 pub use interval::{IntervalDef, IntervalSpec};
