@@ -533,22 +533,6 @@ impl Problem {
             index: self.base.heap_bytes() + vec_bytes(&self.row_group),
         }
     }
-
-    /// Heap size in bytes of the encoded data: table, hierarchies and per-value tables
-    /// ([`MemoryUsage::encoded`]).
-    pub fn encoded_bytes(&self) -> usize {
-        self.memory().encoded()
-    }
-
-    /// Heap size in bytes of the check's index: base groups and the row → group map.
-    pub fn index_bytes(&self) -> usize {
-        self.memory().index
-    }
-
-    /// Heap size of everything the problem holds, in bytes.
-    pub fn heap_bytes(&self) -> usize {
-        self.memory().total()
-    }
 }
 
 fn level_bounds(q: &QuasiIdentifier, height: usize) -> Result<(u8, u8)> {
@@ -682,9 +666,8 @@ mod tests {
         assert_eq!(m.value_tables, 3 * 4 + p.prepared_quality().heap_bytes());
         // 3 base groups × (1 code + count + representative), 4 rows × their group.
         assert_eq!(m.index, 3 * 3 * 4 + 4 * 4);
-        assert_eq!(p.index_bytes(), m.index);
-        assert_eq!(p.encoded_bytes(), m.table + m.hierarchies + m.value_tables);
-        assert_eq!(p.heap_bytes(), p.encoded_bytes() + m.index);
+        assert_eq!(m.encoded(), m.table + m.hierarchies + m.value_tables);
+        assert_eq!(m.total(), m.encoded() + m.index);
     }
 
     /// A deterministic stream of numbers (splitmix64).

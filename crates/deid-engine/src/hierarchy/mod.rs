@@ -86,16 +86,6 @@ impl Hierarchy {
         Ok(h)
     }
 
-    /// A single-level-plus-suppression hierarchy (`value → *`) for every value of `column`.
-    pub fn suppression_only(column: &Column) -> Hierarchy {
-        let rows = column
-            .dict
-            .values()
-            .map(|v| vec![v.to_string(), "*".to_string()])
-            .collect();
-        Hierarchy { rows, shares: None }
-    }
-
     fn validate(&self, column: &str) -> Result<()> {
         let Some(first) = self.rows.first() else {
             return Err(EngineError::EmptyInput {

@@ -284,15 +284,6 @@ impl PrivacyModel {
         }
     }
 
-    /// True for models evaluated on the distribution of class sizes after the class-based models
-    /// (average risk, sample uniqueness).
-    pub fn is_sample_based(&self) -> bool {
-        matches!(
-            self,
-            PrivacyModel::AverageRisk { .. } | PrivacyModel::SampleUniqueness { .. }
-        )
-    }
-
     /// Monotonicity of the model (REFERENCE.md §5; Grassberger entropy and the relaxed average
     /// risk differ, see the module docs).
     pub fn monotonicity(&self) -> Monotonicity {
@@ -711,13 +702,6 @@ mod tests {
                     PrivacyModel::KAnonymity { .. }
                         | PrivacyModel::AverageRisk { .. }
                         | PrivacyModel::SampleUniqueness { .. }
-                )
-            );
-            assert_eq!(
-                m.is_sample_based(),
-                matches!(
-                    m,
-                    PrivacyModel::AverageRisk { .. } | PrivacyModel::SampleUniqueness { .. }
                 )
             );
         }

@@ -116,36 +116,14 @@ impl QualityModel {
         )
     }
 
-    /// True for models with one value per quasi-identifier, combined by an [`Aggregate`].
-    pub fn is_multi_dimensional(self) -> bool {
-        matches!(
-            self,
-            QualityModel::Loss
-                | QualityModel::Precision
-                | QualityModel::Height
-                | QualityModel::Entropy
-                | QualityModel::NormalizedEntropy
-        )
-    }
-
-    /// The aggregate ARX uses by default (only meaningful for multi-dimensional models).
+    /// The aggregate ARX uses by default (only meaningful for the models with one value per
+    /// quasi-identifier: Loss, Precision, Height and the two entropies).
     pub fn default_aggregate(self) -> Aggregate {
         match self {
             QualityModel::Loss => Aggregate::GeometricMean,
             QualityModel::Precision => Aggregate::ArithmeticMean,
             _ => Aggregate::Sum,
         }
-    }
-
-    /// True if the gs-factor changes the model's score (ARX: Loss, AECS, Precision, Entropy).
-    pub fn uses_gs_factor(self) -> bool {
-        matches!(
-            self,
-            QualityModel::Loss
-                | QualityModel::Aecs
-                | QualityModel::Precision
-                | QualityModel::Entropy
-        )
     }
 }
 

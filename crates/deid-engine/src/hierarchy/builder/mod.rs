@@ -456,11 +456,6 @@ impl Number {
         self.scale
     }
 
-    /// True if the number has no fractional part.
-    pub fn is_integer(&self) -> bool {
-        self.scale == 0
-    }
-
     /// The value in units of `10^-scale` (`scale` ≥ [`Number::scale`]); exact, cannot overflow.
     pub(crate) fn units(&self, scale: u32) -> i128 {
         debug_assert!(scale >= self.scale && scale <= MAX_SCALE);
@@ -470,11 +465,6 @@ impl Number {
     /// The number `units / 10^scale`, normalised; `None` if out of range.
     pub(crate) fn from_units(units: i128, scale: u32) -> Option<Number> {
         Number::parse(&format_units(units, scale))
-    }
-
-    /// Approximate value as `f64`.
-    pub fn to_f64(&self) -> f64 {
-        self.mantissa as f64 / 10f64.powi(self.scale as i32)
     }
 
     fn significant_digits(&self) -> usize {
