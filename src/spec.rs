@@ -51,9 +51,9 @@ impl SpecError {
 
 impl From<EngineError> for SpecError {
     fn from(e: EngineError) -> Self {
-        match e {
-            EngineError::InvalidConfig { field, message } => SpecError { field, message },
-            other => SpecError::new("data", other.to_string()),
+        match e.config_error() {
+            Some((field, message)) => SpecError::new(field, message),
+            None => SpecError::new("data", e.to_string()),
         }
     }
 }
@@ -135,8 +135,8 @@ pub enum PrivacySpec {
 impl PrivacySpec {
     /// Parses into an engine model; `field` names the entry in errors.
     pub fn parse(&self, field: &str) -> Result<PrivacyModel, SpecError> {
-        let text = match self {
-            PrivacySpec::Text(t) => t.clone(),
+        let model = match self {
+            PrivacySpec::Text(t) => PrivacyModel::parse(t),
             PrivacySpec::Object(map) => {
                 let model = map.get("model").and_then(|v| v.as_str()).ok_or_else(|| {
                     SpecError::new(
@@ -144,21 +144,19 @@ impl PrivacySpec {
                         "expected the model name as a string, e.g. \"k-anonymity\"",
                     )
                 })?;
-                let params: Vec<String> = map
+                let params: Vec<(String, String)> = map
                     .iter()
                     .filter(|(k, _)| k.as_str() != "model")
                     .map(|(k, v)| match v {
-                        serde_json::Value::String(s) => format!("{k}={s}"),
-                        other => format!("{k}={other}"),
+                        serde_json::Value::String(s) => (k.clone(), s.clone()),
+                        other => (k.clone(), other.to_string()),
                     })
                     .collect();
-                format!("{model}({})", params.join(","))
+                PrivacyModel::from_params(model, &params)
             }
         };
-        PrivacyModel::parse(&text).map_err(|e| match e {
-            EngineError::InvalidConfig { field: f, message } => {
-                SpecError::new(format!("{field}{}", suffix(&f)), message)
-            }
+        model.map_err(|e| match e.within(field) {
+            EngineError::InvalidConfig { field, message } => SpecError::new(field, message),
             other => SpecError::new(field, other.to_string()),
         })
     }
@@ -229,19 +227,12 @@ pub fn hierarchy_from_builder(
     field: &str,
 ) -> Result<Hierarchy, SpecError> {
     let spec = parse_builder(value, field)?;
-    let on_field = |e: EngineError| SpecError::new(field, e.to_string());
-    spec.validate(column).map_err(on_field)?;
+    let context = format!("hierarchies.{column}");
+    let on_field = |e: EngineError| SpecError::new(field, e.within(&context).to_string());
+    spec.validate().map_err(on_field)?;
     match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
         Some(col) => spec.build(col).map_err(on_field),
         None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),
-    }
-}
-
-/// Keeps the parameter part of an engine field path (`privacy.k` → `.k`).
-fn suffix(f: &str) -> String {
-    match f.find('.') {
-        Some(i) => f[i..].to_string(),
-        None => String::new(),
     }
 }
 
@@ -304,7 +295,7 @@ impl QualitySpec {
             gs_factor: gs.unwrap_or(0.5),
             aggregate,
         };
-        config.validate()?;
+        config.validate().map_err(|e| e.within("quality"))?;
         Ok(config)
     }
 }
@@ -505,7 +496,7 @@ impl JobSpec {
                 .flash_max_space
                 .map_or(defaults.flash_max_space, |v| v as u128),
         };
-        config.genetic.validate()?;
+        config.genetic.validate().map_err(|e| e.within("genetic"))?;
         if config.time_limit.is_zero() {
             return Err(SpecError::new("time_limit", "expected a positive duration"));
         }

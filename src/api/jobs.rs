@@ -307,14 +307,19 @@ async fn validate_problem(
                 };
                 Err(missing_values_error(e, &field))
             }
-            Err(EngineError::InvalidConfig { field, message })
-                if message.contains("but the data has only") =>
-            {
-                Err(spec_error(
-                    &field,
-                    message.replace(&format!("only {n}"), &format!("only {rows}")),
-                ))
-            }
+            // Checked on a small table: the error names the dataset's rows.
+            Err(EngineError::TooFewRecords {
+                field,
+                model,
+                required,
+                ..
+            }) => Err(SpecError::from(EngineError::TooFewRecords {
+                field,
+                model,
+                required,
+                rows,
+            })
+            .into()),
             Err(e) => Err(SpecError::from(e).into()),
         }
     })

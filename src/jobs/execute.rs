@@ -126,10 +126,7 @@ pub fn run_job(
 
 fn job_error(e: EngineError) -> JobError {
     match e {
-        EngineError::InvalidConfig { field, message } => JobError {
-            field: field.strip_prefix("search.").unwrap_or(&field).to_string(),
-            message,
-        },
+        EngineError::InvalidConfig { field, message } => JobError { field, message },
         other => JobError {
             field: "algorithm".into(),
             message: other.to_string(),

@@ -256,23 +256,22 @@ impl Problem {
                 ),
             ));
         }
-        config.quality.validate()?;
+        config.quality.validate().map_err(|e| e.within("quality"))?;
         let n = table.rows();
         let mut slot_columns: Vec<usize> = Vec::new();
         let mut model_slots = Vec::with_capacity(config.privacy.len());
         for (i, model) in config.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");
-            model.validate(&field)?;
+            model.validate().map_err(|e| e.within(&field))?;
             if let Some(m) = model.min_class_size()
                 && m as usize > n
             {
-                return Err(EngineError::config(
+                return Err(EngineError::TooFewRecords {
                     field,
-                    format!(
-                        "{} requires classes of at least {m} records but the data has only {n}",
-                        model.name()
-                    ),
-                ));
+                    model: model.name().to_string(),
+                    required: m,
+                    rows: n,
+                });
             }
             let slot = match model.attribute() {
                 None => None,
@@ -352,8 +351,9 @@ impl Problem {
         for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
             let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
-            let field = format!("privacy[{i}]");
-            match PreparedModel::prepare(model, *slot, domain, hierarchy, &field)? {
+            let prepared = PreparedModel::prepare(model, *slot, domain, hierarchy)
+                .map_err(|e| e.within(&format!("privacy[{i}]")))?;
+            match prepared {
                 PreparedModel::MinClassSize => {}
                 PreparedModel::Class(m) => class_models.push(m),
                 PreparedModel::Sample(m) => sample_models.push(m),

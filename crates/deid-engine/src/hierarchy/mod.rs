@@ -74,8 +74,11 @@ impl Hierarchy {
     ) -> Result<Hierarchy> {
         if shares.len() != rows.len() || shares.iter().zip(&rows).any(|(s, r)| s.len() != r.len()) {
             return Err(EngineError::config(
-                format!("hierarchy of column '{column}'"),
-                "domain shares must have one value per row and level",
+                "",
+                format!(
+                    "hierarchy of column '{column}': domain shares must have one value per row \
+                     and level"
+                ),
             ));
         }
         let h = Hierarchy {
