@@ -250,15 +250,11 @@ async fn build(spec: HierarchySpec, column: Column) -> Result<Hierarchy> {
 
 fn builder_error(e: EngineError, column: &str) -> ApiError {
     let (path, message) = match e {
-        EngineError::InvalidConfig { field, message } => {
-            let path = field
-                .strip_prefix(&format!("hierarchies.{column}"))
-                .map(|p| p.trim_start_matches('.'))
-                .filter(|p| !p.is_empty())
-                .unwrap_or("$")
-                .to_string();
-            (path, message)
+        // The engine's path is relative to the specification; empty: the whole.
+        EngineError::InvalidConfig { field, message } if field.is_empty() => {
+            ("$".to_string(), message)
         }
+        EngineError::InvalidConfig { field, message } => (field, message),
         other => ("$".to_string(), other.to_string()),
     };
     ApiError::from(SpecError::new(path.clone(), message))
@@ -563,14 +559,11 @@ mod tests {
 
     #[test]
     fn builder_errors_name_the_path_inside_the_specification() {
-        let e = builder_error(
-            EngineError::config("hierarchies.a.b.intervals[1]", "overlaps"),
-            "a.b",
-        );
+        let e = builder_error(EngineError::config("intervals[1]", "overlaps"), "a.b");
         assert_eq!(e.code, ErrorCode::InvalidSpec);
         assert_eq!(e.details["field"], "intervals[1]");
         assert_eq!(e.details["column"], "a.b");
-        let e = builder_error(EngineError::config("hierarchies.a", "no values"), "a");
+        let e = builder_error(EngineError::config("", "no values"), "a");
         assert_eq!(e.details["field"], "$");
     }
 }

@@ -183,8 +183,10 @@ impl From<deid_engine::EngineError> for SpecError {
     /// `hierarchy_missing_values`), anything else is about the data.
     fn from(e: deid_engine::EngineError) -> Self {
         use deid_engine::EngineError;
+        if let Some((field, message)) = e.config_error() {
+            return SpecError::new(field, message);
+        }
         match e {
-            EngineError::InvalidConfig { field, message } => SpecError::new(field, message),
             EngineError::HierarchyMissingValues {
                 column,
                 missing,

@@ -148,10 +148,12 @@ pub fn from_builder(
     field: &str,
 ) -> Result<Hierarchy, SpecError> {
     let spec = parse_builder(value, field)?;
+    // The message names the column and the path inside its specification.
+    let context = format!("hierarchies.{column}");
     let on_field = |e: EngineError| {
-        SpecError::new(field, e.to_string()).with_code(ErrorCode::InvalidHierarchy)
+        SpecError::new(field, e.within(&context).to_string()).with_code(ErrorCode::InvalidHierarchy)
     };
-    spec.validate(column).map_err(on_field)?;
+    spec.validate().map_err(on_field)?;
     match table.and_then(|t| t.column_index(column).map(|i| t.column(i))) {
         Some(col) => spec.build(col).map_err(on_field),
         None => Hierarchy::from_rows(vec![vec![String::new()]], column).map_err(on_field),

@@ -39,14 +39,13 @@ fn in_table_order(mut config: ProblemConfig, table: &Table) -> ProblemConfig {
     config
 }
 
-/// A search configuration that does not fit the problem, with the field of the specification.
+/// A search configuration that does not fit the problem, with the field of the specification
+/// (the engine's paths are relative to the search configuration, whose fields are top-level
+/// fields of the specification).
 pub fn search_error(e: EngineError) -> SpecError {
-    match e {
-        EngineError::InvalidConfig { field, message } => SpecError::new(
-            field.strip_prefix("search.").unwrap_or(&field).to_string(),
-            message,
-        ),
-        other => SpecError::new("algorithm", other.to_string()),
+    match e.config_error() {
+        Some((field, message)) => SpecError::new(field, message),
+        None => SpecError::new("algorithm", e.to_string()),
     }
 }
 
@@ -137,15 +136,75 @@ pub fn validate_service_job(
             search.resolve(&problem).map_err(search_error)?;
             Ok(search)
         }
-        // The sample has `n` rows; the message must speak of the dataset's.
-        Err(EngineError::InvalidConfig { field, message })
-            if message.contains("but the data has only") =>
-        {
-            Err(SpecError::new(
-                field,
-                message.replace(&format!("only {n}"), &format!("only {}", facts.rows)),
-            ))
-        }
+        // Checked on a small table: the error names the dataset's rows.
+        Err(EngineError::TooFewRecords {
+            field,
+            model,
+            required,
+            ..
+        }) => Err(SpecError::from(EngineError::TooFewRecords {
+            field,
+            model,
+            required,
+            rows: facts.rows,
+        })),
         Err(e) => Err(SpecError::from(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deid_engine::PrivacyModel;
+
+    /// Column names with the characters of the compact syntax (`,`, `=`, `(`, `)`) work in the
+    /// JSON object form of a privacy model, and the built problem satisfies it.
+    #[test]
+    fn privacy_objects_take_any_column_name() {
+        let name = "diagnosis, (ICD=10)";
+        let rows: Vec<Vec<String>> = [("20", "x"), ("21", "y"), ("30", "x"), ("31", "y")]
+            .iter()
+            .map(|(a, d)| vec![a.to_string(), d.to_string()])
+            .collect();
+        let table = Table::from_rows(&["age", name], &rows).unwrap();
+        let spec = JobSpec::from_json(
+            &serde_json::json!({
+                "attributes": {
+                    "age": {"type": "quasi_identifying",
+                            "hierarchy": {"csv": "20;2*;*\n21;2*;*\n30;3*;*\n31;3*;*\n"}},
+                    name: {"type": "sensitive"}
+                },
+                "privacy": [
+                    {"model": "k-anonymity", "k": 2},
+                    {"model": "distinct-l-diversity", "attribute": name, "l": 2}
+                ]
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let problem = build_problem(&spec, table, Frontend::Service).unwrap();
+        assert_eq!(
+            problem.config().privacy[1],
+            PrivacyModel::DistinctLDiversity {
+                attribute: name.to_string(),
+                l: 2
+            }
+        );
+        // Level 1 (2*, 3*) makes classes of two records with two diagnoses each.
+        let r = deid_engine::Checker::new(&problem).check(&[1]);
+        assert!(r.anonymous);
+        // The same name in the compact syntax needs quotes, and gets them right.
+        let quoted = format!("distinct-l-diversity(attribute=\"{name}\",l=2)");
+        assert_eq!(
+            PrivacyModel::parse(&quoted).unwrap(),
+            problem.config().privacy[1]
+        );
+        // Errors inside an object name the parameter.
+        let bad = JobSpec::from_json(r#"{"privacy": [{"model": "k-anonymity", "k": "x"}]}"#)
+            .unwrap()
+            .privacy[0]
+            .parse("privacy[0]")
+            .unwrap_err();
+        assert_eq!(bad.field, "privacy[0].k");
     }
 }

@@ -90,7 +90,7 @@ impl EvaluationReport {
             quality_model: problem.quality_config().model.name(),
             score: eval.quality.score,
             lower_bound: eval.quality.lower_bound,
-            quality: deid_engine::quality::evaluate_all(problem, eval)
+            quality: deid_engine::check::evaluate_all(problem, eval)
                 .into_iter()
                 .map(|(m, q)| {
                     let q = ModelQuality {
@@ -292,7 +292,7 @@ mod tests {
     /// The report as it was written before it had types (a `json!` tree).
     fn untyped(problem: &Problem, outcome: &SearchOutcome, eval: &Evaluation) -> Value {
         let quality: serde_json::Map<String, Value> =
-            deid_engine::quality::evaluate_all(problem, eval)
+            deid_engine::check::evaluate_all(problem, eval)
                 .into_iter()
                 .map(|(m, q)| {
                     (

@@ -27,7 +27,7 @@ use deid_engine::config::SensitiveAttribute;
 use deid_engine::privacy::PrivacyModel;
 use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
 use deid_engine::{
-    Algorithm, EngineError, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
+    Algorithm, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
 };
 
 use super::error::SpecError;
@@ -110,8 +110,8 @@ pub enum PrivacySpec {
 impl PrivacySpec {
     /// Parses into an engine model; `field` names the entry in errors.
     pub fn parse(&self, field: &str) -> Result<PrivacyModel, SpecError> {
-        let text = match self {
-            PrivacySpec::Text(t) => t.clone(),
+        let model = match self {
+            PrivacySpec::Text(t) => PrivacyModel::parse(t),
             PrivacySpec::Object(map) => {
                 let model = map.get("model").and_then(|v| v.as_str()).ok_or_else(|| {
                     SpecError::new(
@@ -119,31 +119,19 @@ impl PrivacySpec {
                         "expected the model name as a string, e.g. \"k-anonymity\"",
                     )
                 })?;
-                let params: Vec<String> = map
+                // Parameter by parameter: values need no quoting, whatever they contain.
+                let params: Vec<(String, String)> = map
                     .iter()
                     .filter(|(k, _)| k.as_str() != "model")
                     .map(|(k, v)| match v {
-                        serde_json::Value::String(s) => format!("{k}={s}"),
-                        other => format!("{k}={other}"),
+                        serde_json::Value::String(s) => (k.clone(), s.clone()),
+                        other => (k.clone(), other.to_string()),
                     })
                     .collect();
-                format!("{model}({})", params.join(","))
+                PrivacyModel::from_params(model, &params)
             }
         };
-        PrivacyModel::parse(&text).map_err(|e| match e {
-            EngineError::InvalidConfig { field: f, message } => {
-                SpecError::new(format!("{field}{}", suffix(&f)), message)
-            }
-            other => SpecError::new(field, other.to_string()),
-        })
-    }
-}
-
-/// Keeps the parameter part of an engine field path (`privacy.k` → `.k`).
-fn suffix(f: &str) -> String {
-    match f.find('.') {
-        Some(i) => f[i..].to_string(),
-        None => String::new(),
+        model.map_err(|e| SpecError::from(e.within(field)))
     }
 }
 
@@ -206,7 +194,7 @@ impl QualitySpec {
             gs_factor: gs.unwrap_or(0.5),
             aggregate,
         };
-        config.validate()?;
+        config.validate().map_err(|e| e.within("quality"))?;
         Ok(config)
     }
 }
@@ -425,7 +413,7 @@ impl JobSpec {
                 .flash_max_space
                 .map_or(defaults.flash_max_space, |v| v as u128),
         };
-        config.genetic.validate()?;
+        config.genetic.validate().map_err(|e| e.within("genetic"))?;
         if config.time_limit.is_zero() {
             return Err(SpecError::new("time_limit", "expected a positive duration"));
         }

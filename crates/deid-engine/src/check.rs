@@ -13,11 +13,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::hierarchy::CodeMap;
-use super::lattice::{Lattice, Levels};
-use super::privacy;
-use super::problem::{Groups, Histograms, Problem, hash_codes};
-use super::quality::Quality;
+use crate::hierarchy::CodeMap;
+use crate::lattice::{Lattice, Levels};
+use crate::privacy;
+use crate::problem::{Groups, Histograms, Problem, hash_codes};
+use crate::quality::{ClassView, Quality, QualityModel};
 
 /// Verdict and score of one transformation.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,21 +56,24 @@ pub struct Evaluation {
     pub class_of_base: Vec<u32>,
 }
 
-/// What quality and privacy models see of a grouped transformation.
-#[derive(Debug, Clone, Copy)]
-pub struct ClassView<'a> {
-    /// The problem.
-    pub problem: &'a Problem,
-    /// The transformation.
-    pub levels: &'a [u8],
-    /// Generalized codes, row-major (`q` per class).
-    pub codes: &'a [u32],
-    /// Records per class.
-    pub counts: &'a [u32],
-    /// Suppression flag per class.
-    pub suppressed: &'a [bool],
-    /// The groups (representatives and histograms).
-    pub groups: &'a Groups,
+impl Evaluation {
+    /// What the quality models see of the evaluated classes.
+    fn class_view(&self) -> ClassView<'_> {
+        ClassView {
+            levels: &self.result.levels,
+            codes: &self.groups.codes,
+            counts: &self.groups.counts,
+            suppressed: &self.suppressed,
+        }
+    }
+}
+
+/// Every model's quality of one evaluated transformation, in [`QualityModel::ALL`] order (for
+/// reports). Uses the problem's gs-factor and aggregate.
+pub fn evaluate_all(problem: &Problem, evaluation: &Evaluation) -> Vec<(QualityModel, Quality)> {
+    problem
+        .prepared_quality()
+        .evaluate_all(&evaluation.class_view())
 }
 
 /// Decides and scores transformations of one problem. Thread-safe.
@@ -198,12 +201,10 @@ impl<'p> Checker<'p> {
     fn judge(&self, levels: &[u8], groups: &Groups) -> (CheckResult, Quality, Vec<bool>) {
         let (suppressed, suppressed_records) = self.suppress(groups);
         let view = ClassView {
-            problem: self.problem,
             levels,
             codes: &groups.codes,
             counts: &groups.counts,
             suppressed: &suppressed,
-            groups,
         };
         let quality = self.problem.prepared_quality().evaluate(&view);
         let result = self.verdict(levels, groups, &suppressed, suppressed_records, &quality);

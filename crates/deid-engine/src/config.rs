@@ -1,10 +1,10 @@
 //! Engine-side configuration of an anonymization problem: which columns are quasi-identifiers
 //! (with hierarchies), sensitive or identifying, the privacy models, the suppression limit and the
-//! quality model. The JSON job specification (`crate::spec`) is parsed into these types.
+//! quality model. The service's job specification is parsed into these types.
 
-use super::hierarchy::Hierarchy;
-use super::privacy::PrivacyModel;
-use super::quality::QualityConfig;
+use crate::hierarchy::Hierarchy;
+use crate::privacy::PrivacyModel;
+use crate::quality::QualityConfig;
 
 /// A quasi-identifier: a column generalized with a hierarchy.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ pub mod scanner;
 use std::collections::HashMap;
 use std::io::Read;
 
-use super::error::{EngineError, Result};
+use crate::error::{EngineError, Result};
 pub use scanner::{CsvScanner, Record};
 
 /// Distinct values of one column, in order of first appearance; code = index.

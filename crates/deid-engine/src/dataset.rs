@@ -5,7 +5,10 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use crate::{CsvOptions, EngineError, Hierarchy, QuasiIdentifier, Table};
+use crate::config::QuasiIdentifier;
+use crate::data::{CsvOptions, Table};
+use crate::error::EngineError;
+use crate::hierarchy::Hierarchy;
 
 /// A benchmark dataset: the table and one hierarchy per quasi-identifier (in column order).
 #[derive(Debug)]

@@ -116,12 +116,35 @@ pub enum EngineError {
         second: String,
     },
     /// A configuration value is invalid.
+    ///
+    /// `field` is a path *relative to the object validated by the function that returns the
+    /// error*: keys joined by `.`, list positions in brackets (`l`, `genetic.elite_fraction`,
+    /// `intervals[2]`, `privacy[1].k`); the empty path stands for that object as a whole. A caller
+    /// that validates a part of a larger object prepends the part's position with
+    /// [`EngineError::within`]: [`PrivacyModel::from_params`](crate::PrivacyModel::from_params)
+    /// names `k`, [`Problem::new`](crate::Problem::new) turns that into `privacy[1].k`.
     #[error("invalid value for '{field}': {message}")]
     InvalidConfig {
-        /// Which configuration field (dotted path, e.g. `privacy[1].l`).
+        /// Path of the offending field (see above).
         field: String,
         /// What is wrong and what was expected.
         message: String,
+    },
+    /// A privacy model requires larger classes than the data has records, so no transformation
+    /// can fulfil it.
+    #[error(
+        "invalid value for '{field}': {model} requires classes of at least {required} records but the data has only {rows}"
+    )]
+    TooFewRecords {
+        /// Path of the privacy model (e.g. `privacy[0]`), relative like
+        /// [`EngineError::InvalidConfig`]'s.
+        field: String,
+        /// Name of the model (e.g. `k-anonymity`).
+        model: String,
+        /// The minimal class size the model implies.
+        required: u32,
+        /// Records of the data.
+        rows: usize,
     },
     /// The output could not be written.
     #[error("writing the output failed: {0}")]
@@ -135,5 +158,111 @@ impl EngineError {
             field: field.into(),
             message: message.into(),
         }
+    }
+
+    /// The error with `prefix` (the position of the validated object inside the caller's) put
+    /// in front of its field path: `k` within `privacy[1]` is `privacy[1].k`, `[2]` within
+    /// `intervals` is `intervals[2]`, the empty path within `privacy[1]` is `privacy[1]`. Errors
+    /// without a field path are returned unchanged.
+    pub fn within(self, prefix: &str) -> Self {
+        match self {
+            EngineError::InvalidConfig { field, message } => EngineError::InvalidConfig {
+                field: join_path(prefix, &field),
+                message,
+            },
+            EngineError::TooFewRecords {
+                field,
+                model,
+                required,
+                rows,
+            } => EngineError::TooFewRecords {
+                field: join_path(prefix, &field),
+                model,
+                required,
+                rows,
+            },
+            other => other,
+        }
+    }
+
+    /// For an error about a configuration value ([`EngineError::InvalidConfig`],
+    /// [`EngineError::TooFewRecords`]): its field path and what is wrong (the text after
+    /// `invalid value for '<field>': `). `None` for errors about the data or the output.
+    pub fn config_error(&self) -> Option<(&str, String)> {
+        match self {
+            EngineError::InvalidConfig { field, message } => Some((field, message.clone())),
+            EngineError::TooFewRecords {
+                field,
+                model,
+                required,
+                rows,
+            } => Some((
+                field,
+                format!(
+                    "{model} requires classes of at least {required} records but the data has only {rows}"
+                ),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `prefix` followed by the relative path `field` (see [`EngineError::InvalidConfig`]).
+fn join_path(prefix: &str, field: &str) -> String {
+    if prefix.is_empty() {
+        field.to_string()
+    } else if field.is_empty() {
+        prefix.to_string()
+    } else if field.starts_with('[') {
+        format!("{prefix}{field}")
+    } else {
+        format!("{prefix}.{field}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_compose() {
+        let e = EngineError::config("k", "too small").within("privacy[1]");
+        assert_eq!(e, EngineError::config("privacy[1].k", "too small"));
+        let e = EngineError::config("[2]", "overlaps").within("intervals");
+        assert_eq!(e, EngineError::config("intervals[2]", "overlaps"));
+        let e = EngineError::config("", "unknown model").within("privacy[0]");
+        assert_eq!(e, EngineError::config("privacy[0]", "unknown model"));
+        let e = EngineError::config("elite_fraction", "too large")
+            .within("genetic")
+            .within("");
+        assert_eq!(
+            e,
+            EngineError::config("genetic.elite_fraction", "too large")
+        );
+        let e = EngineError::Output("disk full".into()).within("x");
+        assert_eq!(e, EngineError::Output("disk full".into()));
+    }
+
+    #[test]
+    fn too_few_records_reads_like_an_invalid_value() {
+        let e = EngineError::TooFewRecords {
+            field: String::new(),
+            model: "k-anonymity".into(),
+            required: 5,
+            rows: 3,
+        }
+        .within("privacy[0]");
+        let (field, message) = e.config_error().expect("a configuration error");
+        assert_eq!(field, "privacy[0]");
+        assert_eq!(
+            e.to_string(),
+            EngineError::config(field, message).to_string()
+        );
+        assert_eq!(
+            e.to_string(),
+            "invalid value for 'privacy[0]': k-anonymity requires classes of at least 5 records \
+             but the data has only 3"
+        );
+        assert_eq!(EngineError::Output("x".into()).config_error(), None);
     }
 }

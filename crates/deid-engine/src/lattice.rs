@@ -5,6 +5,9 @@
 /// One generalization level per quasi-identifier.
 pub type Levels = Vec<u8>;
 
+/// Hard limit on quasi-identifiers, i.e. on the dimensions of a lattice (as in ARX).
+pub const MAX_QUASI_IDENTIFIERS: usize = 64;
+
 /// The solution space: all level vectors between `min` and `max` component-wise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lattice {

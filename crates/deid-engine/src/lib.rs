@@ -1,16 +1,22 @@
 //! deid's anonymization engine: synchronous, pure and deterministic. No async runtime, no database,
 //! no HTTP — usable as a library, from the CLI and from the service's worker pool alike.
 //!
-//! Layout: [`data`] (the CSV scanner and dictionary-encoded tables) → [`hierarchy`]
-//! (generalization hierarchies) → [`problem`] (a validated, encoded problem) → [`check`] (decide
-//! and score one transformation) using [`privacy`] and [`quality`] models over the [`lattice`] of
-//! transformations; [`output`] writes the anonymized table and [`risk`] reports
-//! re-identification risks; [`mod@search`] finds the best anonymous transformation. [`builder`]
-//! creates hierarchies from small specifications and [`profile`] profiles columns (type
-//! detection with a suggested specification, the streaming profile of a CSV table).
-//! [`dataset`] loads datasets in the layout of ARX's benchmark files.
+//! Layout, in layers (a module only uses modules of lower layers; the engine's integration test
+//! `layering` fails on any import cycle):
+//!
+//! 1. [`error`] (what can go wrong) and [`lattice`] (the space of transformations);
+//! 2. [`data`] (the CSV scanner and dictionary-encoded tables);
+//! 3. [`hierarchy`] (generalization hierarchies; [`hierarchy::builder`] creates them from small
+//!    specifications) and [`profile`] (column profiles: type detection with a suggested
+//!    hierarchy, the streaming profile of a CSV table);
+//! 4. [`privacy`] and [`quality`] models, each compiled against the data by the layer above;
+//! 5. [`config`] (what the user asks for) and [`dataset`] (loads datasets in the layout of ARX's
+//!    benchmark files);
+//! 6. [`problem`] (a validated, encoded problem);
+//! 7. [`check`] (decide and score one transformation);
+//! 8. [`mod@search`] (finds the best anonymous transformation), [`output`] (writes the
+//!    anonymized table) and [`risk`] (re-identification risks).
 
-pub mod builder;
 pub mod check;
 pub mod config;
 pub mod data;
@@ -26,12 +32,12 @@ pub mod quality;
 pub mod risk;
 pub mod search;
 
-pub use builder::HierarchySpec;
 pub use check::{CheckResult, Checker, Evaluation};
 pub use config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};
 pub use data::{CsvOptions, CsvScanner, Table};
 pub use error::{EngineError, Result};
 pub use hierarchy::Hierarchy;
+pub use hierarchy::builder::HierarchySpec;
 pub use lattice::{Lattice, Levels};
 pub use privacy::PrivacyModel;
 pub use problem::Problem;

@@ -4,9 +4,9 @@
 
 use std::io::Write;
 
-use super::check::Evaluation;
-use super::error::{EngineError, Result};
-use super::problem::Problem;
+use crate::check::Evaluation;
+use crate::error::{EngineError, Result};
+use crate::problem::Problem;
 
 /// The text written for a suppressed quasi-identifier.
 pub const SUPPRESSED: &str = "*";

@@ -7,17 +7,15 @@
 
 use std::collections::HashMap;
 
-use super::config::{ProblemConfig, QuasiIdentifier};
-use super::data::Table;
-use super::error::{EngineError, Result};
-use super::hierarchy::EncodedHierarchy;
-use super::lattice::Lattice;
-use super::privacy::risk::PreparedSampleModel;
-use super::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
-use super::quality::{PreparedQuality, QualityConfig};
-
-/// Hard limit on quasi-identifiers (as in ARX).
-pub const MAX_QUASI_IDENTIFIERS: usize = 64;
+use crate::config::{ProblemConfig, QuasiIdentifier};
+use crate::data::Table;
+use crate::error::{EngineError, Result};
+use crate::hierarchy::EncodedHierarchy;
+use crate::lattice::Lattice;
+pub use crate::lattice::MAX_QUASI_IDENTIFIERS;
+use crate::privacy::risk::PreparedSampleModel;
+use crate::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
+use crate::quality::{PreparedQuality, QualityConfig};
 
 /// How far the privacy models' verdicts can be predicted in the lattice (REFERENCE.md §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +148,7 @@ pub struct Problem {
     pub(crate) sample_models: Vec<PreparedSampleModel>,
     min_class_size: u32,
     max_suppressed: usize,
-    quality: Option<PreparedQuality>,
+    quality: PreparedQuality,
     monotonicity: PrivacyMonotonicity,
 }
 
@@ -258,23 +256,22 @@ impl Problem {
                 ),
             ));
         }
-        config.quality.validate()?;
+        config.quality.validate().map_err(|e| e.within("quality"))?;
         let n = table.rows();
         let mut slot_columns: Vec<usize> = Vec::new();
         let mut model_slots = Vec::with_capacity(config.privacy.len());
         for (i, model) in config.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");
-            model.validate(&field)?;
+            model.validate().map_err(|e| e.within(&field))?;
             if let Some(m) = model.min_class_size()
                 && m as usize > n
             {
-                return Err(EngineError::config(
+                return Err(EngineError::TooFewRecords {
                     field,
-                    format!(
-                        "{} requires classes of at least {m} records but the data has only {n}",
-                        model.name()
-                    ),
-                ));
+                    model: model.name().to_string(),
+                    required: m,
+                    rows: n,
+                });
             }
             let slot = match model.attribute() {
                 None => None,
@@ -304,7 +301,7 @@ impl Problem {
         // 4. Base groups.
         let q = qi_columns.len();
         let (base, row_group) = base_groups(&table, &qi_columns, &slot_columns);
-        let qi_value_counts = qi_columns
+        let qi_value_counts: Vec<Vec<u32>> = qi_columns
             .iter()
             .map(|&c| {
                 let col = table.column(c);
@@ -354,8 +351,9 @@ impl Problem {
         for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
             let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
-            let field = format!("privacy[{i}]");
-            match PreparedModel::prepare(model, *slot, domain, hierarchy, &field)? {
+            let prepared = PreparedModel::prepare(model, *slot, domain, hierarchy)
+                .map_err(|e| e.within(&format!("privacy[{i}]")))?;
+            match prepared {
                 PreparedModel::MinClassSize => {}
                 PreparedModel::Class(m) => class_models.push(m),
                 PreparedModel::Sample(m) => sample_models.push(m),
@@ -381,7 +379,17 @@ impl Problem {
         } else {
             PrivacyMonotonicity::None
         };
-        let mut problem = Problem {
+        let weights: Vec<f64> = config.quasi_identifiers.iter().map(|q| q.weight).collect();
+        let quality = PreparedQuality::prepare(
+            config.quality,
+            n,
+            &weights,
+            &hierarchies,
+            &qi_value_counts,
+            &base.codes,
+            &base.counts,
+        );
+        Ok(Problem {
             table,
             config,
             qi_columns,
@@ -398,11 +406,9 @@ impl Problem {
             sample_models,
             min_class_size,
             max_suppressed,
-            quality: None,
+            quality,
             monotonicity,
-        };
-        problem.quality = Some(PreparedQuality::prepare(&problem)?);
-        Ok(problem)
+        })
     }
 
     /// The input table.
@@ -498,7 +504,7 @@ impl Problem {
     }
 
     pub(crate) fn prepared_quality(&self) -> &PreparedQuality {
-        self.quality.as_ref().expect("prepared in Problem::new")
+        &self.quality
     }
 
     /// Heap memory held by the problem, by part.
@@ -526,22 +532,6 @@ impl Problem {
                     .sum::<usize>(),
             index: self.base.heap_bytes() + vec_bytes(&self.row_group),
         }
-    }
-
-    /// Heap size in bytes of the encoded data: table, hierarchies and per-value tables
-    /// ([`MemoryUsage::encoded`]).
-    pub fn encoded_bytes(&self) -> usize {
-        self.memory().encoded()
-    }
-
-    /// Heap size in bytes of the check's index: base groups and the row → group map.
-    pub fn index_bytes(&self) -> usize {
-        self.memory().index
-    }
-
-    /// Heap size of everything the problem holds, in bytes.
-    pub fn heap_bytes(&self) -> usize {
-        self.memory().total()
     }
 }
 
@@ -676,9 +666,8 @@ mod tests {
         assert_eq!(m.value_tables, 3 * 4 + p.prepared_quality().heap_bytes());
         // 3 base groups × (1 code + count + representative), 4 rows × their group.
         assert_eq!(m.index, 3 * 3 * 4 + 4 * 4);
-        assert_eq!(p.index_bytes(), m.index);
-        assert_eq!(p.encoded_bytes(), m.table + m.hierarchies + m.value_tables);
-        assert_eq!(p.heap_bytes(), p.encoded_bytes() + m.index);
+        assert_eq!(m.encoded(), m.table + m.hierarchies + m.value_tables);
+        assert_eq!(m.total(), m.encoded() + m.index);
     }
 
     /// A deterministic stream of numbers (splitmix64).

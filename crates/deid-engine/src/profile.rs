@@ -29,12 +29,12 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::builder::date::DateFormat;
-use super::builder::{
+use crate::data::Column;
+use crate::hierarchy::builder::date::DateFormat;
+use crate::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalSpec, MAX_SCALE, MaskingSpec,
     Number, OrderSpec, SortOrder,
 };
-use super::data::Column;
 pub use streaming::{MAX_KEPT_VALUES, TableProfile, profile_csv, scan_column};
 
 /// Values treated as missing-value markers during detection (compared after trimming).

@@ -3,8 +3,8 @@
 //! Suppressed records carry no quasi-identifying information and are reported separately; the
 //! class statistics cover the published (non-suppressed) classes.
 
-use super::check::Evaluation;
-use super::problem::Problem;
+use crate::check::Evaluation;
+use crate::problem::Problem;
 
 /// Risk statistics of one table.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -57,8 +57,8 @@
 
 use std::fmt;
 
-use super::error::{EngineError, Result};
-use super::hierarchy::EncodedHierarchy;
+use crate::error::{EngineError, Result};
+use crate::hierarchy::EncodedHierarchy;
 
 pub mod ldiversity;
 pub mod likeness;
@@ -246,10 +246,22 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
 
 impl PrivacyModel {
     /// Parses the compact text syntax, e.g. `t-closeness(attribute=disease,t=0.2,distance=ordered)`;
-    /// the inverse of `Display`. Parameters are validated (errors name `<model>.<key>`); unknown
-    /// models, unknown or missing keys and malformed values are errors that list what is expected.
+    /// the inverse of `Display`: splits the text into the name and its `key=value` pairs
+    /// (values containing `,`, `(`, `)`, `=` or `"` in double quotes), then
+    /// [`PrivacyModel::from_params`]. Syntax errors name the model as a whole (the empty path).
     pub fn parse(text: &str) -> Result<PrivacyModel> {
         syntax::parse(text)
+    }
+
+    /// Builds and validates a model from its name and parameters, e.g. `("t-closeness",
+    /// [("attribute", "a,b"), ("t", "0.2"), ("distance", "ordered")])`; values need no quoting.
+    /// Names and keys are case-insensitive; surrounding whitespace is ignored in them and in every
+    /// value but `attribute` (a column name, taken as given). Unknown models, unknown, repeated or
+    /// missing keys, malformed and out-of-range values are errors that list what is expected;
+    /// their field is the parameter (`k`), or the empty path for an unknown model (see
+    /// [`EngineError::InvalidConfig`]).
+    pub fn from_params(name: &str, params: &[(String, String)]) -> Result<PrivacyModel> {
+        syntax::from_params(name, params)
     }
 
     /// Model name of the text syntax, e.g. `k-anonymity` or `entropy-l-diversity`.
@@ -282,15 +294,6 @@ impl PrivacyModel {
             | PrivacyModel::BasicBetaLikeness { attribute, .. }
             | PrivacyModel::EnhancedBetaLikeness { attribute, .. } => Some(attribute),
         }
-    }
-
-    /// True for models evaluated on the distribution of class sizes after the class-based models
-    /// (average risk, sample uniqueness).
-    pub fn is_sample_based(&self) -> bool {
-        matches!(
-            self,
-            PrivacyModel::AverageRisk { .. } | PrivacyModel::SampleUniqueness { .. }
-        )
     }
 
     /// Monotonicity of the model (REFERENCE.md §5; Grassberger entropy and the relaxed average
@@ -327,12 +330,10 @@ impl PrivacyModel {
         }
     }
 
-    /// Checks parameter ranges; `field` is the path used in errors (e.g. `privacy[0]`), the
-    /// parameter name is appended (`privacy[0].t`).
-    pub fn validate(&self, field: &str) -> Result<()> {
-        let err = |name: &str, message: String| {
-            Err(EngineError::config(format!("{field}.{name}"), message))
-        };
+    /// Checks parameter ranges; errors name the parameter (`t`, `attribute`, …), relative to
+    /// the model (see [`EngineError::InvalidConfig`]).
+    pub fn validate(&self) -> Result<()> {
+        let err = |name: &str, message: String| Err(EngineError::config(name, message));
         if let Some(attribute) = self.attribute()
             && attribute.is_empty()
         {
@@ -374,12 +375,12 @@ impl PrivacyModel {
                 highest,
                 records_at_risk,
             } => {
-                check_share(field, "threshold", *threshold, false)?;
+                check_share("threshold", *threshold, false)?;
                 match (highest, records_at_risk) {
                     (None, None) => Ok(()),
                     (Some(h), Some(r)) => {
-                        check_share(field, "highest", *h, false)?;
-                        check_share(field, "records_at_risk", *r, true)
+                        check_share("highest", *h, false)?;
+                        check_share("records_at_risk", *r, true)
                     }
                     (Some(_), None) => err(
                         "records_at_risk",
@@ -394,7 +395,7 @@ impl PrivacyModel {
                 }
             }
             PrivacyModel::SampleUniqueness { threshold } => {
-                check_share(field, "threshold", *threshold, false)
+                check_share("threshold", *threshold, false)
             }
             _ => Ok(()),
         }
@@ -413,8 +414,8 @@ fn ceil_u32(l: f64) -> u32 {
     }
 }
 
-/// Checks that a share lies in (0, 1] (or [0, 1] with `zero_ok`).
-fn check_share(field: &str, name: &str, value: f64, zero_ok: bool) -> Result<()> {
+/// Checks that the share `name` lies in (0, 1] (or [0, 1] with `zero_ok`).
+fn check_share(name: &str, value: f64, zero_ok: bool) -> Result<()> {
     let ok = if zero_ok {
         (0.0..=1.0).contains(&value)
     } else {
@@ -425,7 +426,7 @@ fn check_share(field: &str, name: &str, value: f64, zero_ok: bool) -> Result<()>
     } else {
         let range = if zero_ok { "[0, 1]" } else { "(0, 1]" };
         Err(EngineError::config(
-            format!("{field}.{name}"),
+            name,
             format!("{name} must lie in {range}, got {value}"),
         ))
     }
@@ -508,19 +509,18 @@ pub(crate) enum PreparedModel {
 impl PreparedModel {
     /// Compiles `model`; `slot` is the index of its sensitive attribute among the problem's
     /// tracked distributions, `domain` that attribute's global distribution and `hierarchy` its
-    /// encoded hierarchy, if one was declared. `field` (e.g. `privacy[2]`) prefixes errors.
+    /// encoded hierarchy, if one was declared. Errors name the model's parameter.
     pub(crate) fn prepare(
         model: &PrivacyModel,
         slot: Option<usize>,
         domain: Option<&SensitiveDomain>,
         hierarchy: Option<&EncodedHierarchy>,
-        field: &str,
     ) -> Result<PreparedModel> {
         let sensitive = || -> Result<(usize, &SensitiveDomain)> {
             match (slot, domain) {
                 (Some(s), Some(d)) => Ok((s, d)),
                 _ => Err(EngineError::config(
-                    format!("{field}.attribute"),
+                    "attribute",
                     format!("{} needs a sensitive attribute", model.name()),
                 )),
             }
@@ -559,7 +559,7 @@ impl PreparedModel {
                     TClosenessDistance::Hierarchical => {
                         let Some(h) = hierarchy else {
                             return Err(EngineError::config(
-                                format!("{field}.distance"),
+                                "distance",
                                 format!(
                                     "t-closeness with hierarchical distance needs a hierarchy \
                                      for the sensitive attribute '{}'; declare one for it or \
@@ -571,7 +571,7 @@ impl PreparedModel {
                         PreparedClassModel::HierarchicalT {
                             slot,
                             t,
-                            model: HierarchicalDistance::new(domain, h, field)?,
+                            model: HierarchicalDistance::new(domain, h)?,
                         }
                     }
                 })
@@ -711,13 +711,6 @@ mod tests {
                     PrivacyModel::KAnonymity { .. }
                         | PrivacyModel::AverageRisk { .. }
                         | PrivacyModel::SampleUniqueness { .. }
-                )
-            );
-            assert_eq!(
-                m.is_sample_based(),
-                matches!(
-                    m,
-                    PrivacyModel::AverageRisk { .. } | PrivacyModel::SampleUniqueness { .. }
                 )
             );
         }
@@ -913,7 +906,8 @@ mod tests {
             ),
         ];
         for (model, field) in cases {
-            match model.validate("privacy[3]") {
+            // Errors name the parameter; the caller puts the model's position in front.
+            match model.validate().map_err(|e| e.within("privacy[3]")) {
                 Err(EngineError::InvalidConfig { field: f, .. }) => {
                     assert_eq!(f, field, "{model:?}")
                 }
@@ -921,7 +915,7 @@ mod tests {
             }
         }
         for m in sample_models() {
-            assert_eq!(m.validate("privacy[0]"), Ok(()), "{m}");
+            assert_eq!(m.validate(), Ok(()), "{m}");
         }
         // Boundaries are accepted.
         for m in [
@@ -946,7 +940,7 @@ mod tests {
                 estimator: EntropyEstimator::Shannon,
             },
         ] {
-            assert_eq!(m.validate("p"), Ok(()), "{m}");
+            assert_eq!(m.validate(), Ok(()), "{m}");
         }
     }
 

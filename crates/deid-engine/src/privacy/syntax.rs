@@ -5,6 +5,11 @@
 //! Values that contain `,`, `(`, `)`, `=`, `"` or surrounding whitespace (column names) are
 //! written in double quotes, with `""` for a quote inside. Keys may come in any order;
 //! `Display` writes them in the order of [`MODEL_SYNTAX`] so that `parse(display(m)) == m`.
+//!
+//! Parsing is two steps: [`parse`] splits the text into the name and `(key, value)` pairs, and
+//! [`from_params`] builds and validates the model from them (the service calls it directly for
+//! the JSON object form, so that no value needs quoting). Errors name the parameter (`k`), or
+//! nothing (the empty path) when the model as a whole is wrong.
 
 use std::fmt;
 
@@ -87,10 +92,6 @@ struct Params<'a> {
 }
 
 impl Params<'_> {
-    fn field(&self, key: &str) -> String {
-        format!("{}.{key}", self.schema.name)
-    }
-
     fn raw(&self, key: &str) -> Option<&str> {
         self.values
             .iter()
@@ -115,7 +116,7 @@ impl Params<'_> {
         match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(x),
             _ => Err(EngineError::config(
-                self.field(key),
+                key,
                 format!("expected a number for {key}, got '{v}'"),
             )),
         }
@@ -125,7 +126,7 @@ impl Params<'_> {
         let v = self.raw(key).unwrap_or("0");
         v.parse::<u32>().map_err(|_| {
             EngineError::config(
-                self.field(key),
+                key,
                 format!(
                     "expected a whole number from 0 to {} for {key}, got '{v}'",
                     u32::MAX
@@ -146,46 +147,55 @@ impl Params<'_> {
             (v, _) => {
                 let v = v.unwrap_or_default();
                 parse(v).ok_or_else(|| {
-                    EngineError::config(
-                        self.field(key),
-                        format!("expected {options} for {key}, got '{v}'"),
-                    )
+                    EngineError::config(key, format!("expected {options} for {key}, got '{v}'"))
                 })
             }
         }
     }
 }
 
-/// Parses and validates one model.
+/// Parses and validates one model in the text syntax.
 pub(super) fn parse(text: &str) -> Result<PrivacyModel> {
     let text = text.trim();
     let (name, rest) = match text.find('(') {
         Some(i) => (text[..i].trim(), Some(&text[i + 1..])),
         None => (text, None),
     };
-    let lower = name.to_ascii_lowercase();
-    let Some(schema) = SCHEMAS.iter().find(|s| s.name == lower) else {
-        return Err(EngineError::config(
-            "privacy",
-            format!(
-                "unknown privacy model '{name}'; expected one of: {}",
-                MODEL_SYNTAX.join(", ")
-            ),
-        ));
-    };
+    let schema = schema(name)?;
     let pairs = match rest {
         None => Vec::new(),
         Some(rest) => split_params(schema, rest)?,
     };
-    let params = check_keys(schema, pairs)?;
+    from_params(name, &pairs)
+}
+
+/// Builds and validates one model from its name and parameters.
+pub(super) fn from_params(name: &str, params: &[(String, String)]) -> Result<PrivacyModel> {
+    let schema = schema(name)?;
+    let params = check_keys(schema, params)?;
     let model = build(&params)?;
-    model.validate(schema.name)?;
+    model.validate()?;
     Ok(model)
+}
+
+/// The schema of the model called `name` (case-insensitive, surrounding whitespace ignored).
+fn schema(name: &str) -> Result<&'static Schema> {
+    let name = name.trim();
+    let lower = name.to_ascii_lowercase();
+    SCHEMAS.iter().find(|s| s.name == lower).ok_or_else(|| {
+        EngineError::config(
+            "",
+            format!(
+                "unknown privacy model '{name}'; expected one of: {}",
+                MODEL_SYNTAX.join(", ")
+            ),
+        )
+    })
 }
 
 /// Splits `key=value,…)` into pairs, honouring double-quoted values.
 fn split_params(schema: &Schema, rest: &str) -> Result<Vec<(String, String)>> {
-    let syntax_error = |message: String| EngineError::config(schema.name, message);
+    let syntax_error = |message: String| EngineError::config("", message);
     let mut pairs = Vec::new();
     let mut chars = rest.char_indices().peekable();
     let mut closed = false;
@@ -309,14 +319,17 @@ fn split_params(schema: &Schema, rest: &str) -> Result<Vec<(String, String)>> {
     Ok(pairs)
 }
 
-/// Maps keys to the schema: unknown, duplicate and missing keys are errors.
-fn check_keys(schema: &Schema, pairs: Vec<(String, String)>) -> Result<Params<'_>> {
+/// Maps keys to the schema: unknown, duplicate and missing keys are errors. Keys are
+/// case-insensitive; surrounding whitespace is ignored in keys and in every value but the
+/// attribute (a column name, taken as given).
+fn check_keys<'s>(schema: &'s Schema, pairs: &[(String, String)]) -> Result<Params<'s>> {
     let mut values: Vec<(&'static str, String)> = Vec::new();
     for (key, value) in pairs {
+        let key = key.trim();
         let lower = key.to_ascii_lowercase();
         let Some(&(known, _)) = schema.keys.iter().find(|(k, _)| *k == lower) else {
             return Err(EngineError::config(
-                format!("{}.{key}", schema.name),
+                key,
                 format!(
                     "unknown parameter '{key}' for {}; expected: {}",
                     schema.name,
@@ -326,16 +339,21 @@ fn check_keys(schema: &Schema, pairs: Vec<(String, String)>) -> Result<Params<'_
         };
         if values.iter().any(|(k, _)| *k == known) {
             return Err(EngineError::config(
-                format!("{}.{known}", schema.name),
+                known,
                 format!("parameter '{known}' is given twice"),
             ));
         }
+        let value = if known == "attribute" {
+            value.clone()
+        } else {
+            value.trim().to_string()
+        };
         values.push((known, value));
     }
     for &(key, required) in schema.keys {
         if required && !values.iter().any(|(k, _)| *k == key) {
             return Err(EngineError::config(
-                format!("{}.{key}", schema.name),
+                key,
                 format!(
                     "missing parameter '{key}' for {}; expected: {}",
                     schema.name,
@@ -569,7 +587,7 @@ mod tests {
     #[test]
     fn every_kind_of_error_names_the_culprit() {
         let (field, message) = field_of("l-diversity(attribute=x,l=2)");
-        assert_eq!(field, "privacy");
+        assert_eq!(field, "");
         assert!(message.contains("'l-diversity'"), "{message}");
         assert!(
             message.contains("k-anonymity(k=…)") && message.contains("sample-uniqueness"),
@@ -577,11 +595,11 @@ mod tests {
         );
 
         let (field, message) = field_of("k-anonymity(k=5,l=2)");
-        assert_eq!(field, "k-anonymity.l");
+        assert_eq!(field, "l");
         assert!(message.contains("unknown parameter 'l'") && message.contains("expected: k"));
 
         let (field, message) = field_of("t-closeness(attribute=x,t=0.2)");
-        assert_eq!(field, "t-closeness.distance");
+        assert_eq!(field, "distance");
         assert!(
             message.contains("missing parameter 'distance'")
                 && message.contains("attribute, t, distance"),
@@ -589,78 +607,190 @@ mod tests {
         );
 
         let (field, message) = field_of("k-anonymity");
-        assert_eq!(field, "k-anonymity.k");
+        assert_eq!(field, "k");
         assert!(message.contains("missing parameter 'k'"));
 
         let (field, message) = field_of("k-anonymity(k=five)");
-        assert_eq!(field, "k-anonymity.k");
+        assert_eq!(field, "k");
         assert!(message.contains("whole number") && message.contains("'five'"));
 
         let (field, message) = field_of("distinct-l-diversity(attribute=x,l=2.5)");
-        assert_eq!(field, "distinct-l-diversity.l");
+        assert_eq!(field, "l");
         assert!(message.contains("'2.5'"));
 
         let (field, message) = field_of("k-anonymity(k=-1)");
-        assert_eq!(field, "k-anonymity.k");
+        assert_eq!(field, "k");
         assert!(message.contains("'-1'"));
 
         let (field, message) = field_of("t-closeness(attribute=x,t=abc,distance=equal)");
-        assert_eq!(field, "t-closeness.t");
+        assert_eq!(field, "t");
         assert!(message.contains("expected a number") && message.contains("'abc'"));
 
         let (field, _) = field_of("delta-disclosure(attribute=x,delta=NaN)");
-        assert_eq!(field, "delta-disclosure.delta");
+        assert_eq!(field, "delta");
         let (field, _) = field_of("basic-beta-likeness(attribute=x,beta=inf)");
-        assert_eq!(field, "basic-beta-likeness.beta");
+        assert_eq!(field, "beta");
 
         let (field, message) = field_of("t-closeness(attribute=x,t=0.2,distance=manhattan)");
-        assert_eq!(field, "t-closeness.distance");
+        assert_eq!(field, "distance");
         assert!(
             message.contains("equal, ordered or hierarchical") && message.contains("'manhattan'")
         );
 
         let (field, message) = field_of("entropy-l-diversity(attribute=x,l=2,estimator=miller)");
-        assert_eq!(field, "entropy-l-diversity.estimator");
+        assert_eq!(field, "estimator");
         assert!(message.contains("shannon or grassberger"));
 
         let (field, message) = field_of("k-anonymity(k=2,k=3)");
-        assert_eq!(field, "k-anonymity.k");
+        assert_eq!(field, "k");
         assert!(message.contains("twice"));
 
         let (field, message) = field_of("k-anonymity(k=2");
-        assert_eq!(field, "k-anonymity");
+        assert_eq!(field, "");
         assert!(message.contains("missing ')'"), "{message}");
 
         let (field, message) = field_of("k-anonymity(k=2) extra");
-        assert_eq!(field, "k-anonymity");
+        assert_eq!(field, "");
         assert!(message.contains("'extra'"), "{message}");
 
         let (field, message) = field_of("k-anonymity(k)");
-        assert_eq!(field, "k-anonymity");
+        assert_eq!(field, "");
         assert!(message.contains("key=value"), "{message}");
 
         let (field, message) = field_of("distinct-l-diversity(attribute=\"x,l=2)");
-        assert_eq!(field, "distinct-l-diversity");
+        assert_eq!(field, "");
         assert!(message.contains("unterminated"), "{message}");
 
         let (field, message) = field_of("distinct-l-diversity(attribute=f(x),l=2)");
-        assert_eq!(field, "distinct-l-diversity");
+        assert_eq!(field, "");
         assert!(message.contains("quote"), "{message}");
 
         let (field, message) = field_of("sample-uniqueness()");
-        assert_eq!(field, "sample-uniqueness.threshold");
+        assert_eq!(field, "threshold");
         assert!(message.contains("missing"));
 
-        // Out-of-range values are validated with the model name as prefix.
+        // Out-of-range values are validated too; errors name the parameter.
         let (field, message) = field_of("k-anonymity(k=0)");
-        assert_eq!(field, "k-anonymity.k");
+        assert_eq!(field, "k");
         assert!(message.contains("at least 1"));
         let (field, _) = field_of("t-closeness(attribute=x,t=1.5,distance=equal)");
-        assert_eq!(field, "t-closeness.t");
+        assert_eq!(field, "t");
         let (field, _) = field_of("average-risk(threshold=0.1,highest=0.2)");
-        assert_eq!(field, "average-risk.records_at_risk");
+        assert_eq!(field, "records_at_risk");
         let (field, _) = field_of("distinct-l-diversity(attribute=,l=2)");
-        assert_eq!(field, "distinct-l-diversity.attribute");
+        assert_eq!(field, "attribute");
+    }
+
+    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parameters_need_no_quoting() {
+        for name in [
+            "a,b",
+            "x=(y)",
+            "f(x)",
+            "a)b",
+            "say \"hi\"",
+            " padded ",
+            "k=5,l=2",
+        ] {
+            let m = PrivacyModel::from_params(
+                "t-closeness",
+                &params(&[("attribute", name), ("t", "0.2"), ("distance", "ordered")]),
+            )
+            .unwrap();
+            assert_eq!(
+                m,
+                PrivacyModel::TCloseness {
+                    attribute: name.into(),
+                    t: 0.2,
+                    distance: TClosenessDistance::Ordered
+                }
+            );
+            // The text syntax needs the name in quotes.
+            let quoted = format!(
+                "t-closeness(attribute=\"{}\",t=0.2,distance=ordered)",
+                name.replace('"', "\"\"")
+            );
+            assert_eq!(PrivacyModel::parse(&quoted).unwrap(), m, "{quoted}");
+            assert_eq!(m.to_string(), quoted);
+        }
+        assert_eq!(
+            PrivacyModel::parse("distinct-l-diversity(attribute=\"x=(y),z\", l=2)").unwrap(),
+            PrivacyModel::DistinctLDiversity {
+                attribute: "x=(y),z".into(),
+                l: 2
+            }
+        );
+        // Names and keys are case-insensitive and trimmed, as are values other than the attribute.
+        assert_eq!(
+            PrivacyModel::from_params(
+                " Entropy-L-Diversity ",
+                &params(&[
+                    (" Attribute", " a "),
+                    ("L ", " 2.5 "),
+                    ("estimator", "Grassberger")
+                ])
+            )
+            .unwrap(),
+            PrivacyModel::EntropyLDiversity {
+                attribute: " a ".into(),
+                l: 2.5,
+                estimator: EntropyEstimator::Grassberger
+            }
+        );
+        assert_eq!(
+            PrivacyModel::from_params("k-anonymity", &params(&[("k", "5")])).unwrap(),
+            PrivacyModel::KAnonymity { k: 5 }
+        );
+    }
+
+    #[test]
+    fn parameter_errors_name_the_parameter() {
+        let error = |name: &str, pairs: &[(&str, &str)]| match PrivacyModel::from_params(
+            name,
+            &params(pairs),
+        ) {
+            Err(EngineError::InvalidConfig { field, message }) => (field, message),
+            other => panic!("{name} {pairs:?}: expected an error, got {other:?}"),
+        };
+        let (field, message) = error("k-anonymity(k=5)", &[]);
+        assert_eq!(field, "");
+        assert!(
+            message.contains("unknown privacy model 'k-anonymity(k=5)'"),
+            "{message}"
+        );
+        let (field, message) = error("k-anonymity", &[("k", "5"), ("l", "2")]);
+        assert_eq!(field, "l");
+        assert!(message.contains("unknown parameter 'l'"), "{message}");
+        let (field, message) = error("k-anonymity", &[("k", "5"), ("K", "6")]);
+        assert_eq!(field, "k");
+        assert!(message.contains("twice"), "{message}");
+        let (field, message) = error("t-closeness", &[("attribute", "a,b"), ("t", "0.2")]);
+        assert_eq!(field, "distance");
+        assert!(
+            message.contains("missing parameter 'distance'"),
+            "{message}"
+        );
+        let (field, message) = error("k-anonymity", &[("k", "[1,2]")]);
+        assert_eq!(field, "k");
+        assert!(message.contains("'[1,2]'"), "{message}");
+        let (field, message) = error("distinct-l-diversity", &[("attribute", "a"), ("l", "0")]);
+        assert_eq!(field, "l");
+        assert!(message.contains("at least 1"), "{message}");
+        // The caller puts the model's position in front.
+        let e = PrivacyModel::from_params("k-anonymity", &params(&[("k", "x")]))
+            .unwrap_err()
+            .within("privacy[2]");
+        assert!(
+            matches!(&e, EngineError::InvalidConfig { field, .. } if field == "privacy[2].k"),
+            "{e:?}"
+        );
     }
 
     #[test]

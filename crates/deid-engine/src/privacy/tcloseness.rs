@@ -221,17 +221,16 @@ pub struct HierarchicalDistance {
 }
 
 impl HierarchicalDistance {
-    /// Compiles the distance from the encoded hierarchy of the sensitive attribute. `field`
-    /// prefixes errors (the hierarchy needs 2 to [`MAX_LEVELS`] levels).
+    /// Compiles the distance from the encoded hierarchy of the sensitive attribute (it needs 2
+    /// to [`MAX_LEVELS`] levels; the error names the model's `distance`).
     pub fn new(
         domain: &SensitiveDomain,
         hierarchy: &EncodedHierarchy,
-        field: &str,
     ) -> Result<HierarchicalDistance> {
         let levels = hierarchy.height();
         if !(2..=MAX_LEVELS).contains(&levels) {
             return Err(EngineError::config(
-                format!("{field}.distance"),
+                "distance",
                 format!(
                     "the hierarchy of the sensitive attribute '{}' has {levels} level(s); \
                      hierarchical t-closeness needs 2 to {MAX_LEVELS}",
@@ -441,7 +440,7 @@ mod tests {
             TClosenessDistance::Equal => Model::Equal(EqualDistance::new(domain)),
             TClosenessDistance::Ordered => Model::Ordered(OrderedDistance::new(domain)),
             TClosenessDistance::Hierarchical => {
-                Model::Hier(HierarchicalDistance::new(domain, h.unwrap(), "p").unwrap())
+                Model::Hier(HierarchicalDistance::new(domain, h.unwrap()).unwrap())
             }
         };
         let base = p.base_groups();
@@ -814,7 +813,7 @@ mod tests {
                 (0..m).map(|v| g2[v]).collect::<Vec<_>>(),
             ];
             let h = encoded(&groups, m, true);
-            let hier = HierarchicalDistance::new(&domain, &h, "p").unwrap();
+            let hier = HierarchicalDistance::new(&domain, &h).unwrap();
             let fast = hier.emd_with(count, &values, &freqs, STACK);
             let slow = hier.emd_with(count, &values, &freqs, 0);
             prop_assert_eq!(fast, slow);
@@ -823,7 +822,7 @@ mod tests {
             // Within [0, 1]; equal to the equal distance for a flat hierarchy (leaf → root).
             prop_assert!((0.0..=1.0 + 1e-12).contains(&fast));
             let flat = encoded(&[], m, true);
-            let flat = HierarchicalDistance::new(&domain, &flat, "p").unwrap();
+            let flat = HierarchicalDistance::new(&domain, &flat).unwrap();
             prop_assert!((flat.emd(count, &values, &freqs) - eq).abs() < 1e-12);
         }
     }
@@ -859,7 +858,7 @@ mod tests {
         assert!((fast - direct_ordered(&domain, &class)).abs() < 1e-12);
         let groups = vec![(0..m as u32).map(|v| v % 7).collect::<Vec<_>>()];
         let h = encoded(&groups, m, true);
-        let hd = HierarchicalDistance::new(&domain, &h, "p").unwrap();
+        let hd = HierarchicalDistance::new(&domain, &h).unwrap();
         let fast = hd.emd(count, &values, &freqs);
         assert_eq!(fast, hd.emd_with(count, &values, &freqs, 0));
         assert!((fast - li_hierarchical(&h, &global, &class)).abs() < 1e-12);
@@ -881,7 +880,7 @@ mod tests {
         assert!((o.emd(count, &values, &freqs) - direct).abs() < 1e-12);
         let groups = vec![(0..m as u32).map(|v| v % 17).collect::<Vec<_>>()];
         let h = encoded(&groups, m, true);
-        let hd = HierarchicalDistance::new(&domain, &h, "p").unwrap();
+        let hd = HierarchicalDistance::new(&domain, &h).unwrap();
         let li = li_hierarchical(&h, &global, &class);
         assert!((hd.emd(count, &values, &freqs) - li).abs() < 1e-12);
     }

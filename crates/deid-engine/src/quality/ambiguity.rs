@@ -13,8 +13,7 @@
 //! Utility: 1 − (v − v_min)/(v_max − v_min) on the linear scale, like ARX's post-hoc model.
 
 use super::sum::{WideSum, from_fixed};
-use super::{PreparedQuality, Quality, Summary};
-use crate::check::ClassView;
+use super::{ClassView, PreparedQuality, Quality, Summary};
 
 /// Ambiguity of a grouped transformation.
 pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -> Quality {

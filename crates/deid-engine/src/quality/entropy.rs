@@ -21,8 +21,7 @@
 //! generalizes *and* suppresses can exceed M_i; it is clipped.
 
 use super::sum::{ExactSum, from_fixed};
-use super::{PreparedQuality, Quality, QualityModel, Summary, truncate10};
-use crate::check::ClassView;
+use super::{ClassView, PreparedQuality, Quality, QualityModel, Summary, truncate10};
 
 /// Entropy or normalised entropy of a grouped transformation.
 pub(super) fn evaluate(

@@ -23,8 +23,7 @@
 //! exact arithmetic.
 
 use super::sum::{fixed_k_log_k, from_fixed};
-use super::{PreparedQuality, Quality, Summary};
-use crate::check::ClassView;
+use super::{ClassView, PreparedQuality, Quality, Summary};
 
 /// KL divergence of a grouped transformation.
 pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -> Quality {

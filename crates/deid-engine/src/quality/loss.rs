@@ -19,10 +19,9 @@
 //! and values generalized to the whole domain count 1 each, so removing everything gives 0.
 
 use super::sum::{FIXED_ONE, from_fixed};
-use super::{PreparedQuality, Quality, QualityModel, Summary};
-use crate::check::ClassView;
+use super::{ClassView, PreparedQuality, Quality, QualityModel, Summary};
 use crate::hierarchy::PerCode;
-use crate::problem::MAX_QUASI_IDENTIFIERS;
+use crate::lattice::MAX_QUASI_IDENTIFIERS;
 
 /// Loss of a grouped transformation.
 pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -> Quality {

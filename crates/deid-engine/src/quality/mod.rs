@@ -39,9 +39,9 @@ mod tests;
 
 pub use sum::ExactSum;
 
-use super::check::{ClassView, Evaluation};
-use super::error::{EngineError, Result};
-use super::problem::{MAX_QUASI_IDENTIFIERS, Problem};
+use crate::error::{EngineError, Result};
+use crate::hierarchy::EncodedHierarchy;
+use crate::lattice::MAX_QUASI_IDENTIFIERS;
 use sum::{WideSum, fixed_k_log_k};
 use tables::ColumnTables;
 
@@ -116,36 +116,14 @@ impl QualityModel {
         )
     }
 
-    /// True for models with one value per quasi-identifier, combined by an [`Aggregate`].
-    pub fn is_multi_dimensional(self) -> bool {
-        matches!(
-            self,
-            QualityModel::Loss
-                | QualityModel::Precision
-                | QualityModel::Height
-                | QualityModel::Entropy
-                | QualityModel::NormalizedEntropy
-        )
-    }
-
-    /// The aggregate ARX uses by default (only meaningful for multi-dimensional models).
+    /// The aggregate ARX uses by default (only meaningful for the models with one value per
+    /// quasi-identifier: Loss, Precision, Height and the two entropies).
     pub fn default_aggregate(self) -> Aggregate {
         match self {
             QualityModel::Loss => Aggregate::GeometricMean,
             QualityModel::Precision => Aggregate::ArithmeticMean,
             _ => Aggregate::Sum,
         }
-    }
-
-    /// True if the gs-factor changes the model's score (ARX: Loss, AECS, Precision, Entropy).
-    pub fn uses_gs_factor(self) -> bool {
-        matches!(
-            self,
-            QualityModel::Loss
-                | QualityModel::Aecs
-                | QualityModel::Precision
-                | QualityModel::Entropy
-        )
     }
 }
 
@@ -255,18 +233,17 @@ pub fn truncate10(x: f64) -> f64 {
     (x * 1e10).floor() / 1e10
 }
 
-/// Every model's quality of one evaluated transformation, in [`QualityModel::ALL`] order (for
-/// reports). Uses the problem's gs-factor and aggregate.
-pub fn evaluate_all(problem: &Problem, evaluation: &Evaluation) -> Vec<(QualityModel, Quality)> {
-    let view = ClassView {
-        problem,
-        levels: &evaluation.result.levels,
-        codes: &evaluation.groups.codes,
-        counts: &evaluation.groups.counts,
-        suppressed: &evaluation.suppressed,
-        groups: &evaluation.groups,
-    };
-    problem.prepared_quality().evaluate_all(&view)
+/// What the quality models see of a grouped, suppressed transformation.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassView<'a> {
+    /// The transformation.
+    pub levels: &'a [u8],
+    /// Generalized codes, row-major (one per quasi-identifier and class).
+    pub codes: &'a [u32],
+    /// Records per class.
+    pub counts: &'a [u32],
+    /// Suppression flag per class.
+    pub suppressed: &'a [bool],
 }
 
 /// Constants of the unchanged data (the base groups) used by several models.
@@ -336,38 +313,40 @@ pub(crate) struct PreparedQuality {
 }
 
 impl PreparedQuality {
-    /// Precomputes the per-column tables and the constants of the unchanged data.
-    pub(crate) fn prepare(problem: &Problem) -> Result<PreparedQuality> {
-        let config = *problem.quality_config();
-        config.validate()?;
-        let n = problem.rows() as u64;
-        let columns: Vec<ColumnTables> = problem
-            .hierarchies()
+    /// Precomputes the per-column tables and the constants of the unchanged data: `rows`
+    /// records; per quasi-identifier its attribute weight, encoded hierarchy and the frequency of
+    /// every dictionary code; the base groups (classes of the unchanged data) as row-major codes
+    /// and counts. `config` must be valid ([`QualityConfig::validate`]).
+    pub(crate) fn prepare(
+        config: QualityConfig,
+        rows: usize,
+        weights: &[f64],
+        hierarchies: &[EncodedHierarchy],
+        value_counts: &[Vec<u32>],
+        base_codes: &[u32],
+        base_counts: &[u32],
+    ) -> PreparedQuality {
+        let n = rows as u64;
+        let columns: Vec<ColumnTables> = hierarchies
             .iter()
-            .enumerate()
-            .map(|(i, h)| ColumnTables::build(h, problem.qi_value_counts(i), n))
+            .zip(value_counts)
+            .map(|(h, counts)| ColumnTables::build(h, counts, n))
             .collect();
-        let max_w = problem
-            .quasi_identifiers()
+        let max_w = weights.iter().copied().fold(0.0f64, f64::max);
+        let weights = weights
             .iter()
-            .map(|q| q.weight)
-            .fold(0.0f64, f64::max);
-        let weights = problem
-            .quasi_identifiers()
-            .iter()
-            .map(|q| if max_w > 0.0 { q.weight / max_w } else { 1.0 })
+            .map(|&w| if max_w > 0.0 { w / max_w } else { 1.0 })
             .collect();
 
-        let groups = problem.base_groups();
         let q = columns.len();
         let mut sum_sq = 0u128;
         let mut k_log_k = 0i128;
         let mut ambiguity_min = WideSum::default();
-        for (b, &count) in groups.counts.iter().enumerate() {
+        for (b, &count) in base_counts.iter().enumerate() {
             let k = count as u64;
             sum_sq += k as u128 * k as u128;
             k_log_k += fixed_k_log_k(k);
-            let codes = &groups.codes[b * q..b * q + q];
+            let codes = &base_codes[b * q..b * q + q];
             let mut product = 1.0f64;
             for (i, col) in columns.iter().enumerate() {
                 product *= col.area(0, codes[i]);
@@ -381,7 +360,7 @@ impl PreparedQuality {
         let mut ambiguity_max = WideSum::default();
         ambiguity_max.add(n, domain_area);
         let base = BaseConstants {
-            groups: groups.len(),
+            groups: base_counts.len(),
             sum_sq,
             k_log_k,
             ambiguity_min: ambiguity_min.value().min(f64::MAX),
@@ -390,13 +369,13 @@ impl PreparedQuality {
             log_domain_area: columns.iter().map(|c| c.log_leaves as i128).sum(),
         };
         debug_assert!(q <= MAX_QUASI_IDENTIFIERS);
-        Ok(PreparedQuality {
+        PreparedQuality {
             config,
             n,
             weights,
             columns,
             base,
-        })
+        }
     }
 
     /// Heap size of the per-column tables in bytes.
@@ -411,8 +390,8 @@ impl PreparedQuality {
 
     /// Lower bound of the configured model for a transformation and all its generalizations,
     /// without grouping the data. Never above the `lower_bound` of [`PreparedQuality::evaluate`].
-    pub(crate) fn lower_bound(&self, problem: &Problem, levels: &[u8]) -> f64 {
-        debug_assert_eq!(levels.len(), problem.hierarchies().len());
+    pub(crate) fn lower_bound(&self, levels: &[u8]) -> f64 {
+        debug_assert_eq!(levels.len(), self.columns.len());
         let model = self.config.model;
         let n = self.n as f64;
         // Classes of any transformation ≤ min(#base groups, ∏ distinct values per level).
@@ -445,7 +424,7 @@ impl PreparedQuality {
     pub(crate) fn evaluate(&self, view: &ClassView<'_>) -> Quality {
         let quality = self.evaluate_model(self.config.model, view, &Summary::of(view));
         debug_assert!({
-            let independent = self.lower_bound(view.problem, view.levels);
+            let independent = self.lower_bound(view.levels);
             independent <= quality.lower_bound + 1e-9 * quality.lower_bound.abs().max(1.0)
         });
         quality

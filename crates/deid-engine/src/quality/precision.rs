@@ -12,8 +12,7 @@
 //!   suppression like ARX; its utility uses the same per-attribute values as Precision's (so that
 //!   suppressed records count as removed).
 
-use super::{PreparedQuality, Quality, QualityModel, Summary};
-use crate::check::ClassView;
+use super::{ClassView, PreparedQuality, Quality, QualityModel, Summary};
 
 /// Relative level l / (h − 1) of a column.
 fn ratio(p: &PreparedQuality, i: usize, level: u8) -> f64 {

@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::check::{CheckResult, Checker};
-use super::error::{EngineError, Result};
-use super::lattice::{Lattice, Levels};
-use super::problem::{PrivacyMonotonicity, Problem};
+use crate::check::{CheckResult, Checker};
+use crate::error::{EngineError, Result};
+use crate::lattice::{Lattice, Levels};
+use crate::problem::{PrivacyMonotonicity, Problem};
 
 pub mod bfs;
 pub mod exhaustive;
@@ -167,17 +167,17 @@ impl Default for GeneticParams {
 }
 
 impl GeneticParams {
-    /// Checks parameter ranges; errors name the field (`genetic.<name>`).
+    /// Checks parameter ranges; errors name the parameter (`elite_fraction`, …).
     pub fn validate(&self) -> Result<()> {
         if self.iterations == 0 {
             return Err(EngineError::config(
-                "genetic.iterations",
+                "iterations",
                 "expected at least 1 iteration, got 0",
             ));
         }
         if self.subpopulation_size < 2 {
             return Err(EngineError::config(
-                "genetic.subpopulation_size",
+                "subpopulation_size",
                 format!(
                     "expected at least 2 individuals, got {}",
                     self.subpopulation_size
@@ -195,14 +195,14 @@ impl GeneticParams {
             if !(0.0..=1.0).contains(&v) || (positive && v <= 0.0) {
                 let range = if positive { "(0, 1]" } else { "[0, 1]" };
                 return Err(EngineError::config(
-                    format!("genetic.{name}"),
+                    name,
                     format!("expected a number in {range}, got {v}"),
                 ));
             }
         }
         if self.elite_fraction + self.crossover_fraction > 1.0 {
             return Err(EngineError::config(
-                "genetic.crossover_fraction",
+                "crossover_fraction",
                 format!(
                     "elite_fraction + crossover_fraction must not exceed 1, got {} + {}",
                     self.elite_fraction, self.crossover_fraction
@@ -257,23 +257,24 @@ pub const DEFAULT_FLASH_MAX_SPACE: u128 = 100_000;
 pub const FLASH_HARD_LIMIT: u128 = (1 << 31) - 1;
 
 impl SearchConfig {
-    /// Checks the configuration against a problem and resolves [`Algorithm::Auto`].
+    /// Checks the configuration against a problem and resolves [`Algorithm::Auto`]. Errors name
+    /// the setting (`time_limit`, `genetic.elite_fraction`, …).
     pub fn resolve(&self, problem: &Problem) -> Result<Algorithm> {
         if self.time_limit.is_zero() {
             return Err(EngineError::config(
-                "search.time_limit",
+                "time_limit",
                 "expected a positive duration, got 0",
             ));
         }
         if self.check_limit == Some(0) {
             return Err(EngineError::config(
-                "search.check_limit",
+                "check_limit",
                 "expected at least 1 check, got 0",
             ));
         }
         if self.threads == Some(0) {
             return Err(EngineError::config(
-                "search.threads",
+                "threads",
                 "expected at least 1 thread, got 0",
             ));
         }
@@ -286,7 +287,7 @@ impl SearchConfig {
                 Algorithm::Lightning
             }),
             Algorithm::Flash if !flash_ok => Err(EngineError::config(
-                "search.algorithm",
+                "algorithm",
                 format!(
                     "flash needs a solution space of at most {} transformations (flash_max_space), \
                      this one has {}; choose a heuristic (lightning, top-down, genetic, bfs) \
@@ -296,7 +297,7 @@ impl SearchConfig {
                 ),
             )),
             Algorithm::Genetic => {
-                self.genetic.validate()?;
+                self.genetic.validate().map_err(|e| e.within("genetic"))?;
                 Ok(Algorithm::Genetic)
             }
             other => Ok(other),
@@ -559,7 +560,7 @@ pub(crate) fn search_with(
                 .num_threads(n)
                 .thread_name(|i| format!("deid-search-{i}"))
                 .build()
-                .map_err(|e| EngineError::config("search.threads", e.to_string()))?,
+                .map_err(|e| EngineError::config("threads", e.to_string()))?,
         ),
         _ => None,
     };
@@ -1017,10 +1018,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
         if !self.lower_bound_valid || self.best.is_none() {
             return false;
         }
-        let lb = self
-            .problem
-            .prepared_quality()
-            .lower_bound(self.problem, levels);
+        let lb = self.problem.prepared_quality().lower_bound(levels);
         self.cannot_improve(lb, levels)
     }
 

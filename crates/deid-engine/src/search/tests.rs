@@ -724,12 +724,20 @@ fn invalid_configurations_are_rejected() {
         err.to_string().contains("genetic.crossover_fraction"),
         "{err}"
     );
+    // Errors name the setting, relative to the search configuration.
+    let field = |err: EngineError| match err {
+        EngineError::InvalidConfig { field, .. } => field,
+        other => panic!("expected an invalid setting, got {other:?}"),
+    };
+    assert_eq!(field(err), "genetic.crossover_fraction");
     let mut cfg = config(Algorithm::Lightning);
     cfg.time_limit = Duration::ZERO;
-    assert!(search(&p, &cfg, &CancelFlag::new(), &NoObserver).is_err());
+    let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
+    assert_eq!(field(err), "time_limit");
     cfg.time_limit = Duration::from_secs(1);
     cfg.check_limit = Some(0);
-    assert!(search(&p, &cfg, &CancelFlag::new(), &NoObserver).is_err());
+    let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
+    assert_eq!(field(err), "check_limit");
     assert_eq!(Algorithm::parse("top-down"), Some(Algorithm::TopDown));
     for a in Algorithm::ALL {
         assert_eq!(Algorithm::parse(a.name()), Some(a));

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use deid_engine::builder::date::{civil_from_days, days_from_civil};
-use deid_engine::builder::{
+use deid_engine::hierarchy::builder::date::{civil_from_days, days_from_civil};
+use deid_engine::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalDef, IntervalSpec, MaskingSpec,
     Number, OrderLabels, OrderSpec, Side, SortOrder,
 };

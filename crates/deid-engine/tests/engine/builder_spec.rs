@@ -2,7 +2,7 @@
 //! column and read by `--hierarchy COLUMN=builder.json`), golden tables for each builder kind
 //! written out by hand, and invalid specifications whose messages must name the culprit.
 
-use deid_engine::builder::{
+use deid_engine::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalDef, IntervalSpec, MaskingSpec,
     Number, OrderLabels, OrderSpec, Side, SortOrder,
 };
@@ -209,7 +209,7 @@ fn validate_checks_the_spec_without_data() {
             "cannot follow 'week'",
         ),
     ] {
-        let err = spec(json).validate("c").unwrap_err().to_string();
+        let err = spec(json).validate().unwrap_err().to_string();
         assert!(err.contains(needle), "{json}: {err}");
     }
     for json in [
@@ -219,8 +219,39 @@ fn validate_checks_the_spec_without_data() {
         r#"{"type":"date","format":"yyyyMMdd","levels":["day","week"]}"#,
         r#"{"type":"suppression"}"#,
     ] {
-        spec(json).validate("c").unwrap();
+        spec(json).validate().unwrap();
     }
+}
+
+#[test]
+fn errors_name_the_path_inside_the_specification() {
+    let field = |result: Result<(), EngineError>| match result {
+        Err(EngineError::InvalidConfig { field, .. }) => field,
+        other => panic!("expected an invalid specification, got {other:?}"),
+    };
+    let build = |json: &str, values: &[&str]| spec(json).build_values("c", values).map(|_| ());
+    let overlap = r#"{"type":"interval","intervals":[{"from":0,"to":20},{"from":10,"to":30}]}"#;
+    assert_eq!(field(spec(overlap).validate()), "intervals[1]");
+    assert_eq!(field(build(overlap, &["1"])), "intervals[1]");
+    let format = r#"{"type":"date","format":"dd.MM.yy"}"#;
+    assert_eq!(field(spec(format).validate()), "format");
+    let sizes = r#"{"type":"interval","width":5,"levels":[2,[3,0]]}"#;
+    assert_eq!(field(spec(sizes).validate()), "levels[1][1]");
+    // A value that does not fit: the specification as a whole.
+    assert_eq!(
+        field(build(r#"{"type":"interval","width":5}"#, &["abc"])),
+        ""
+    );
+    // The caller puts the specification's position in front.
+    let e = spec(overlap)
+        .validate()
+        .unwrap_err()
+        .within("hierarchies.c");
+    assert!(
+        e.to_string()
+            .starts_with("invalid value for 'hierarchies.c.intervals[1]'"),
+        "{e}"
+    );
 }
 
 // --- golden tables ------------------------------------------------------------------------
@@ -419,7 +450,8 @@ fn invalid_intervals_name_the_culprit() {
     );
     let msg = error(&spec(r#"{"type":"interval","width":5}"#), &["3", "abc"]);
     assert!(msg.contains("value 'abc' is not a number"), "{msg}");
-    assert!(msg.contains("hierarchies.c"), "{msg}");
+    // The field is the path inside the specification; empty: the specification as a whole.
+    assert!(msg.starts_with("invalid value for '':"), "{msg}");
 }
 
 #[test]

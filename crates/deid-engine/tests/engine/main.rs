@@ -7,5 +7,6 @@ mod builder_props;
 mod builder_spec;
 mod common;
 mod fixtures;
+mod layering;
 mod properties;
 mod search_outputs;

@@ -163,14 +163,13 @@ impl Default for DateSpec {
 impl DateSpec {
     /// Data-independent checks (see [`super::HierarchySpec::validate`]); returns the compiled
     /// format.
-    pub(crate) fn check(&self, column: &str) -> Result<DateFormat> {
-        let format = DateFormat::parse(&self.format)
-            .map_err(|message| invalid(column, "format", message))?;
+    pub(crate) fn check(&self) -> Result<DateFormat> {
+        let format =
+            DateFormat::parse(&self.format).map_err(|message| invalid("format", message))?;
         for (i, pair) in self.levels.windows(2).enumerate() {
             let (a, b) = (pair[0], pair[1]);
             if a == DateGranularity::Week {
                 return Err(invalid(
-                    column,
                     &format!("levels[{}]", i + 1),
                     format!(
                         "'{}' cannot follow 'week': ISO weeks cross month, quarter and year boundaries, so 'week' must be the last granularity",
@@ -180,7 +179,6 @@ impl DateSpec {
             }
             if b <= a {
                 return Err(invalid(
-                    column,
                     &format!("levels[{}]", i + 1),
                     format!(
                         "'{}' cannot follow '{}': expected strictly coarser granularities in the order day, week or month, quarter, year, decade, century",
@@ -194,9 +192,9 @@ impl DateSpec {
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        let format = self.check(column)?;
-        require_values(column, values)?;
+    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+        let format = self.check()?;
+        require_values(values)?;
         let mut parsed: Vec<(&str, Option<DateTime>)> = Vec::with_capacity(values.len());
         for v in values {
             if is_missing(&self.missing, v) {
@@ -204,9 +202,7 @@ impl DateSpec {
                 continue;
             }
             let dt = format.parse_date(v).ok_or_else(|| {
-                invalid(
-                    column,
-                    "format",
+                invalid("format",
                     format!(
                         "value '{v}' is not a valid date in the format '{}' (list it in \"missing\" if it marks a missing value)",
                         self.format
@@ -235,12 +231,12 @@ impl DateSpec {
             for (l, g) in self.levels.iter().enumerate() {
                 match dt {
                     None => {
-                        registry.register(column, l + 1, value, &Some(i))?;
+                        registry.register(l + 1, value, &Some(i))?;
                         row.push(value.to_string());
                     }
                     Some(dt) => {
                         let (label, lo, hi) = g.period(dt.date);
-                        registry.register(column, l + 1, &label, &None)?;
+                        registry.register(l + 1, &label, &None)?;
                         row.push(label);
                         ext.push((lo, hi));
                     }

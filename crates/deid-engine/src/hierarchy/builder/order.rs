@@ -80,19 +80,17 @@ impl OrderSpec {
     }
 
     /// Data-independent checks (see [`super::HierarchySpec::validate`]).
-    pub(crate) fn check(&self, column: &str) -> Result<()> {
-        validate_levels(column, &self.levels)?;
+    pub(crate) fn check(&self) -> Result<()> {
+        validate_levels(&self.levels)?;
         if let Some(list) = &self.values {
             if self.order != SortOrder::Auto {
                 return Err(invalid(
-                    column,
                     "order",
                     "\"order\" cannot be combined with an explicit order in \"values\"",
                 ));
             }
             if list.is_empty() {
                 return Err(invalid(
-                    column,
                     "values",
                     "the explicit order is empty: expected every value of the column in order",
                 ));
@@ -101,7 +99,6 @@ impl OrderSpec {
             for (i, v) in list.iter().enumerate() {
                 if !seen.insert(v.as_str()) {
                     return Err(invalid(
-                        column,
                         &format!("values[{i}]"),
                         format!("value '{v}' is listed twice: expected each value once"),
                     ));
@@ -112,8 +109,8 @@ impl OrderSpec {
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        self.check(column)?;
+    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+        self.check()?;
         let domain: Vec<&str> = match &self.values {
             Some(list) => {
                 let seen: HashSet<&str> = list.iter().map(String::as_str).collect();
@@ -128,7 +125,6 @@ impl OrderSpec {
                     let shown: Vec<String> =
                         absent.iter().take(10).map(|v| format!("'{v}'")).collect();
                     return Err(invalid(
-                        column,
                         "values",
                         format!(
                             "{total} value(s) of the column are not in the explicit order, e.g. {}: expected every value of the column to be listed",
@@ -139,7 +135,7 @@ impl OrderSpec {
                 list.iter().map(String::as_str).collect()
             }
             None => {
-                require_values(column, values)?;
+                require_values(values)?;
                 let mut sorted = values.to_vec();
                 let numbers: Option<Vec<Number>> =
                     values.iter().map(|v| Number::parse(v)).collect();
@@ -158,7 +154,6 @@ impl OrderSpec {
                             .copied()
                             .unwrap_or_default();
                         return Err(invalid(
-                            column,
                             "order",
                             format!(
                                 "value '{bad}' is not a number: numeric order needs numbers only (use \"order\": \"lexicographic\")"
@@ -191,7 +186,7 @@ impl OrderSpec {
                     OrderLabels::Range => format!("[{}, {}]", domain[a], domain[z]),
                     OrderLabels::Set => format!("{{{}}}", domain[a..=z].join(", ")),
                 };
-                registry.register(column, level, &label, &g)?;
+                registry.register(level, &label, &g)?;
                 row.push(label);
                 share.push((z - a + 1) as f64 / n as f64);
             }

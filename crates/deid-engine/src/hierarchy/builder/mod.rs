@@ -16,7 +16,8 @@
 //! The result always covers every given value, has rows of equal length and is monotone (checked
 //! once more by [`Hierarchy::with_shares`]). Invalid specifications and values that do not fit
 //! the specification produce [`EngineError::InvalidConfig`] naming the value and what was
-//! expected; nothing panics on user input.
+//! expected; its field is the path inside the specification (`intervals[2]`, `format`, or empty
+//! for the specification as a whole). Nothing panics on user input.
 //!
 //! Numbers are handled exactly: [`Number`] is a decimal (up to 18 fractional digits, magnitude
 //! below 10^19), so widths like `0.1` never accumulate floating-point error and labels stay
@@ -38,9 +39,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::data::Column;
-use super::error::{EngineError, Result};
-use super::hierarchy::Hierarchy;
+use super::Hierarchy;
+use crate::data::Column;
+use crate::error::{EngineError, Result};
 
 pub use date::{DateFormat, DateGranularity, DateSpec};
 pub use interval::{IntervalDef, IntervalSpec};
@@ -77,7 +78,7 @@ impl HierarchySpec {
     }
 
     /// Builds the hierarchy for the given values (duplicates are ignored). `column` names the
-    /// attribute in error messages.
+    /// attribute in the errors about the resulting table (e.g. [`EngineError::EmptyInput`]).
     pub fn build_values<S: AsRef<str>>(&self, column: &str, values: &[S]) -> Result<Hierarchy> {
         let mut seen = HashSet::with_capacity(values.len());
         let distinct: Vec<&str> = values
@@ -86,11 +87,11 @@ impl HierarchySpec {
             .filter(|v| seen.insert(*v))
             .collect();
         let (rows, shares) = match self {
-            HierarchySpec::Interval(spec) => spec.rows(column, &distinct)?,
-            HierarchySpec::Order(spec) => spec.rows(column, &distinct)?,
-            HierarchySpec::Masking(spec) => spec.rows(column, &distinct)?,
-            HierarchySpec::Date(spec) => spec.rows(column, &distinct)?,
-            HierarchySpec::Suppression {} => suppression_rows(column, &distinct)?,
+            HierarchySpec::Interval(spec) => spec.rows(&distinct)?,
+            HierarchySpec::Order(spec) => spec.rows(&distinct)?,
+            HierarchySpec::Masking(spec) => spec.rows(&distinct)?,
+            HierarchySpec::Date(spec) => spec.rows(&distinct)?,
+            HierarchySpec::Suppression {} => suppression_rows(&distinct)?,
         };
         Hierarchy::with_shares(rows, shares, column)
     }
@@ -98,12 +99,12 @@ impl HierarchySpec {
     /// Checks everything that does not depend on the data (interval definitions, bounds, group
     /// sizes, explicit orders, date formats and chains), e.g. when a job is submitted.
     /// [`HierarchySpec::build`] runs the same checks, plus those against the values.
-    pub fn validate(&self, column: &str) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         match self {
-            HierarchySpec::Interval(spec) => spec.check(column),
-            HierarchySpec::Order(spec) => spec.check(column),
-            HierarchySpec::Masking(spec) => spec.check(column),
-            HierarchySpec::Date(spec) => spec.check(column).map(|_| ()),
+            HierarchySpec::Interval(spec) => spec.check(),
+            HierarchySpec::Order(spec) => spec.check(),
+            HierarchySpec::Masking(spec) => spec.check(),
+            HierarchySpec::Date(spec) => spec.check().map(|_| ()),
             HierarchySpec::Suppression {} => Ok(()),
         }
     }
@@ -124,8 +125,8 @@ impl HierarchySpec {
 pub(crate) type Rows = (Vec<Vec<String>>, Vec<Vec<f64>>);
 
 /// value → `*`, rows sorted by value.
-fn suppression_rows(column: &str, values: &[&str]) -> Result<Rows> {
-    require_values(column, values)?;
+fn suppression_rows(values: &[&str]) -> Result<Rows> {
+    require_values(values)?;
     let mut sorted: Vec<&str> = values.to_vec();
     sorted.sort_unstable();
     let n = sorted.len() as f64;
@@ -137,22 +138,16 @@ fn suppression_rows(column: &str, values: &[&str]) -> Result<Rows> {
     Ok((rows, shares))
 }
 
-/// Error for a specification or data problem of the hierarchy of `column`; `path` is the
-/// position inside the specification (e.g. `intervals[2]`), empty for the spec as a whole.
-pub(crate) fn invalid(column: &str, path: &str, message: impl Into<String>) -> EngineError {
-    let field = if path.is_empty() {
-        format!("hierarchies.{column}")
-    } else {
-        format!("hierarchies.{column}.{path}")
-    };
-    EngineError::config(field, message)
+/// Error for a specification or data problem; `path` is the position inside the specification
+/// (e.g. `intervals[2]`), empty for the specification as a whole.
+pub(crate) fn invalid(path: &str, message: impl Into<String>) -> EngineError {
+    EngineError::config(path, message)
 }
 
 /// A hierarchy needs at least one value.
-pub(crate) fn require_values(column: &str, values: &[&str]) -> Result<()> {
+pub(crate) fn require_values(values: &[&str]) -> Result<()> {
     if values.is_empty() {
         return Err(invalid(
-            column,
             "",
             "the column has no values to build a hierarchy for",
         ));
@@ -272,11 +267,10 @@ impl GroupSizes {
     }
 
     /// Rejects empty lists and sizes of 0 (or absurdly large sizes).
-    pub(crate) fn validate(&self, column: &str, path: &str) -> Result<()> {
+    pub(crate) fn validate(&self, path: &str) -> Result<()> {
         let sizes = self.sizes();
         if sizes.is_empty() {
             return Err(invalid(
-                column,
                 path,
                 "the list of group sizes is empty: expected at least one size ≥ 1, e.g. 2 or [2, 3]",
             ));
@@ -289,7 +283,6 @@ impl GroupSizes {
                     format!("{path}[{i}]")
                 };
                 return Err(invalid(
-                    column,
                     &at,
                     format!(
                         "group size {s} is invalid: expected a number from 1 to {MAX_GROUP_SIZE}"
@@ -331,16 +324,15 @@ impl GroupSizes {
 const MAX_PERIOD_PRODUCT: u128 = 1 << 62;
 
 /// Validates a list of levels of group sizes (`levels[i]`).
-pub(crate) fn validate_levels(column: &str, levels: &[GroupSizes]) -> Result<()> {
+pub(crate) fn validate_levels(levels: &[GroupSizes]) -> Result<()> {
     let mut product: u128 = 1;
     for (i, level) in levels.iter().enumerate() {
         let path = format!("levels[{i}]");
-        level.validate(column, &path)?;
+        level.validate(&path)?;
         let period: u128 = level.sizes().iter().map(|&s| s as u128).sum();
         product = product.saturating_mul(period);
         if product > MAX_PERIOD_PRODUCT {
             return Err(invalid(
-                column,
                 &path,
                 "the group sizes are too large: one group of the top level would hold more than 2^62 values; expected smaller sizes or fewer levels",
             ));
@@ -456,11 +448,6 @@ impl Number {
         self.scale
     }
 
-    /// True if the number has no fractional part.
-    pub fn is_integer(&self) -> bool {
-        self.scale == 0
-    }
-
     /// The value in units of `10^-scale` (`scale` ≥ [`Number::scale`]); exact, cannot overflow.
     pub(crate) fn units(&self, scale: u32) -> i128 {
         debug_assert!(scale >= self.scale && scale <= MAX_SCALE);
@@ -470,11 +457,6 @@ impl Number {
     /// The number `units / 10^scale`, normalised; `None` if out of range.
     pub(crate) fn from_units(units: i128, scale: u32) -> Option<Number> {
         Number::parse(&format_units(units, scale))
-    }
-
-    /// Approximate value as `f64`.
-    pub fn to_f64(&self) -> f64 {
-        self.mantissa as f64 / 10f64.powi(self.scale as i32)
     }
 
     fn significant_digits(&self) -> usize {
@@ -602,16 +584,9 @@ impl<K: PartialEq + Clone> LabelRegistry<K> {
     }
 
     /// Records that `label` names group `key` at `level`; error if it already names another.
-    pub(crate) fn register(
-        &mut self,
-        column: &str,
-        level: usize,
-        label: &str,
-        key: &K,
-    ) -> Result<()> {
+    pub(crate) fn register(&mut self, level: usize, label: &str, key: &K) -> Result<()> {
         match self.levels[level].get(label) {
             Some(k) if k != key => Err(invalid(
-                column,
                 "",
                 format!(
                     "label '{label}' would be used for two different groups at level {level}: expected distinct labels (check custom labels and missing-value markers)"

@@ -107,17 +107,17 @@ impl IntervalSpec {
     }
 
     /// Data-independent checks (see [`super::HierarchySpec::validate`]).
-    pub(crate) fn check(&self, column: &str) -> Result<()> {
-        validate_levels(column, &self.levels)?;
-        self.validate_bounds(column)?;
+    pub(crate) fn check(&self) -> Result<()> {
+        validate_levels(&self.levels)?;
+        self.validate_bounds()?;
         let scale = self.spec_numbers().map(|n| n.scale()).max().unwrap_or(0);
-        self.tiling(column, scale).map(|_| ())
+        self.tiling(scale).map(|_| ())
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        self.check(column)?;
-        require_values(column, values)?;
+    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+        self.check()?;
+        require_values(values)?;
         // Parse the values first: their scale decides the common unit.
         let mut parsed: Vec<(usize, Option<Number>)> = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
@@ -126,9 +126,7 @@ impl IntervalSpec {
                 continue;
             }
             let n = Number::parse(v).ok_or_else(|| {
-                invalid(
-                    column,
-                    "",
+                invalid("",
                     format!(
                         "value '{v}' is not a number: interval hierarchies need integers or decimals (list it in \"missing\" if it marks a missing value)"
                     ),
@@ -138,7 +136,6 @@ impl IntervalSpec {
                 && n < min
             {
                 return Err(invalid(
-                    column,
                     "min",
                     format!("value '{v}' is below the minimum {min}: expected values ≥ {min}"),
                 ));
@@ -147,7 +144,6 @@ impl IntervalSpec {
                 && n > max
             {
                 return Err(invalid(
-                    column,
                     "max",
                     format!("value '{v}' is above the maximum {max}: expected values ≤ {max}"),
                 ));
@@ -161,7 +157,7 @@ impl IntervalSpec {
             .max()
             .unwrap_or(0)
             .min(MAX_SCALE);
-        let tiling = self.tiling(column, scale)?;
+        let tiling = self.tiling(scale)?;
         let b = self.bottom_coding.map(|n| n.units(scale));
         let t = self.top_coding.map(|n| n.units(scale));
         let data_min = parsed.iter().filter_map(|(_, n)| *n).min();
@@ -192,7 +188,7 @@ impl IntervalSpec {
             match num {
                 None => {
                     for level in 1..=group_levels {
-                        registry.register(column, level, value, &(0, i as i128))?;
+                        registry.register(level, value, &(0, i as i128))?;
                         row.push(value.to_string());
                     }
                 }
@@ -203,14 +199,14 @@ impl IntervalSpec {
                     } else if t.is_some_and(|t| u >= t) {
                         Class::Top
                     } else {
-                        Class::Index(tiling.index(column, value, u, scale)?)
+                        Class::Index(tiling.index(value, u, scale)?)
                     };
                     match class {
                         Class::Bottom => {
                             let b = b.unwrap_or_default();
                             let label = format!("<{}", format_units(b, scale));
                             for level in 1..=group_levels {
-                                registry.register(column, level, &label, &(1, 0))?;
+                                registry.register(level, &label, &(1, 0))?;
                                 row.push(label.clone());
                                 ext.push((low_end.unwrap_or(b).min(b), b));
                             }
@@ -219,7 +215,7 @@ impl IntervalSpec {
                             let t = t.unwrap_or_default();
                             let label = format!(">={}", format_units(t, scale));
                             for level in 1..=group_levels {
-                                registry.register(column, level, &label, &(2, 0))?;
+                                registry.register(level, &label, &(2, 0))?;
                                 row.push(label.clone());
                                 ext.push((t, high_end.unwrap_or(t).max(t)));
                             }
@@ -233,16 +229,9 @@ impl IntervalSpec {
                                 // Rows are sorted, so neighbours mostly share groups.
                                 let cached = &mut last[level];
                                 if cached.as_ref().is_none_or(|c| c.0 != g) {
-                                    let (lo, hi, label) = tiling.group(
-                                        column,
-                                        &self.levels,
-                                        level - 1,
-                                        g,
-                                        b,
-                                        t,
-                                        scale,
-                                    )?;
-                                    registry.register(column, level, &label, &(3, g))?;
+                                    let (lo, hi, label) =
+                                        tiling.group(&self.levels, level - 1, g, b, t, scale)?;
+                                    registry.register(level, &label, &(3, g))?;
                                     *cached = Some((g, lo, hi, label));
                                 }
                                 if let Some((_, lo, hi, label)) = cached {
@@ -288,12 +277,11 @@ impl IntervalSpec {
         .chain(self.intervals.iter().flat_map(|i| [i.from, i.to]))
     }
 
-    fn validate_bounds(&self, column: &str) -> Result<()> {
+    fn validate_bounds(&self) -> Result<()> {
         if let (Some(b), Some(t)) = (self.bottom_coding, self.top_coding)
             && b >= t
         {
             return Err(invalid(
-                column,
                 "top_coding",
                 format!("top_coding {t} must be greater than bottom_coding {b}"),
             ));
@@ -302,7 +290,6 @@ impl IntervalSpec {
             && min > max
         {
             return Err(invalid(
-                column,
                 "max",
                 format!("max {max} must not be smaller than min {min}"),
             ));
@@ -311,17 +298,15 @@ impl IntervalSpec {
     }
 
     /// Validates the level-1 definition and converts it to units.
-    fn tiling(&self, column: &str, scale: u32) -> Result<Tiling> {
+    fn tiling(&self, scale: u32) -> Result<Tiling> {
         match (self.width, self.intervals.is_empty()) {
             (Some(_), false) | (None, true) => Err(invalid(
-                column,
                 "",
                 "expected exactly one of \"width\" (regular intervals) and \"intervals\" (a list of {\"from\", \"to\"})",
             )),
             (Some(w), true) => {
                 if w <= Number::from(0) {
                     return Err(invalid(
-                        column,
                         "width",
                         format!("width {w} is invalid: expected a positive number"),
                     ));
@@ -338,7 +323,6 @@ impl IntervalSpec {
             (None, false) => {
                 if self.start.is_some() {
                     return Err(invalid(
-                        column,
                         "start",
                         "\"start\" only applies to regular intervals (\"width\"); explicit intervals start at their \"from\"",
                     ));
@@ -348,7 +332,6 @@ impl IntervalSpec {
                 for &(i, d) in &list {
                     if d.from >= d.to {
                         return Err(invalid(
-                            column,
                             &format!("intervals[{i}]"),
                             format!(
                                 "interval [{}, {}[ is empty: expected \"from\" < \"to\"",
@@ -358,7 +341,6 @@ impl IntervalSpec {
                     }
                     if d.label.as_deref().is_some_and(|l| l.trim().is_empty()) {
                         return Err(invalid(
-                            column,
                             &format!("intervals[{i}].label"),
                             "the label is empty: expected a non-empty text or no label",
                         ));
@@ -369,7 +351,6 @@ impl IntervalSpec {
                     let ((i, a), (j, b)) = (pair[0], pair[1]);
                     if a.to > b.from {
                         return Err(invalid(
-                            column,
                             &format!("intervals[{j}]"),
                             format!(
                                 "interval [{}, {}[ overlaps intervals[{i}] [{}, {}[: expected intervals that do not overlap",
@@ -379,7 +360,6 @@ impl IntervalSpec {
                     }
                     if a.to < b.from {
                         return Err(invalid(
-                            column,
                             &format!("intervals[{j}]"),
                             format!(
                                 "gap between intervals[{i}] [{}, {}[ and intervals[{j}] [{}, {}[: values from {} to {} would not be covered; expected each interval to start where the previous one ends",
@@ -394,7 +374,6 @@ impl IntervalSpec {
                         && let Some(prev) = seen.insert(l.clone(), i)
                     {
                         return Err(invalid(
-                            column,
                             &format!("intervals[{i}].label"),
                             format!(
                                 "label '{l}' is also used by intervals[{prev}]: expected distinct labels"
@@ -433,9 +412,8 @@ enum Tiling {
     },
 }
 
-fn overflow(column: &str) -> EngineError {
+fn overflow() -> EngineError {
     invalid(
-        column,
         "",
         "the numbers are too large for exact interval arithmetic: expected smaller values or wider intervals",
     )
@@ -443,11 +421,11 @@ fn overflow(column: &str) -> EngineError {
 
 impl Tiling {
     /// Level-1 interval index of `u` (a value in units).
-    fn index(&self, column: &str, value: &str, u: i128, scale: u32) -> Result<i128> {
+    fn index(&self, value: &str, u: i128, scale: u32) -> Result<i128> {
         match self {
             Tiling::Regular { start, width } => Ok(u
                 .checked_sub(*start)
-                .ok_or_else(|| overflow(column))?
+                .ok_or_else(overflow)?
                 .div_euclid(*width)),
             Tiling::Explicit { bounds, .. } => {
                 let k = bounds.partition_point(|&(from, _)| from <= u);
@@ -456,7 +434,6 @@ impl Tiling {
                 } else {
                     let (lo, hi) = (bounds[0].0, bounds[bounds.len() - 1].1);
                     Err(invalid(
-                        column,
                         "intervals",
                         format!(
                             "value '{value}' is outside the intervals [{}, {}[: expected a covered value; extend \"intervals\" or set \"bottom_coding\"/\"top_coding\"",
@@ -474,7 +451,6 @@ impl Tiling {
     #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
-        column: &str,
         levels: &[GroupSizes],
         level: usize,
         g: i128,
@@ -494,7 +470,7 @@ impl Tiling {
                     .and_then(|x| x.checked_add(*start));
                 match (lo, hi) {
                     (Some(lo), Some(hi)) => (lo, hi, None),
-                    _ => return Err(overflow(column)),
+                    _ => return Err(overflow()),
                 }
             }
             Tiling::Explicit { bounds, labels } => {

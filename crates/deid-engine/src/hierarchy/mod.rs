@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use super::data::{Column, CsvScanner};
-use super::error::{EngineError, Result};
+use crate::data::{Column, CsvScanner};
+use crate::error::{EngineError, Result};
+
+pub mod builder;
 
 /// A hierarchy as a table of strings: `rows[r][l]` is the level-`l` label of leaf `rows[r][0]`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -58,8 +60,11 @@ impl Hierarchy {
     ) -> Result<Hierarchy> {
         if shares.len() != rows.len() || shares.iter().zip(&rows).any(|(s, r)| s.len() != r.len()) {
             return Err(EngineError::config(
-                format!("hierarchy of column '{column}'"),
-                "domain shares must have one value per row and level",
+                "",
+                format!(
+                    "hierarchy of column '{column}': domain shares must have one value per row \
+                     and level"
+                ),
             ));
         }
         let h = Hierarchy {
@@ -68,16 +73,6 @@ impl Hierarchy {
         };
         h.validate(column)?;
         Ok(h)
-    }
-
-    /// A single-level-plus-suppression hierarchy (`value → *`) for every value of `column`.
-    pub fn suppression_only(column: &Column) -> Hierarchy {
-        let rows = column
-            .dict
-            .values()
-            .map(|v| vec![v.to_string(), "*".to_string()])
-            .collect();
-        Hierarchy { rows, shares: None }
     }
 
     fn validate(&self, column: &str) -> Result<()> {

@@ -77,14 +77,13 @@ impl Default for MaskingSpec {
 
 impl MaskingSpec {
     /// Data-independent checks (see [`super::HierarchySpec::validate`]).
-    pub(crate) fn check(&self, column: &str) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         for (name, v) in [
             ("alphabet_size", self.alphabet_size),
             ("domain_size", self.domain_size),
         ] {
             if v == Some(0) {
                 return Err(invalid(
-                    column,
                     name,
                     format!("{name} 0 is invalid: expected at least 1"),
                 ));
@@ -94,9 +93,9 @@ impl MaskingSpec {
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, column: &str, values: &[&str]) -> Result<Rows> {
-        self.check(column)?;
-        require_values(column, values)?;
+    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+        self.check()?;
+        require_values(values)?;
         let mut sorted = values.to_vec();
         sorted.sort_unstable();
         let len = sorted
@@ -120,7 +119,6 @@ impl MaskingSpec {
         let domain = match self.domain_size {
             Some(d) if d < n => {
                 return Err(invalid(
-                    column,
                     "domain_size",
                     format!(
                         "domain_size {d} is smaller than the {n} distinct values of the column: expected at least {n}"
