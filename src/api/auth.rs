@@ -4,13 +4,38 @@
 //! listens on loopback addresses).
 
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
 use super::error::{ApiError, ErrorCode};
 use super::state::AppState;
 use crate::job::id::TenantId;
+
+/// The key a request presents: `Authorization: Bearer <key>` (scheme case-insensitive) or
+/// `X-Api-Key: <key>`. A request whose `Authorization` header is not a bearer key, or whose two
+/// headers name different keys, presents none (it is refused, whatever the other header holds).
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    let bearer = match headers.get(header::AUTHORIZATION) {
+        None => None,
+        Some(v) => {
+            let (scheme, key) = v.to_str().ok()?.trim().split_once(' ')?;
+            if !scheme.eq_ignore_ascii_case("bearer") {
+                return None;
+            }
+            Some(key.trim())
+        }
+    };
+    let api_key = match headers.get("x-api-key") {
+        None => None,
+        Some(v) => Some(v.to_str().ok()?.trim()),
+    };
+    match (bearer, api_key) {
+        (Some(a), Some(b)) if a != b => None,
+        (Some(k), _) | (None, Some(k)) => Some(k),
+        (None, None) => None,
+    }
+}
 
 /// Middleware: resolves the tenant or answers 401.
 pub async fn require_api_key(
@@ -21,17 +46,7 @@ pub async fn require_api_key(
     let tenant = if state.keys.is_empty() {
         TenantId::from("default")
     } else {
-        let headers = req.headers();
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
-            .map(str::trim);
-        match presented.and_then(|k| state.keys.tenant_of(k)) {
+        match presented_key(req.headers()).and_then(|k| state.keys.tenant_of(k)) {
             Some(t) => t.clone(),
             None => {
                 return Err(ApiError::new(
@@ -43,4 +58,60 @@ pub async fn require_api_key(
     };
     req.extensions_mut().insert(tenant);
     Ok(next.run(req).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn keys_come_from_one_well_formed_header() {
+        let key = "0123456789abcdef";
+        for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+            let value: &'static str = Box::leak(format!("{scheme} {key}").into_boxed_str());
+            assert_eq!(
+                presented_key(&headers(&[("authorization", value)])),
+                Some(key)
+            );
+        }
+        assert_eq!(presented_key(&headers(&[("x-api-key", key)])), Some(key));
+        assert_eq!(
+            presented_key(&headers(&[
+                ("authorization", "Bearer 0123456789abcdef"),
+                ("x-api-key", key)
+            ])),
+            Some(key)
+        );
+        // A garbage Authorization header is not rescued by a valid X-Api-Key.
+        for garbage in [
+            "garbage",
+            "Basic dXNlcjpwdw==",
+            "Bearer",
+            "Token 0123456789abcdef",
+        ] {
+            assert_eq!(
+                presented_key(&headers(&[("authorization", garbage), ("x-api-key", key)])),
+                None,
+                "{garbage}"
+            );
+        }
+        // Two different keys.
+        assert_eq!(
+            presented_key(&headers(&[
+                ("authorization", "Bearer fedcba9876543210"),
+                ("x-api-key", key)
+            ])),
+            None
+        );
+        assert_eq!(presented_key(&HeaderMap::new()), None);
+    }
 }

@@ -121,6 +121,18 @@ pub fn page_limit(limit: Option<i64>) -> Result<i64> {
     }
 }
 
+/// Checks a paging cursor: the `next_cursor` of an earlier page, i.e. an id (a UUID).
+pub fn check_cursor(cursor: Option<&str>) -> Result<()> {
+    match cursor {
+        Some(c) if uuid::Uuid::parse_str(c).is_err() => Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            format!("cursor must be the next_cursor of an earlier page, got '{c}'"),
+        )
+        .with_details(json!({"field": "cursor"}))),
+        _ => Ok(()),
+    }
+}
+
 /// Parses a delimiter parameter.
 pub fn parse_delimiter(text: Option<&str>, default: u8, field: &str) -> Result<u8> {
     match text {
@@ -260,6 +272,7 @@ pub async fn list_datasets(
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Json<Page<DatasetView, DatasetId>>> {
     let limit = page_limit(params.limit)?;
+    check_cursor(params.cursor.as_ref().map(DatasetId::as_str))?;
     let rows = state
         .store
         .list_datasets(&tenant, params.cursor.as_ref(), limit + 1)

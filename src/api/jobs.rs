@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::datasets::{Page, column_profiles, page_limit, stored_column};
+use super::datasets::{Page, check_cursor, column_profiles, page_limit, stored_column};
 use super::error::{ApiError, ErrorCode, Result};
 use super::extract::{ApiJson, ApiQuery};
 use super::state::AppState;
@@ -196,6 +196,7 @@ pub async fn list_jobs(
     ApiQuery(params): ApiQuery<JobListParams>,
 ) -> Result<Json<Page<JobView, JobId>>> {
     let limit = page_limit(params.limit)?;
+    check_cursor(params.cursor.as_ref().map(JobId::as_str))?;
     let status = match params.status.as_deref() {
         None => None,
         Some(s) => Some(JobStatus::parse(s).ok_or_else(|| {

@@ -12,14 +12,27 @@ pub struct ApiKeys {
     keys: Vec<([u8; 32], TenantId)>,
 }
 
-/// A configuration error in `DEID_API_KEYS`.
+/// A configuration error in `DEID_API_KEYS` (it never shows a key).
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "invalid API key entry #{index}: expected tenant:key with a non-empty tenant and a key of at least 16 characters"
-)]
-pub struct KeyConfigError {
-    /// 1-based position in the list.
-    pub index: usize,
+pub enum KeyConfigError {
+    /// An entry is not `tenant:key`.
+    #[error(
+        "invalid API key entry #{index}: expected tenant:key with a non-empty tenant and a key of at least 16 characters"
+    )]
+    Malformed {
+        /// 1-based position in the list.
+        index: usize,
+    },
+    /// Two entries have the same key: a key must identify one tenant.
+    #[error(
+        "API key entry #{index} repeats the key of entry #{first}: every key must belong to one tenant"
+    )]
+    Duplicate {
+        /// 1-based position of the repetition.
+        index: usize,
+        /// 1-based position of the first entry with the key.
+        first: usize,
+    },
 }
 
 fn hash(key: &str) -> [u8; 32] {
@@ -30,6 +43,7 @@ impl ApiKeys {
     /// Parses `tenant:key` entries.
     pub fn parse(entries: &[String]) -> Result<ApiKeys, KeyConfigError> {
         let mut keys = Vec::new();
+        let mut positions = Vec::new();
         for (i, entry) in entries.iter().enumerate() {
             let entry = entry.trim();
             if entry.is_empty() {
@@ -37,9 +51,17 @@ impl ApiKeys {
             }
             match entry.split_once(':') {
                 Some((tenant, key)) if !tenant.trim().is_empty() && key.trim().len() >= 16 => {
-                    keys.push((hash(key.trim()), TenantId::from(tenant.trim())));
+                    let h = hash(key.trim());
+                    if let Some(j) = keys.iter().position(|(k, _)| *k == h) {
+                        return Err(KeyConfigError::Duplicate {
+                            index: i + 1,
+                            first: positions[j],
+                        });
+                    }
+                    keys.push((h, TenantId::from(tenant.trim())));
+                    positions.push(i + 1);
                 }
-                _ => return Err(KeyConfigError { index: i + 1 }),
+                _ => return Err(KeyConfigError::Malformed { index: i + 1 }),
             }
         }
         Ok(ApiKeys { keys })
@@ -86,5 +108,17 @@ mod tests {
         assert!(ApiKeys::parse(&["acme:short".into()]).is_err());
         assert!(ApiKeys::parse(&["nocolon".into()]).is_err());
         assert!(ApiKeys::parse(&[]).unwrap().is_empty());
+        // One key for two tenants is a configuration error that names the entries, not the key.
+        let err = ApiKeys::parse(&[
+            "acme:0123456789abcdef".into(),
+            "globex:fedcba9876543210".into(),
+            "initech: 0123456789abcdef".into(),
+        ])
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            KeyConfigError::Duplicate { index: 3, first: 1 }
+        ));
+        assert!(!err.to_string().contains("0123456789abcdef"));
     }
 }

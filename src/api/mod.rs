@@ -130,15 +130,16 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Answers 408 in the API's error shape when a request to `route` takes longer than `limit`:
-/// tower-http's timeout answers an empty 408, which the outer layer turns into the error shape.
+/// Answers 503 `request_timeout` (a server-side timeout, with `Retry-After`) in the API's error
+/// shape when a request to `route` takes longer than `limit`: tower-http's timeout answers an
+/// empty 503, which the outer layer turns into the error shape.
 fn with_timeout<S>(route: MethodRouter<S>, limit: Duration) -> MethodRouter<S>
 where
     S: Clone + Send + Sync + 'static,
 {
     route
         .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
+            StatusCode::SERVICE_UNAVAILABLE,
             limit,
         ))
         .layer(middleware::map_response(
@@ -146,17 +147,18 @@ where
         ))
 }
 
-/// The timeout layer's empty 408 as an [`ApiError`]; every other response unchanged (the API's
-/// own 408 answers have a body).
+/// The timeout layer's empty 503 as an [`ApiError`]; every other response unchanged (the API's
+/// own 503 answers have a body).
 fn timeout_error(response: Response, limit: Duration) -> Response {
     let empty = HttpBody::size_hint(response.body()).exact() == Some(0);
-    if response.status() != StatusCode::REQUEST_TIMEOUT || !empty {
+    if response.status() != StatusCode::SERVICE_UNAVAILABLE || !empty {
         return response;
     }
     ApiError::new(
         ErrorCode::RequestTimeout,
         format!("the request took longer than {} ms", limit.as_millis()),
     )
+    .retry_after(1)
     .into_response()
 }
 
@@ -182,7 +184,7 @@ async fn track_metrics(req: Request, next: Next) -> Response {
 mod tests {
     use super::*;
 
-    /// A slow handler behind the timeout layers answers 408 in the error shape; a quick one
+    /// A slow handler behind the timeout layers answers 503 in the error shape; a quick one
     /// answers as usual.
     #[tokio::test]
     async fn slow_requests_time_out() {
@@ -200,7 +202,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         let r = reqwest::get(format!("http://{addr}/slow")).await.unwrap();
-        assert_eq!(r.status().as_u16(), 408);
+        assert_eq!(r.status().as_u16(), 503);
         let v: serde_json::Value = r.json().await.unwrap();
         assert_eq!(v["error"]["code"], "request_timeout");
         assert_eq!(v["error"]["message"], "the request took longer than 50 ms");

@@ -55,8 +55,8 @@ error_codes! {
     HierarchyNotFound = ("hierarchy_not_found", 404),
     /// The method is not allowed on this route.
     MethodNotAllowed = ("method_not_allowed", 405),
-    /// The request took longer than its time limit.
-    RequestTimeout = ("request_timeout", 408),
+    /// The server did not answer within the request time limit (a server-side timeout).
+    RequestTimeout = ("request_timeout", 503),
     /// A queued or running job uses the dataset.
     DatasetInUse = ("dataset_in_use", 409),
     /// The job has already ended.

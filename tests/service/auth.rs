@@ -34,6 +34,26 @@ async fn tenants_are_isolated(kind: Db) {
         )
         .await;
     assert_eq!(r.status, 200, "X-Api-Key works too");
+    // The scheme name is case-insensitive; a garbage Authorization header is not rescued by a
+    // valid X-Api-Key, nor are two different keys accepted.
+    let r = app
+        .send(
+            app.client
+                .get(app.url("/v1/datasets"))
+                .header("authorization", format!("bEaReR {ACME}")),
+        )
+        .await;
+    assert_eq!(r.status, 200, "bearer in any case");
+    for garbage in ["garbage".to_string(), format!("Bearer {GLOBEX}")] {
+        app.send(
+            app.client
+                .get(app.url("/v1/datasets"))
+                .header("authorization", garbage)
+                .header("x-api-key", ACME),
+        )
+        .await
+        .assert_error(401, "unauthorized");
+    }
     assert_eq!(app.get("/healthz").await.status, 200);
     assert_eq!(app.get("/readyz").await.status, 200);
 

@@ -32,6 +32,26 @@ async fn request_errors() {
             .unwrap()
             .contains("supression_limit")
     );
+    // Type and range errors name the field.
+    for (body, field) in [
+        (json!({"time_limit": -5}), "time_limit"),
+        (json!({"suppression_limit": "NaN"}), "suppression_limit"),
+        (
+            json!({"genetic": {"elite_fraction": "x"}}),
+            "genetic.elite_fraction",
+        ),
+    ] {
+        let v = app
+            .post_json("/v1/jobs", &body)
+            .await
+            .assert_error(422, "invalid_spec");
+        assert_eq!(v["error"]["details"]["field"], field, "{body}");
+    }
+    // A cursor that is not the id of an earlier page is a bad query, not an empty page.
+    for path in ["/v1/jobs?cursor=garbage", "/v1/datasets?cursor=x%27%3B--"] {
+        let v = app.get(path).await.assert_error(400, "invalid_query");
+        assert_eq!(v["error"]["details"]["field"], "cursor");
+    }
     app.get("/v1/nothing")
         .await
         .assert_error(404, "route_not_found");
