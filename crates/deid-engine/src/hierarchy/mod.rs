@@ -14,8 +14,9 @@ pub mod builder;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Hierarchy {
     rows: Vec<Vec<String>>,
-    /// Optional analytic domain shares per row and level (builder hierarchies, REFERENCE §6.1).
-    /// When absent, shares are materialized from the table: rows under a label / all rows.
+    /// Optional analytic domain shares per row and level (builder hierarchies,
+    /// `docs/definitions.md` §5.2). When absent, shares are materialized from the table: rows
+    /// under a label / all rows.
     shares: Option<Vec<Vec<f64>>>,
 }
 
