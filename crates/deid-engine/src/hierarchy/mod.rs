@@ -1,6 +1,7 @@
 //! Generalization hierarchies: the ARX CSV format (one row per original value, column j = level j,
 //! no header), validation (equal row lengths, unique leaves, monotonicity, coverage of the data)
-//! and the encoded form used by the check (`level × input code → generalized code`).
+//! and the encoded form used by the check (`level × input code → generalized code`). [`builder`]
+//! creates hierarchies from small specifications.
 
 use std::collections::HashMap;
 use std::io::Read;
