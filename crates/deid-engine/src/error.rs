@@ -10,7 +10,7 @@ pub enum EngineError {
     /// The CSV input contains no header and no rows.
     #[error("{source_name}: the file is empty")]
     EmptyInput {
-        /// Name of the input (file name, "dataset", "hierarchy of <column>").
+        /// Name of the input (file name, "dataset", "hierarchy of `<column>`").
         source_name: String,
     },
     /// A row has a different number of fields than the header (or the first row).

@@ -17,7 +17,8 @@ use crate::privacy::risk::PreparedSampleModel;
 use crate::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
 use crate::quality::{PreparedQuality, QualityConfig};
 
-/// How far the privacy models' verdicts can be predicted in the lattice (REFERENCE.md §3.3).
+/// How far the privacy models' verdicts can be predicted in the lattice
+/// (`docs/definitions.md` §2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrivacyMonotonicity {
     /// Anonymous ⇒ every generalization is anonymous; not anonymous ⇒ every specialization is not.
@@ -162,6 +163,9 @@ impl Problem {
     /// 4. group the records by their original QI values (base groups) with histograms of every
     ///    sensitive attribute a model needs;
     /// 5. compile the privacy and quality models.
+    ///
+    /// Errors about the configuration name the field of `config` (`privacy[1].k`,
+    /// `quality.gs_factor`, `attributes.age.max_level`, …; see [`EngineError::InvalidConfig`]).
     pub fn new(table: Table, mut config: ProblemConfig) -> Result<Problem> {
         // 1. Columns and roles.
         if config.quasi_identifiers.is_empty() {
@@ -668,6 +672,54 @@ mod tests {
         assert_eq!(m.index, 3 * 3 * 4 + 4 * 4);
         assert_eq!(m.encoded(), m.table + m.hierarchies + m.value_tables);
         assert_eq!(m.total(), m.encoded() + m.index);
+    }
+
+    #[test]
+    fn errors_name_the_field_of_the_configuration() {
+        let rows: Vec<Vec<String>> = [["x"], ["y"], ["x"], ["z"]]
+            .iter()
+            .map(|r| r.iter().map(|v| v.to_string()).collect())
+            .collect();
+        let table = || Table::from_rows(&["a"], &rows).unwrap();
+        let qi = || {
+            let h = Hierarchy::from_rows(
+                ["x", "y", "z"]
+                    .map(|v| vec![v.to_string(), "*".to_string()])
+                    .to_vec(),
+                "a",
+            )
+            .unwrap();
+            vec![QuasiIdentifier::new("a", h)]
+        };
+        let field = |config: ProblemConfig| match Problem::new(table(), config).unwrap_err() {
+            EngineError::InvalidConfig { field, .. } => field,
+            other => panic!("expected an invalid value, got {other:?}"),
+        };
+        let mut config = k_anonymity(qi());
+        config.quality.gs_factor = 1.5;
+        assert_eq!(field(config), "quality.gs_factor");
+        let mut config = k_anonymity(qi());
+        config.privacy.push(PrivacyModel::KAnonymity { k: 0 });
+        assert_eq!(field(config), "privacy[1].k");
+
+        // Larger classes than records: its own variant, read like an invalid value.
+        let mut config = k_anonymity(qi());
+        config.privacy[0] = PrivacyModel::KAnonymity { k: 10 };
+        let err = Problem::new(table(), config).unwrap_err();
+        assert_eq!(
+            err,
+            EngineError::TooFewRecords {
+                field: "privacy[0]".into(),
+                model: "k-anonymity".into(),
+                required: 10,
+                rows: 4
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid value for 'privacy[0]': k-anonymity requires classes of at least 10 records \
+             but the data has only 4"
+        );
     }
 
     /// A deterministic stream of numbers (splitmix64).

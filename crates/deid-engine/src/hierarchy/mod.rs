@@ -1,6 +1,7 @@
 //! Generalization hierarchies: the ARX CSV format (one row per original value, column j = level j,
 //! no header), validation (equal row lengths, unique leaves, monotonicity, coverage of the data)
-//! and the encoded form used by the check (`level × input code → generalized code`).
+//! and the encoded form used by the check (`level × input code → generalized code`). [`builder`]
+//! creates hierarchies from small specifications.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -14,8 +15,9 @@ pub mod builder;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Hierarchy {
     rows: Vec<Vec<String>>,
-    /// Optional analytic domain shares per row and level (builder hierarchies, REFERENCE §6.1).
-    /// When absent, shares are materialized from the table: rows under a label / all rows.
+    /// Optional analytic domain shares per row and level (builder hierarchies,
+    /// `docs/definitions.md` §5.2). When absent, shares are materialized from the table: rows
+    /// under a label / all rows.
     shares: Option<Vec<Vec<f64>>>,
 }
 

@@ -2,8 +2,9 @@
 //! (violating classes are suppressed); sample-based models (risk thresholds) look at the whole
 //! distribution of class sizes after that and suppress further classes, smallest first.
 //!
-//! Every model declares its monotonicity (REFERENCE.md §5) so that searches prune only where safe,
-//! and the minimal class size it implies (used for the fast k-anonymity verdict).
+//! Every model declares its monotonicity (`docs/definitions.md` §3.3) so that searches prune
+//! only where safe, and the minimal class size it implies (used for the fast k-anonymity
+//! verdict).
 //!
 //! Layout: this module holds the user-facing [`PrivacyModel`] and the dispatch of the compiled
 //! models; [`ldiversity`] (entropy and recursive ℓ-diversity), [`tcloseness`] (the three earth
@@ -16,6 +17,8 @@
 //! distributions, orders, hierarchy tables) is computed once when the problem is compiled.
 //!
 //! # Deliberate differences from ARX 3.9.2
+//!
+//! (Also listed in `docs/definitions.md` §3.4.)
 //!
 //! * **Grassberger entropy ℓ-diversity is not monotone** under generalization, so it is declared
 //!   non-monotone (ARX declares every entropy ℓ-diversity monotone, which lets its searches prune
@@ -296,8 +299,8 @@ impl PrivacyModel {
         }
     }
 
-    /// Monotonicity of the model (REFERENCE.md §5; Grassberger entropy and the relaxed average
-    /// risk differ, see the module docs).
+    /// Monotonicity of the model (`docs/definitions.md` §3.3; Grassberger entropy and the
+    /// relaxed average risk differ from ARX, see the module docs).
     pub fn monotonicity(&self) -> Monotonicity {
         let (generalization, suppression) = match self {
             PrivacyModel::KAnonymity { .. }

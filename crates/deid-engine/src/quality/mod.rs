@@ -1,6 +1,6 @@
-//! Quality models (REFERENCE.md §6.1): each scores a transformation (lower = less information
-//! loss), gives a lower bound that is monotone in the lattice (for pruning) and a user-facing
-//! utility in [0, 1] (1 = data unchanged).
+//! Quality models (`docs/definitions.md` §4): each scores a transformation (lower = less
+//! information loss), gives a lower bound that is monotone in the lattice (for pruning) and a
+//! user-facing utility in [0, 1] (1 = data unchanged).
 //!
 //! Layout: `sum` (order-independent accumulators), `tables` (per column and level, computed
 //! once in `PreparedQuality::prepare`), one file per family of models (`loss`,
@@ -10,7 +10,7 @@
 //! Conventions shared by all models (n = records, s = suppressed records, gF/sF = generalization
 //! and suppression factors derived from the gs-factor, see [`QualityConfig`]):
 //! * **Scores** follow ARX 3.9.2's definitions; deviations (where ARX is wrong) are documented on
-//!   the model.
+//!   the model and collected in `docs/definitions.md` §4.6.
 //! * **Lower bounds** are valid for the transformation *and all its generalizations* and are
 //!   non-decreasing in the lattice bit for bit: they are computed from exact integer or fixed-point
 //!   tables, and scores are computed as `bound + non-negative excess` so that `bound ≤ score` holds
@@ -203,11 +203,11 @@ impl QualityConfig {
         self.aggregate.unwrap_or(model.default_aggregate())
     }
 
-    /// Checks parameter ranges.
+    /// Checks parameter ranges; errors name the parameter (`gs_factor`).
     pub fn validate(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.gs_factor) {
             return Err(EngineError::config(
-                "quality.gs_factor",
+                "gs_factor",
                 format!("expected a number in [0, 1], got {}", self.gs_factor),
             ));
         }

@@ -8,7 +8,7 @@
 //! specialization (generalization) of the query. Memory grows with the antichain, not with the
 //! lattice.
 //!
-//! BFS starts at the bottom with a greedy dive to a first solution (a deid addition, see [`run`]),
+//! BFS starts at the bottom with a greedy dive to a first solution (a deid addition, see `run`),
 //! then always expands the queued transformation with the best score.
 //! Every transformation is generated exactly once, from its *canonical parent* (the node with
 //! its last non-minimal level decremented), so no set of visited nodes is needed. A transformation

@@ -1,5 +1,5 @@
 //! Flash: the globally optimal search of Kohlmayer et al. (PASSAT 2012) as generalized by ARX
-//! (REFERENCE.md §3.3), with one byte of tags per transformation.
+//! (`docs/definitions.md` §2.3), with one byte of tags per transformation.
 //!
 //! The outer loop visits the lattice level by level; on each level the untagged transformations
 //! are taken in the *strategy order* (rank; mean relative level; share of distinct values lost)

@@ -1,10 +1,10 @@
 //! The genetic algorithm of ARX (Prasser et al., GigaScience 2020, after Wan et al. 2017;
-//! REFERENCE.md §3.6). An individual is a transformation (one gene per quasi-identifier). Its
-//! fitness orders anonymous individuals before non-anonymous ones, then by score (lower =
-//! fitter; measured for non-anonymous transformations too), rank and levels. ARX ranks by score
-//! alone, so without suppression the low scores of non-anonymous transformations near the bottom
-//! crowd out every solution (on cup and mach2019_int at 0 % it returns the top, Loss 1.0; this
-//! order finds Loss 0.78 and 0.70 in 5 s).
+//! `docs/definitions.md` §2.3). An individual is a transformation (one gene per
+//! quasi-identifier). Its fitness orders anonymous individuals before non-anonymous ones, then by
+//! score (lower = fitter; measured for non-anonymous transformations too), rank and levels. ARX
+//! ranks by score alone, so without suppression the low scores of non-anonymous transformations
+//! near the bottom crowd out every solution (on cup and mach2019_int at 0 % it returns the top,
+//! Loss 1.0; this order finds Loss 0.78 and 0.70 in 5 s).
 //!
 //! Two subpopulations of [`GeneticParams::subpopulation_size`] individuals. The first starts
 //! with the "triangle" (individual i has the maximal level for QIs 0..=i and the minimal level

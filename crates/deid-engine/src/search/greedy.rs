@@ -9,7 +9,8 @@
 //!   parallel batch).
 //!
 //! Neither claims optimality; with suppression or non-monotone models the first anonymous
-//! transformation on the climb can be far from optimal (REFERENCE.md §3, Lightning paper §4).
+//! transformation on the climb can be far from optimal (`docs/definitions.md` §2.3, Lightning
+//! paper §4).
 
 use std::cmp::Reverse;
 

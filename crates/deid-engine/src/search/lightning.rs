@@ -1,5 +1,5 @@
 //! Lightning (Prasser et al., Trans. Data Privacy 2016, Algorithms 1–3) and its top-down variant
-//! (Prasser et al., GigaScience 2020; REFERENCE.md §3.4–3.5).
+//! (Prasser et al., GigaScience 2020; `docs/definitions.md` §2.3).
 //!
 //! Bottom-up: a priority queue of checked transformations ordered by score (best first). Each
 //! step pops the best one; every `stepping`-th step (stepping = lattice height) performs a greedy

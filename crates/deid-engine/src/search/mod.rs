@@ -6,12 +6,12 @@
 //! transformation found so far, enforces the time limit, the check limit and cancellation, and
 //! reports progress and improvements to a [`ProgressObserver`].
 //!
-//! The optimum is defined by an order (REFERENCE.md §3.2, made deterministic): lower score;
+//! The optimum is defined by an order (`docs/definitions.md` §2.1): lower score;
 //! ties → lower rank (sum of levels); then lexicographically smaller levels. Scores within a
 //! relative 1e-9 count as ties: normalised quality values carry rounding noise of about 1e-10.
 //! Only anonymous transformations can be the result.
 //!
-//! Algorithms (REFERENCE.md §3):
+//! Algorithms (`docs/definitions.md` §2.3):
 //! - [`Algorithm::Flash`] — globally optimal (`flash`), for spaces up to
 //!   [`SearchConfig::flash_max_space`];
 //! - [`Algorithm::Lightning`] / [`Algorithm::TopDown`] — utility-guided heuristics (`lightning`);
@@ -61,13 +61,13 @@ pub enum Algorithm {
     /// Flash if the solution space has at most [`SearchConfig::flash_max_space`]
     /// transformations, Lightning otherwise.
     Auto,
-    /// Flash: globally optimal, with predictive tagging (REFERENCE.md §3.3).
+    /// Flash: globally optimal, with predictive tagging (`docs/definitions.md` §2.3).
     Flash,
-    /// Lightning: bottom-up hybrid best-first/greedy heuristic (REFERENCE.md §3.4).
+    /// Lightning: bottom-up hybrid best-first/greedy heuristic (`docs/definitions.md` §2.3).
     Lightning,
-    /// Top-down best-first heuristic (REFERENCE.md §3.5).
+    /// Top-down best-first heuristic (`docs/definitions.md` §2.3).
     TopDown,
-    /// Genetic algorithm with two subpopulations (REFERENCE.md §3.6).
+    /// Genetic algorithm with two subpopulations (`docs/definitions.md` §2.3).
     Genetic,
     /// Best-first branch and bound with antichain pruning: optimal when it finishes.
     Bfs,

@@ -1,6 +1,7 @@
 //! Integration tests of the engine, in one binary: ARX fixtures, the adult optimum, search
 //! outputs and random tables verified by an independent checker (`common::independent`, which
-//! shares no code with the engine), and the hierarchy builders.
+//! shares no code with the engine), the hierarchy builders, and the layering of the engine's
+//! modules (no import cycle).
 
 mod adult_optimum;
 mod builder_props;

@@ -7,7 +7,7 @@
 //! the role of `*` (an all-empty column gets one padded character, so height 2).
 //! Defaults: pad on the right with `*`, redact from the right with `*`.
 //!
-//! Domain shares (REFERENCE §6.1, redaction with known domain properties): with alphabet size
+//! Domain shares (`docs/definitions.md` §5.2): with alphabet size
 //! a and domain size D, level l has share `1/D + (1 − 1/D)·(a^l − 1)/(a^L − 1)` — the fraction
 //! of codes a pattern with l free positions matches, interpolated so that level 0 has exactly
 //! `1/D` and level L exactly 1 (linear `l/L` when a = 1). By default a is the number of distinct

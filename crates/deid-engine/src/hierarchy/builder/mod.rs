@@ -1,5 +1,5 @@
 //! Hierarchy builders: turn a small, serialisable [`HierarchySpec`] plus the values of a column
-//! into a validated [`Hierarchy`] with analytic domain shares (REFERENCE §6.1, §7).
+//! into a validated [`Hierarchy`] with analytic domain shares (`docs/definitions.md` §4.2, §5.2).
 //!
 //! Five kinds, selected by the `"type"` field of the JSON form:
 //!
