@@ -361,7 +361,7 @@ struct EventState {
     source: Source,
     first: bool,
     ended: bool,
-    seq: u64,
+    /// Improvements (trace entries) already sent.
     trace_seen: usize,
     pending: VecDeque<Event>,
 }
@@ -370,11 +370,12 @@ struct EventState {
 const POLL: Duration = Duration::from_millis(250);
 
 impl EventState {
+    /// An event whose id is the number of improvements sent so far (what `Last-Event-ID` resumes
+    /// from).
     fn event(&mut self, name: &str, data: &impl serde::Serialize) -> Event {
-        self.seq += 1;
         Event::default()
             .event(name)
-            .id(self.seq.to_string())
+            .id(self.trace_seen.to_string())
             .json_data(data)
             .unwrap_or_else(|_| Event::default().event(name))
     }
@@ -428,18 +429,14 @@ impl EventState {
         }
         let snap = snapshot.unwrap_or_else(|| JobProgress::from_row(self.row.progress.as_deref()));
         let view = JobView::new(&self.row, Some(&snap));
-        if self.seq == 0 {
-            // A late subscriber starts from the current state, not the whole history.
-            self.trace_seen = snap.trace.len();
-        }
         let progress = self.event("progress", &view);
         self.pending.push_back(progress);
-        if snap.trace.len() > self.trace_seen {
-            for i in self.trace_seen..snap.trace.len() {
-                let e = self.event("improvement", &snap.trace[i]);
-                self.pending.push_back(e);
-            }
-            self.trace_seen = snap.trace.len();
+        // Every improvement not seen yet, from the start (or from `Last-Event-ID`) on.
+        while self.trace_seen < snap.trace.len() {
+            let i = self.trace_seen;
+            self.trace_seen += 1;
+            let e = self.event("improvement", &snap.trace[i]);
+            self.pending.push_back(e);
         }
         if self.row.status.is_terminal() {
             let name = match self.row.status {
@@ -453,14 +450,23 @@ impl EventState {
     }
 }
 
-/// `GET /v1/jobs/{id}/events`: `progress` about 4 times a second, `improvement` on every new
-/// best, then `done`, `failed` or `cancelled`; ends with the job or at shutdown.
+/// `GET /v1/jobs/{id}/events`: the current state (`progress`) and every improvement so far
+/// (`improvement`, replayed for late subscribers), then `progress` about 4 times a second and
+/// `improvement` on every new best, then `done`, `failed` or `cancelled`; ends with the job or at
+/// shutdown. Event ids count the improvements sent: a client reconnecting with `Last-Event-ID: n`
+/// gets the improvements from the (n+1)-th on.
 pub async fn job_events(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<JobId>,
+    headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let row = find_job(&state, &tenant, &id).await?;
+    let seen = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
     let shutdown = state.shutdown.clone();
     let init = EventState {
         state,
@@ -468,8 +474,7 @@ pub async fn job_events(
         source: Source::Remote,
         first: true,
         ended: false,
-        seq: 0,
-        trace_seen: 0,
+        trace_seen: seen,
         pending: VecDeque::new(),
     };
     let stream = futures_util::stream::unfold(init, |mut st| async move {

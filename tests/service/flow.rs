@@ -196,10 +196,24 @@ async fn live_events_and_cancel(kind: Db) {
     app.post_raw(&format!("/v1/jobs/{id}/cancel"), "")
         .await
         .assert_error(409, "job_finished");
-    // A late subscriber gets the current state and the final event at once.
+    // A late subscriber gets the current state, every improvement so far (the trace of the
+    // result) and the final event at once; with Last-Event-ID it gets only the later ones.
+    let trace = app.get(&format!("/v1/jobs/{id}/result")).await.json()["trace"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(trace >= 1);
     let late = app.events(&id, Duration::from_secs(10)).await;
     let late_names: Vec<&str> = late.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(late_names, ["progress", "cancelled"]);
+    let mut expected = vec!["progress"];
+    expected.extend(std::iter::repeat_n("improvement", trace));
+    expected.push("cancelled");
+    assert_eq!(late_names, expected);
+    let resumed = app
+        .events_after(&id, Some(trace - 1), Duration::from_secs(10))
+        .await;
+    let resumed_names: Vec<&str> = resumed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(resumed_names, ["progress", "improvement", "cancelled"]);
     // Listing and filtering.
     let list = app.get("/v1/jobs?status=cancelled").await.json();
     assert_eq!(list["items"].as_array().unwrap().len(), 2);

@@ -334,11 +334,21 @@ impl ApiClient {
 
     /// Reads the job's event stream until it ends (panics after `timeout`).
     pub async fn events(&self, id: &str, timeout: Duration) -> Vec<(String, Value)> {
-        let resp = self
-            .request(reqwest::Method::GET, &format!("/v1/jobs/{id}/events"))
-            .send()
-            .await
-            .unwrap();
+        self.events_after(id, None, timeout).await
+    }
+
+    /// The events of job `id` for a client that saw events up to `last_event_id`.
+    pub async fn events_after(
+        &self,
+        id: &str,
+        last_event_id: Option<usize>,
+        timeout: Duration,
+    ) -> Vec<(String, Value)> {
+        let mut request = self.request(reqwest::Method::GET, &format!("/v1/jobs/{id}/events"));
+        if let Some(n) = last_event_id {
+            request = request.header("last-event-id", n.to_string());
+        }
+        let resp = request.send().await.unwrap();
         assert_eq!(resp.status(), 200);
         assert!(
             resp.headers()["content-type"]
