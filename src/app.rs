@@ -76,6 +76,7 @@ impl App {
                 webhook_attempts: config.webhook_attempts,
                 webhook_backoff: config.webhook_backoff,
                 webhook_allow_private: config.webhook_allow_private,
+                upload_timeout: config.upload_timeout,
             },
             token.clone(),
             tracker.clone(),

@@ -354,10 +354,11 @@ impl Store {
     /// Gives a running job back at shutdown (fenced): queued again at once, without counting
     /// the attempt, so another worker picks it up immediately.
     pub async fn release_job(&self, id: &JobId, owner: &str) -> Result<bool> {
-        const SQL: &str = "UPDATE jobs SET status = 'queued', run_at = $3, attempts = attempts - 1, \
+        // The job keeps its `run_at`, and with it its place at the front of the queue.
+        const SQL: &str = "UPDATE jobs SET status = 'queued', attempts = attempts - 1, \
              lease_owner = NULL, lease_expires_at = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
-        let n = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(owner).bind(now_ms()).execute(pool).await.map(|r| r.rows_affected()))?;
+        let n = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(n == 1)
     }
 
@@ -366,11 +367,12 @@ impl Store {
     pub async fn reap_expired_leases(&self, deadline_ms: i64, error: &str) -> Result<(u64, u64)> {
         const FAIL: &str = "UPDATE jobs SET status = 'failed', error = $2, finished_at = $3, lease_owner = NULL, \
              lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < $1 AND attempts >= max_attempts";
-        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', run_at = $2, lease_owner = NULL, lease_expires_at = NULL \
+        // Re-queued jobs keep their `run_at`: they keep their place in the queue.
+        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL \
              WHERE status = 'running' AND lease_expires_at < $1 AND attempts < max_attempts";
         let now = now_ms();
         let failed = on_pool!(self, pool => sqlx::query(FAIL).bind(deadline_ms).bind(error).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok((requeued, failed))
     }
 

@@ -61,6 +61,9 @@ pub struct RunnerSettings {
     pub webhook_backoff: Duration,
     /// Deliver webhooks to non-public addresses too.
     pub webhook_allow_private: bool,
+    /// Longest upload: an upload still incomplete after it (plus a lease) was abandoned by a
+    /// process that stopped, and is removed by the reaper.
+    pub upload_timeout: Duration,
 }
 
 /// Interval of heartbeats and progress publication.
@@ -266,6 +269,7 @@ impl Runner {
                 _ = self.token.cancelled() => return,
             }
             self.recover_webhooks().await;
+            self.purge_abandoned_uploads().await;
             match self
                 .store
                 .reap_expired_leases(crate::store::now_ms(), &interrupted_error())
@@ -282,6 +286,22 @@ impl Runner {
                 }
                 Err(e) => tracing::error!(error = %e, "reaping expired leases failed"),
             }
+        }
+    }
+
+    /// Removes uploads that stayed incomplete longer than any upload may take: their process
+    /// stopped (on PostgreSQL, possibly another replica) and nothing else would ever list or
+    /// delete them.
+    async fn purge_abandoned_uploads(&self) {
+        let horizon = (self.settings.upload_timeout + self.settings.lease).as_millis() as i64;
+        match self
+            .store
+            .purge_stale_uploads(crate::store::now_ms() - horizon)
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(purged = n, "removed abandoned uploads"),
+            Err(e) => tracing::error!(error = %e, "removing abandoned uploads failed"),
         }
     }
 

@@ -221,3 +221,84 @@ both_databases!(
     webhook_leases_sqlite,
     webhook_leases_postgres
 );
+
+/// A job re-queued by the reaper (its worker died) or released at shutdown keeps its place:
+/// it is claimed again before jobs queued after it.
+async fn requeued_jobs_keep_their_place(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let ids = queue(&store, 1).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let later = queue(&store, 2).await;
+    // The reaper puts the first job back after its lease expired.
+    let a = store.claim_next_job("a", 1).await.unwrap().unwrap();
+    assert_eq!(a.id, ids[0]);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (requeued, _) = store
+        .reap_expired_leases(deid::store::now_ms(), "{}")
+        .await
+        .unwrap();
+    assert_eq!(requeued, 1);
+    let b = store.claim_next_job("b", 60_000).await.unwrap().unwrap();
+    assert_eq!(b.id, ids[0], "the re-queued job comes first");
+    // Released at shutdown: first again.
+    assert!(store.release_job(&b.id, "b").await.unwrap());
+    let c = store.claim_next_job("c", 60_000).await.unwrap().unwrap();
+    assert_eq!(c.id, ids[0], "the released job comes first");
+    let d = store.claim_next_job("d", 60_000).await.unwrap().unwrap();
+    assert_eq!(d.id, later[0]);
+    store.close().await;
+}
+
+both_databases!(
+    requeued_jobs_keep_their_place,
+    requeued_jobs_keep_their_place_sqlite,
+    requeued_jobs_keep_their_place_postgres
+);
+
+/// Uploads left incomplete by a stopped process are removed (on both databases); complete
+/// datasets stay.
+async fn abandoned_uploads_are_purged(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let tenant = TenantId::from("t");
+    let abandoned = DatasetId::generate();
+    let new = |id| deid::store::datasets::NewDataset {
+        id,
+        tenant: &tenant,
+        name: "x",
+        delimiter: ",",
+        has_header: true,
+    };
+    store.create_dataset(&new(&abandoned)).await.unwrap();
+    store
+        .insert_dataset_chunk(&abandoned, 0, b"a,b\n1,2\n")
+        .await
+        .unwrap();
+    let ready = DatasetId::generate();
+    store.create_dataset(&new(&ready)).await.unwrap();
+    store
+        .finish_dataset(&ready, 8, 1, 0, "[]", &[])
+        .await
+        .unwrap();
+    // Not yet older than the horizon: kept.
+    assert_eq!(store.purge_stale_uploads(0).await.unwrap(), 0);
+    let purged = store
+        .purge_stale_uploads(deid::store::now_ms() + 1)
+        .await
+        .unwrap();
+    assert_eq!(purged, 1);
+    assert!(store.dataset_chunk(&abandoned, 0).await.unwrap().is_none());
+    assert!(store.dataset(&tenant, &ready).await.unwrap().is_some());
+    store.close().await;
+}
+
+both_databases!(
+    abandoned_uploads_are_purged,
+    abandoned_uploads_are_purged_sqlite,
+    abandoned_uploads_are_purged_postgres
+);
