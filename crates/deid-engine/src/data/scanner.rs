@@ -5,7 +5,8 @@
 //!
 //! - the delimiter is given, `"` quotes, CRLF or LF ends a record, empty lines are skipped;
 //! - a UTF-8 byte order mark is removed from the first field of the first record;
-//! - every field must be valid UTF-8 ([`EngineError::InvalidUtf8`] names record and column);
+//! - every field must be valid UTF-8 ([`EngineError::InvalidUtf8`] names record and column) and
+//!   free of NUL bytes (a binary file or a broken export; [`EngineError::Csv`] names them too);
 //! - an input without any record is [`EngineError::EmptyInput`];
 //! - tables ([`CsvScanner::table`]): the header's names are non-empty and unique (without a
 //!   header the columns are named `column1`, `column2`, …), every record has as many fields as
@@ -204,6 +205,10 @@ impl<R: Read> CsvScanner<R> {
                 found: self.raw.len(),
             });
         }
+        if self.raw.as_slice().contains(&0) {
+            let column = self.raw.iter().position(|f| f.contains(&0)).unwrap_or(0) + 1;
+            return Err(nul_error(&self.source_name, self.record_no, column));
+        }
         // Swap the buffers: the checked record becomes `record`, the previous one's storage
         // is reused for reading.
         let spare = std::mem::take(&mut self.record).into_byte_record();
@@ -235,6 +240,14 @@ fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
     }
 }
 
+/// The error for a NUL byte in record `row`, column `column` (both 1-based).
+fn nul_error(source_name: &str, row: u64, column: usize) -> EngineError {
+    EngineError::Csv {
+        source_name: source_name.to_string(),
+        message: format!("row {row}, column {column}: the value contains a NUL byte"),
+    }
+}
+
 /// The name of header field `index`, checked to be valid UTF-8, non-empty and not among `taken`.
 fn header_name(source_name: &str, index: usize, raw: &[u8], taken: &[String]) -> Result<String> {
     let name = std::str::from_utf8(raw).map_err(|_| EngineError::InvalidUtf8 {
@@ -248,6 +261,9 @@ fn header_name(source_name: &str, index: usize, raw: &[u8], taken: &[String]) ->
             message: format!("header column {} has an empty name", index + 1),
         });
     }
+    if name.contains('\0') {
+        return Err(nul_error(source_name, 1, index + 1));
+    }
     if taken.iter().any(|t| t == name) {
         return Err(EngineError::DuplicateColumn {
             name: name.to_string(),
@@ -258,6 +274,26 @@ fn header_name(source_name: &str, index: usize, raw: &[u8], taken: &[String]) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nul_bytes_are_refused_with_their_position() {
+        use crate::{CsvOptions, EngineError, Table};
+        for (text, row, column) in [
+            ("a,b\n1,2\n3,x\0y\n", 3, 2),
+            ("a,b\x00\n1,2\n", 1, 2),
+            ("a,b\n\x00,2\n", 2, 1),
+        ] {
+            let err = Table::read_csv(text.as_bytes(), CsvOptions::default(), "t").unwrap_err();
+            let EngineError::Csv { message, .. } = &err else {
+                panic!("{err:?}");
+            };
+            assert_eq!(
+                message,
+                &format!("row {row}, column {column}: the value contains a NUL byte"),
+                "{text:?}"
+            );
+        }
+    }
+
     use super::*;
 
     /// All data records of a table, or the error as text.
