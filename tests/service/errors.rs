@@ -483,6 +483,34 @@ async fn search_parameters_are_bounded() {
     app.stop().await;
 }
 
+/// An upload slower than `--upload-timeout` answers 408 and leaves nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_uploads_time_out() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.upload_timeout = Duration::from_millis(300);
+    let app = spawn_app_with(db, c).await;
+    let slow = futures_util::stream::unfold(0, |i| async move {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        (i < 2).then(|| (Ok::<_, std::io::Error>(b"a,b\n1,2\n".to_vec()), i + 1))
+    });
+    let r = app
+        .request(reqwest::Method::POST, "/v1/datasets")
+        .header("content-type", "text/csv")
+        .body(reqwest::Body::wrap_stream(slow))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 408);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "request_timeout", "{v}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.get("/v1/datasets").await.json()["items"], json!([]));
+    app.stop().await;
+}
+
 /// A full queue answers 429 with Retry-After.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_limit() {
