@@ -37,7 +37,7 @@ use crate::job::id::TenantId;
 use crate::store::datasets::{DatasetRow, NewHierarchy};
 use crate::worker::chunks::ChunkReader;
 use deid_engine::data::Column;
-use deid_engine::{CsvOptions, EngineError, Hierarchy, HierarchySpec};
+use deid_engine::{CancelFlag, CsvOptions, EngineError, Hierarchy, HierarchySpec};
 
 /// Delimiter of tables built from specifications (stored and previewed): `;`, as ARX and
 /// `deid hierarchy` write them.
@@ -230,18 +230,35 @@ async fn distinct_values(
 
 /// Parses a specification body: malformed JSON is 400, anything that is not a valid
 /// specification 422 `invalid_spec` naming the field.
-fn parse_spec(body: &[u8]) -> Result<HierarchySpec> {
+/// Everything that does not depend on the data (e.g. more `levels` than a hierarchy may have)
+/// is checked here, before any value is read.
+fn parse_spec(body: &[u8], column: &str) -> Result<HierarchySpec> {
     let value: serde_json::Value = parse_json(body, ErrorCode::InvalidSpec)?;
-    crate::job::hierarchy::parse_builder(&value, "$")
-        .map_err(|e| e.with_code(ErrorCode::InvalidSpec).into())
+    let spec = crate::job::hierarchy::parse_builder(&value, "$")
+        .map_err(|e| ApiError::from(e.with_code(ErrorCode::InvalidSpec)))?;
+    spec.validate().map_err(|e| builder_error(e, column))?;
+    Ok(spec)
+}
+
+/// Raises its flag when dropped: when the request future is dropped (the client went away, or
+/// the request timed out), the build on the blocking thread stops at its next row.
+struct CancelOnDrop(CancelFlag);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 /// Builds `spec` for the values of `column` on a blocking thread. Errors are 422
 /// `invalid_spec` whose `details.field` is the path inside the specification (`intervals[2]`,
-/// `format`, or `$` for the whole) and whose message names the offending value.
+/// `format`, or `$` for the whole) and whose message names the offending value. Abandoning the
+/// returned future cancels the build.
 async fn build(spec: HierarchySpec, column: Column) -> Result<Hierarchy> {
+    let cancel = CancelFlag::new();
+    let _guard = CancelOnDrop(cancel.clone());
     tokio::task::spawn_blocking(move || {
-        spec.build(&column)
+        spec.build_cancellable(&column, &cancel)
             .map_err(|e| builder_error(e, &column.name))
     })
     .await
@@ -289,7 +306,7 @@ pub async fn preview_hierarchy(
     let dataset = find_dataset(&state, &tenant, &id).await?;
     let position = column_position(&dataset, &column)?;
     let body = body.map_err(body_rejection)?;
-    let spec = parse_spec(&body)?;
+    let spec = parse_spec(&body, &column)?;
     let values = distinct_values(&state, &dataset, &column, position).await?;
     let hierarchy = build(spec.clone(), values).await?;
     let total = hierarchy.rows().len();
@@ -362,7 +379,7 @@ pub async fn put_hierarchy(
             )
             .with_details(json!({"field": "delimiter"})));
         }
-        let spec = parse_spec(&body)?;
+        let spec = parse_spec(&body, &column)?;
         let values = distinct_values(&state, &dataset, &column, position).await?;
         let hierarchy = build(spec.clone(), values).await?;
         let stored = StoredHierarchy {
@@ -510,6 +527,15 @@ pub async fn get_hierarchy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropping_the_request_raises_the_cancel_flag() {
+        let cancel = CancelFlag::new();
+        let guard = CancelOnDrop(cancel.clone());
+        assert!(!cancel.is_cancelled());
+        drop(guard);
+        assert!(cancel.is_cancelled());
+    }
 
     fn accept(value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use deid_engine::config::SensitiveAttribute;
 use deid_engine::privacy::PrivacyModel;
 use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
+use deid_engine::search::{FLASH_HARD_LIMIT, MAX_CHECK_LIMIT, MAX_THREADS};
 use deid_engine::{
     Algorithm, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
 };
@@ -238,13 +239,13 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 #[serde(deny_unknown_fields)]
 pub struct GeneticSpec {
     /// Generations: the stop after them if `stop_after_iterations`, else the stagnation window
-    /// before the population is re-seeded.
+    /// before the population is re-seeded (1 to 100,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u32>,
     /// Stop after `iterations` generations instead of using the whole time limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_after_iterations: Option<bool>,
-    /// Individuals per subpopulation.
+    /// Individuals per subpopulation (2 to 10,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subpopulation_size: Option<usize>,
     /// Share of the fittest kept unchanged.
@@ -259,7 +260,7 @@ pub struct GeneticSpec {
     /// Probability of mutating a level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutation_probability: Option<f64>,
-    /// Generations between migrations.
+    /// Generations between migrations (0 to 100,000; 0 disables them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub immigration_interval: Option<u32>,
     /// Share of a subpopulation that migrates.
@@ -321,7 +322,7 @@ pub struct JobSpec {
     /// Search time limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<DurationSpec>,
-    /// Optional limit on the number of checks.
+    /// Optional limit on the number of checks (1 to 10^12).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_limit: Option<u64>,
     /// Seed for randomized algorithms.
@@ -333,7 +334,8 @@ pub struct JobSpec {
     /// Parameters of the genetic algorithm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub genetic: Option<GeneticSpec>,
-    /// Largest solution space for which `auto` picks Flash (default 100,000).
+    /// Largest solution space for which `auto` picks Flash (default 100,000; at most
+    /// 100,000,000, Flash keeps one byte per transformation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flash_max_space: Option<u64>,
     /// Transformation to evaluate (`deid evaluate`): column → level.
@@ -430,11 +432,29 @@ impl JobSpec {
             )
             .with_details(serde_json::json!({"max_ms": max.as_millis() as u64})));
         }
-        if config.check_limit == Some(0) {
-            return Err(SpecError::new("check_limit", "expected at least 1"));
+        if let Some(c) = config.check_limit
+            && !(1..=MAX_CHECK_LIMIT).contains(&c)
+        {
+            return Err(SpecError::new(
+                "check_limit",
+                format!("expected 1 to {MAX_CHECK_LIMIT} checks, got {c}"),
+            ));
         }
-        if config.threads == Some(0) {
-            return Err(SpecError::new("threads", "expected at least 1"));
+        if let Some(t) = config.threads
+            && !(1..=MAX_THREADS).contains(&t)
+        {
+            return Err(SpecError::new(
+                "threads",
+                format!("expected 1 to {MAX_THREADS} threads, got {t}"),
+            ));
+        }
+        if let Some(f) = self.flash_max_space
+            && u128::from(f) > FLASH_HARD_LIMIT
+        {
+            return Err(SpecError::new(
+                "flash_max_space",
+                format!("expected 0 to {FLASH_HARD_LIMIT} transformations, got {f}"),
+            ));
         }
         Ok(config)
     }
@@ -694,6 +714,26 @@ mod tests {
     }
 
     #[test]
+    fn command_line_search_settings_are_bounded() {
+        // The command line has no engine pool: `threads` is bounded by the engine's maximum.
+        let err = JobSpec::from_json(r#"{"threads": 1000000000}"#)
+            .unwrap()
+            .search_config(&SearchLimits::CLI)
+            .unwrap_err();
+        assert_eq!(err.field, "threads");
+        assert!(
+            err.message.contains("expected 1 to 1024"),
+            "{}",
+            err.message
+        );
+        let ok = JobSpec::from_json(
+            r#"{"flash_max_space": 100000000, "check_limit": 1000000000000, "genetic": {"subpopulation_size": 10000}}"#,
+        )
+        .unwrap();
+        assert!(ok.search_config(&SearchLimits::CLI).is_ok());
+    }
+
+    #[test]
     fn service_search_settings() {
         let limits = SearchLimits {
             default_time_limit: std::time::Duration::from_secs(7),
@@ -715,6 +755,20 @@ mod tests {
             (r#"{"algorithm": "magic"}"#, "algorithm"),
             (r#"{"time_limit": "2m"}"#, "time_limit"),
             (r#"{"time_limit": 0}"#, "time_limit"),
+            (r#"{"check_limit": 1000000000001}"#, "check_limit"),
+            (r#"{"flash_max_space": 100000001}"#, "flash_max_space"),
+            (
+                r#"{"genetic": {"subpopulation_size": 1000000000}}"#,
+                "genetic.subpopulation_size",
+            ),
+            (
+                r#"{"genetic": {"iterations": 1000000000}}"#,
+                "genetic.iterations",
+            ),
+            (
+                r#"{"genetic": {"immigration_interval": 1000000000}}"#,
+                "genetic.immigration_interval",
+            ),
         ] {
             let err = JobSpec::from_json(text)
                 .unwrap()

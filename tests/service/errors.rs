@@ -403,6 +403,134 @@ async fn job_spec_errors() {
     app.stop().await;
 }
 
+/// Issue 11: every numeric search parameter is bounded (10^9 individuals per subpopulation
+/// crashed the server): 422 `invalid_spec` naming the field and the allowed range, nothing
+/// queued. A builder specification with more levels than a hierarchy may have is refused too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_parameters_are_bounded() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let ds = app
+        .upload(
+            "age,disease
+30,a
+31,b
+40,a
+41,c
+",
+            "",
+        )
+        .await;
+    let base = json!({
+        "dataset_id": ds["id"],
+        "algorithm": "genetic",
+        "attributes": {
+            "age": {"type": "quasi_identifying", "hierarchy": {"type": "interval", "width": 10}},
+            "disease": {"type": "sensitive"},
+        },
+        "privacy": ["k-anonymity(k=2)"],
+    });
+    let cases: [(&str, serde_json::Value, &str, &str); 7] = [
+        (
+            "genetic",
+            json!({"subpopulation_size": 1_000_000_000}),
+            "genetic.subpopulation_size",
+            "expected 2 to 10000 individuals, got 1000000000",
+        ),
+        (
+            "genetic",
+            json!({"iterations": 1_000_000_000}),
+            "genetic.iterations",
+            "expected 1 to 100000 iterations",
+        ),
+        (
+            "genetic",
+            json!({"immigration_interval": 1_000_000_000}),
+            "genetic.immigration_interval",
+            "expected 0 to 100000 generations",
+        ),
+        (
+            "check_limit",
+            json!(1_000_000_000_000_000u64),
+            "check_limit",
+            "expected 1 to 1000000000000 checks",
+        ),
+        (
+            "flash_max_space",
+            json!(1_000_000_000u64),
+            "flash_max_space",
+            "expected 0 to 100000000 transformations",
+        ),
+        (
+            "threads",
+            json!(1_000_000_000u64),
+            "threads",
+            "expected 1 to",
+        ),
+        ("time_limit", json!("1000h"), "time_limit", "at most"),
+    ];
+    for (key, value, field, needle) in cases {
+        let mut spec = base.clone();
+        spec[key] = value;
+        let v = app
+            .post_json("/v1/jobs", &spec)
+            .await
+            .assert_error(422, "invalid_spec");
+        assert_eq!(v["error"]["details"]["field"], field, "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{needle:?} not in {message}");
+    }
+    let mut spec = base.clone();
+    spec["attributes"]["age"]["hierarchy"]["levels"] = json!(vec![1; 256]);
+    let v = app
+        .post_json("/v1/jobs", &spec)
+        .await
+        .assert_error(422, "invalid_hierarchy");
+    assert_eq!(
+        v["error"]["details"]["field"], "attributes.age.hierarchy",
+        "{v}"
+    );
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("levels"), "{message}");
+    assert!(message.contains("at most 252 levels"), "{message}");
+    // Nothing was queued; at the bounds the job is accepted.
+    assert_eq!(app.get("/v1/jobs").await.json()["items"], json!([]));
+    let mut spec = base.clone();
+    spec["genetic"] =
+        json!({"subpopulation_size": 10_000, "iterations": 1, "stop_after_iterations": true});
+    spec["time_limit"] = json!("2s");
+    let r = app.post_json("/v1/jobs", &spec).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    app.stop().await;
+}
+
+/// An upload slower than `--upload-timeout` answers 408 and leaves nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_uploads_time_out() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.upload_timeout = Duration::from_millis(300);
+    let app = spawn_app_with(db, c).await;
+    let slow = futures_util::stream::unfold(0, |i| async move {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        (i < 2).then(|| (Ok::<_, std::io::Error>(b"a,b\n1,2\n".to_vec()), i + 1))
+    });
+    let r = app
+        .request(reqwest::Method::POST, "/v1/datasets")
+        .header("content-type", "text/csv")
+        .body(reqwest::Body::wrap_stream(slow))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 408);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "request_timeout", "{v}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.get("/v1/datasets").await.json()["items"], json!([]));
+    app.stop().await;
+}
+
 /// A full queue answers 429 with Retry-After.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_limit() {

@@ -690,3 +690,45 @@ both_databases!(
     version_1_rows_survive_sqlite,
     version_1_rows_survive_postgres
 );
+
+/// Issue 11: a specification with more levels than a hierarchy may have (255) is 422 naming
+/// `levels` on preview and PUT, before any value is read, and is not stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_levels() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let ds = app.upload("age,sex\n30,m\n31,f\n40,m\n41,f\n", "").await;
+    let id = ds["id"].as_str().unwrap();
+    // Interval: the values, the intervals, the entries of `levels` and `*`: at most 252 entries.
+    let spec = |n: usize| json!({"type": "interval", "width": 1, "levels": vec![1; n]});
+    for n in [253, 256, 100_000] {
+        for r in [
+            app.preview(id, "age", &spec(n), "", None).await,
+            app.put_spec(id, "age", &spec(n)).await,
+        ] {
+            let v = r.assert_error(422, "invalid_spec");
+            assert_eq!(v["error"]["details"]["field"], "levels", "{v}");
+            let message = v["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains(&format!("expected at most 252 levels, got {n}")),
+                "{message}"
+            );
+        }
+    }
+    app.get_hierarchy(id, "age", "text/csv")
+        .await
+        .assert_error(404, "hierarchy_not_found");
+    // Order: the values, the entries of `levels` and `*`.
+    let order = json!({"type": "order", "levels": vec![1; 254]});
+    let v = app
+        .put_spec(id, "sex", &order)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(v["error"]["details"]["field"], "levels", "{v}");
+    // At the limit: built and stored with 255 levels.
+    let v = app.preview(id, "age", &spec(252), "", None).await.json();
+    assert_eq!(v["levels"], 255);
+    let r = app.put_spec(id, "age", &spec(252)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["levels"], 255);
+    app.stop().await;
+}

@@ -149,6 +149,10 @@ pub enum EngineError {
     /// The output could not be written.
     #[error("writing the output failed: {0}")]
     Output(String),
+    /// The work was cancelled through its [`CancelFlag`](crate::cancel::CancelFlag) before it
+    /// ended (e.g. a hierarchy build whose HTTP request was abandoned).
+    #[error("cancelled before it ended")]
+    Cancelled,
 }
 
 impl EngineError {

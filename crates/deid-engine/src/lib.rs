@@ -4,7 +4,8 @@
 //! Layout, in layers (a module only uses modules of lower layers; the engine's integration test
 //! `layering` fails on any import cycle):
 //!
-//! 1. [`error`] (what can go wrong) and [`lattice`] (the space of transformations);
+//! 1. [`error`] (what can go wrong), [`cancel`] (cooperative cancellation) and [`lattice`] (the
+//!    space of transformations);
 //! 2. [`data`] (the CSV scanner and dictionary-encoded tables);
 //! 3. [`hierarchy`] (generalization hierarchies; [`hierarchy::builder`] creates them from small
 //!    specifications) and [`profile`] (column profiles: type detection with a suggested
@@ -17,6 +18,7 @@
 //! 8. [`mod@search`] (finds the best anonymous transformation), [`output`] (writes the
 //!    anonymized table) and [`risk`] (re-identification risks).
 
+pub mod cancel;
 pub mod check;
 pub mod config;
 pub mod data;

@@ -540,10 +540,13 @@ impl Problem {
 }
 
 fn level_bounds(q: &QuasiIdentifier, height: usize) -> Result<(u8, u8)> {
-    if height > 255 {
+    if height > crate::hierarchy::MAX_HEIGHT {
         return Err(EngineError::config(
             format!("attributes.{}.hierarchy", q.column),
-            format!("hierarchies may have at most 255 levels, got {height}"),
+            format!(
+                "hierarchies may have at most {} levels, got {height}",
+                crate::hierarchy::MAX_HEIGHT
+            ),
         ));
     }
     let top = (height - 1) as u8;

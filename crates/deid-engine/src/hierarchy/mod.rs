@@ -11,6 +11,11 @@ use crate::error::{EngineError, Result};
 
 pub mod builder;
 
+/// Most levels (columns, including the original values) a hierarchy may have: levels are
+/// stored as `u8` in a transformation. Builders refuse specifications that would produce more,
+/// and a problem refuses taller hierarchies.
+pub const MAX_HEIGHT: usize = 255;
+
 /// A hierarchy as a table of strings: `rows[r][l]` is the level-`l` label of leaf `rows[r][0]`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Hierarchy {

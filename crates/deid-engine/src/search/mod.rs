@@ -36,7 +36,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -166,21 +166,46 @@ impl Default for GeneticParams {
     }
 }
 
+/// Largest [`GeneticParams::iterations`].
+pub const MAX_ITERATIONS: u32 = 100_000;
+/// Largest [`GeneticParams::subpopulation_size`]: both subpopulations are allocated (and
+/// checked) at once, so this bounds the memory of one generation.
+pub const MAX_SUBPOPULATION_SIZE: usize = 10_000;
+/// Largest [`GeneticParams::immigration_interval`].
+pub const MAX_IMMIGRATION_INTERVAL: u32 = 100_000;
+/// Largest [`SearchConfig::threads`] (a dedicated pool of that many threads is started).
+pub const MAX_THREADS: usize = 1024;
+/// Largest [`SearchConfig::check_limit`] (far more checks than any time limit allows).
+pub const MAX_CHECK_LIMIT: u64 = 1_000_000_000_000;
+
 impl GeneticParams {
-    /// Checks parameter ranges; errors name the parameter (`elite_fraction`, …).
+    /// Checks parameter ranges; errors name the parameter (`elite_fraction`, …) and the
+    /// allowed range.
     pub fn validate(&self) -> Result<()> {
-        if self.iterations == 0 {
+        if !(1..=MAX_ITERATIONS).contains(&self.iterations) {
             return Err(EngineError::config(
                 "iterations",
-                "expected at least 1 iteration, got 0",
+                format!(
+                    "expected 1 to {MAX_ITERATIONS} iterations, got {}",
+                    self.iterations
+                ),
             ));
         }
-        if self.subpopulation_size < 2 {
+        if !(2..=MAX_SUBPOPULATION_SIZE).contains(&self.subpopulation_size) {
             return Err(EngineError::config(
                 "subpopulation_size",
                 format!(
-                    "expected at least 2 individuals, got {}",
+                    "expected 2 to {MAX_SUBPOPULATION_SIZE} individuals, got {}",
                     self.subpopulation_size
+                ),
+            ));
+        }
+        if self.immigration_interval > MAX_IMMIGRATION_INTERVAL {
+            return Err(EngineError::config(
+                "immigration_interval",
+                format!(
+                    "expected 0 to {MAX_IMMIGRATION_INTERVAL} generations, got {}",
+                    self.immigration_interval
                 ),
             ));
         }
@@ -253,8 +278,9 @@ impl Default for SearchConfig {
 /// Default of [`SearchConfig::flash_max_space`] (ARX's `heuristicSearchThreshold`).
 pub const DEFAULT_FLASH_MAX_SPACE: u128 = 100_000;
 
-/// Hard upper bound on the space Flash accepts, whatever `flash_max_space` says (as in ARX).
-pub const FLASH_HARD_LIMIT: u128 = (1 << 31) - 1;
+/// Hard upper bound on the space Flash accepts, whatever `flash_max_space` says: Flash keeps
+/// one byte per transformation, so this bounds its memory to 100 MB (ARX allows 2^31 − 1).
+pub const FLASH_HARD_LIMIT: u128 = 100_000_000;
 
 impl SearchConfig {
     /// Checks the configuration against a problem and resolves [`Algorithm::Auto`]. Errors name
@@ -266,16 +292,20 @@ impl SearchConfig {
                 "expected a positive duration, got 0",
             ));
         }
-        if self.check_limit == Some(0) {
+        if let Some(c) = self.check_limit
+            && !(1..=MAX_CHECK_LIMIT).contains(&c)
+        {
             return Err(EngineError::config(
                 "check_limit",
-                "expected at least 1 check, got 0",
+                format!("expected 1 to {MAX_CHECK_LIMIT} checks, got {c}"),
             ));
         }
-        if self.threads == Some(0) {
+        if let Some(t) = self.threads
+            && !(1..=MAX_THREADS).contains(&t)
+        {
             return Err(EngineError::config(
                 "threads",
-                "expected at least 1 thread, got 0",
+                format!("expected 1 to {MAX_THREADS} threads, got {t}"),
             ));
         }
         let size = problem.lattice().size();
@@ -305,27 +335,7 @@ impl SearchConfig {
     }
 }
 
-/// Cooperative cancellation: set it from any thread; the search stops within ~100 ms plus one
-/// check and returns the best transformation found so far.
-#[derive(Debug, Clone, Default)]
-pub struct CancelFlag(pub Arc<AtomicBool>);
-
-impl CancelFlag {
-    /// A flag that is not set.
-    pub fn new() -> Self {
-        CancelFlag::default()
-    }
-
-    /// Requests cancellation.
-    pub fn cancel(&self) {
-        self.0.store(true, AtomicOrdering::Relaxed);
-    }
-
-    /// True once cancellation was requested.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(AtomicOrdering::Relaxed)
-    }
-}
+pub use crate::cancel::CancelFlag;
 
 /// What a search is doing right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -738,6 +738,13 @@ fn invalid_configurations_are_rejected() {
     cfg.check_limit = Some(0);
     let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
     assert_eq!(field(err), "check_limit");
+    cfg.check_limit = Some(MAX_CHECK_LIMIT + 1);
+    let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
+    assert_eq!(field(err), "check_limit");
+    cfg.check_limit = None;
+    cfg.threads = Some(1_000_000_000);
+    let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
+    assert_eq!(field(err), "threads");
     assert_eq!(Algorithm::parse("top-down"), Some(Algorithm::TopDown));
     for a in Algorithm::ALL {
         assert_eq!(Algorithm::parse(a.name()), Some(a));
@@ -753,4 +760,77 @@ fn rounding_noise_does_not_decide_ties() {
     assert_optimal_agree(&p);
     let o = run(&p, &config(Algorithm::Flash));
     assert_eq!(o.best.unwrap().levels, vec![0, 1, 2]);
+}
+
+#[test]
+fn genetic_parameters_are_bounded() {
+    // Issue 11: subpopulation_size 10^9 allocated 2·10^9 individuals before the first check.
+    let ok = GeneticParams::default();
+    assert!(ok.validate().is_ok());
+    let at_max = GeneticParams {
+        iterations: MAX_ITERATIONS,
+        subpopulation_size: MAX_SUBPOPULATION_SIZE,
+        immigration_interval: MAX_IMMIGRATION_INTERVAL,
+        ..ok
+    };
+    assert!(at_max.validate().is_ok());
+    let cases = [
+        (
+            GeneticParams {
+                subpopulation_size: 1_000_000_000,
+                ..ok
+            },
+            "subpopulation_size",
+            "expected 2 to 10000 individuals, got 1000000000",
+        ),
+        (
+            GeneticParams {
+                subpopulation_size: 1,
+                ..ok
+            },
+            "subpopulation_size",
+            "expected 2 to 10000",
+        ),
+        (
+            GeneticParams {
+                iterations: 1_000_000_000,
+                ..ok
+            },
+            "iterations",
+            "expected 1 to 100000 iterations",
+        ),
+        (
+            GeneticParams {
+                iterations: 0,
+                ..ok
+            },
+            "iterations",
+            "expected 1 to 100000 iterations, got 0",
+        ),
+        (
+            GeneticParams {
+                immigration_interval: 1_000_000_000,
+                ..ok
+            },
+            "immigration_interval",
+            "expected 0 to 100000 generations",
+        ),
+    ];
+    for (params, name, text) in cases {
+        match params.validate().unwrap_err() {
+            EngineError::InvalidConfig { field, message } => {
+                assert_eq!(field, name);
+                assert!(message.contains(text), "{message}");
+            }
+            other => panic!("expected an invalid setting, got {other:?}"),
+        }
+    }
+    // The search refuses them before allocating a population.
+    let p = random_problem(1, 0, 0.0);
+    let mut cfg = config(Algorithm::Genetic);
+    cfg.genetic.subpopulation_size = 1_000_000_000;
+    match search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err() {
+        EngineError::InvalidConfig { field, .. } => assert_eq!(field, "genetic.subpopulation_size"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -19,9 +19,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    LabelRegistry, Rows, default_missing, extent_range, extent_shares, invalid, is_missing,
-    require_values,
+    LabelRegistry, Rows, check_cancel, default_missing, extent_range, extent_shares, invalid,
+    is_missing, require_values,
 };
+use crate::cancel::CancelFlag;
 use crate::error::Result;
 
 /// A calendar granularity of a date hierarchy level.
@@ -192,7 +193,7 @@ impl DateSpec {
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+    pub(crate) fn rows(&self, values: &[&str], cancel: &CancelFlag) -> Result<Rows> {
         let format = self.check()?;
         require_values(values)?;
         let mut parsed: Vec<(&str, Option<DateTime>)> = Vec::with_capacity(values.len());
@@ -225,6 +226,7 @@ impl DateSpec {
         let mut rows = Vec::with_capacity(values.len());
         let mut extents: Vec<Vec<(i64, i64)>> = Vec::with_capacity(values.len());
         for (i, &(value, dt)) in parsed.iter().enumerate() {
+            check_cancel(cancel)?;
             let mut row = Vec::with_capacity(height);
             let mut ext = Vec::with_capacity(k);
             row.push(value.to_string());

@@ -23,9 +23,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    GroupSizes, LabelRegistry, MAX_SCALE, Number, Rows, default_missing, extent_range,
-    extent_shares, format_units, invalid, is_missing, leaf_range, require_values, validate_levels,
+    GroupSizes, LabelRegistry, LevelChain, MAX_SCALE, Number, Rows, check_cancel, default_missing,
+    extent_range, extent_shares, format_units, invalid, is_missing, require_values,
+    validate_levels,
 };
+use crate::cancel::CancelFlag;
 use crate::error::{EngineError, Result};
 
 /// Specification of an interval-based hierarchy.
@@ -108,15 +110,20 @@ impl IntervalSpec {
 
     /// Data-independent checks (see [`super::HierarchySpec::validate`]).
     pub(crate) fn check(&self) -> Result<()> {
-        validate_levels(&self.levels)?;
+        validate_levels(
+            &self.levels,
+            3,
+            "the values, the intervals, one per entry of levels and *",
+        )?;
         self.validate_bounds()?;
         let scale = self.spec_numbers().map(|n| n.scale()).max().unwrap_or(0);
         self.tiling(scale).map(|_| ())
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+    pub(crate) fn rows(&self, values: &[&str], cancel: &CancelFlag) -> Result<Rows> {
         self.check()?;
+        let chain = LevelChain::new(&self.levels);
         require_values(values)?;
         // Parse the values first: their scale decides the common unit.
         let mut parsed: Vec<(usize, Option<Number>)> = Vec::with_capacity(values.len());
@@ -181,6 +188,7 @@ impl IntervalSpec {
         let mut extents: Vec<Vec<(i128, i128)>> = Vec::with_capacity(values.len());
         let mut last: Vec<Option<(i128, i128, i128, String)>> = vec![None; group_levels + 1];
         for &(i, num) in &parsed {
+            check_cancel(cancel)?;
             let value = values[i];
             let mut row = Vec::with_capacity(height);
             row.push(value.to_string());
@@ -224,13 +232,13 @@ impl IntervalSpec {
                             #[allow(clippy::needless_range_loop)] // `level` indexes two tables
                             for level in 1..=group_levels {
                                 if level > 1 {
-                                    g = self.levels[level - 2].group_of(g);
+                                    g = chain.group_of(level - 1, g);
                                 }
                                 // Rows are sorted, so neighbours mostly share groups.
                                 let cached = &mut last[level];
                                 if cached.as_ref().is_none_or(|c| c.0 != g) {
                                     let (lo, hi, label) =
-                                        tiling.group(&self.levels, level - 1, g, b, t, scale)?;
+                                        tiling.group(&chain, level - 1, g, b, t, scale)?;
                                     registry.register(level, &label, &(3, g))?;
                                     *cached = Some((g, lo, hi, label));
                                 }
@@ -451,14 +459,14 @@ impl Tiling {
     #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
-        levels: &[GroupSizes],
+        levels: &LevelChain<'_>,
         level: usize,
         g: i128,
         b: Option<i128>,
         t: Option<i128>,
         scale: u32,
     ) -> Result<(i128, i128, String)> {
-        let (first, last) = leaf_range(levels, level, g);
+        let (first, last) = levels.leaf_range(level, g);
         let (mut lo, mut hi, custom) = match self {
             Tiling::Regular { start, width } => {
                 let lo = first

@@ -17,8 +17,10 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Rows, clamp_shares, invalid, require_values};
+use super::{Rows, check_cancel, clamp_shares, invalid, require_values};
+use crate::cancel::CancelFlag;
 use crate::error::Result;
+use crate::hierarchy::MAX_HEIGHT;
 
 /// A side of a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -93,7 +95,7 @@ impl MaskingSpec {
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+    pub(crate) fn rows(&self, values: &[&str], cancel: &CancelFlag) -> Result<Rows> {
         self.check()?;
         require_values(values)?;
         let mut sorted = values.to_vec();
@@ -104,6 +106,15 @@ impl MaskingSpec {
             .max()
             .unwrap_or(0)
             .max(1);
+        if len >= MAX_HEIGHT {
+            return Err(invalid(
+                "",
+                format!(
+                    "the longest value has {len} characters: masking builds one level per character and a hierarchy has at most {MAX_HEIGHT} levels; expected values of at most {} characters",
+                    MAX_HEIGHT - 1
+                ),
+            ));
+        }
         let padded: Vec<Vec<char>> = sorted
             .iter()
             .map(|v| {
@@ -142,6 +153,7 @@ impl MaskingSpec {
         let mut rows = Vec::with_capacity(sorted.len());
         let mut shares = Vec::with_capacity(sorted.len());
         for (value, chars) in sorted.iter().zip(&padded) {
+            check_cancel(cancel)?;
             let mut row = Vec::with_capacity(len + 1);
             row.push(value.to_string());
             for j in 1..=len {

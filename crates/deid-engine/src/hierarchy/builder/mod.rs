@@ -39,7 +39,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::Hierarchy;
+use super::{Hierarchy, MAX_HEIGHT};
+use crate::cancel::CancelFlag;
 use crate::data::Column;
 use crate::error::{EngineError, Result};
 
@@ -73,13 +74,30 @@ pub enum HierarchySpec {
 impl HierarchySpec {
     /// Builds the hierarchy for every distinct value of `column`.
     pub fn build(&self, column: &Column) -> Result<Hierarchy> {
+        self.build_cancellable(column, &CancelFlag::new())
+    }
+
+    /// Like [`HierarchySpec::build`], but stops with [`EngineError::Cancelled`] once `cancel`
+    /// is raised (checked before every row).
+    pub fn build_cancellable(&self, column: &Column, cancel: &CancelFlag) -> Result<Hierarchy> {
         let values: Vec<&str> = column.dict.values().collect();
-        self.build_values(&column.name, &values)
+        self.build_values_cancellable(&column.name, &values, cancel)
     }
 
     /// Builds the hierarchy for the given values (duplicates are ignored). `column` names the
     /// attribute in the errors about the resulting table (e.g. [`EngineError::EmptyInput`]).
     pub fn build_values<S: AsRef<str>>(&self, column: &str, values: &[S]) -> Result<Hierarchy> {
+        self.build_values_cancellable(column, values, &CancelFlag::new())
+    }
+
+    /// Like [`HierarchySpec::build_values`], but stops with [`EngineError::Cancelled`] once
+    /// `cancel` is raised (checked before every row).
+    pub fn build_values_cancellable<S: AsRef<str>>(
+        &self,
+        column: &str,
+        values: &[S],
+        cancel: &CancelFlag,
+    ) -> Result<Hierarchy> {
         let mut seen = HashSet::with_capacity(values.len());
         let distinct: Vec<&str> = values
             .iter()
@@ -87,12 +105,13 @@ impl HierarchySpec {
             .filter(|v| seen.insert(*v))
             .collect();
         let (rows, shares) = match self {
-            HierarchySpec::Interval(spec) => spec.rows(&distinct)?,
-            HierarchySpec::Order(spec) => spec.rows(&distinct)?,
-            HierarchySpec::Masking(spec) => spec.rows(&distinct)?,
-            HierarchySpec::Date(spec) => spec.rows(&distinct)?,
+            HierarchySpec::Interval(spec) => spec.rows(&distinct, cancel)?,
+            HierarchySpec::Order(spec) => spec.rows(&distinct, cancel)?,
+            HierarchySpec::Masking(spec) => spec.rows(&distinct, cancel)?,
+            HierarchySpec::Date(spec) => spec.rows(&distinct, cancel)?,
             HierarchySpec::Suppression {} => suppression_rows(&distinct)?,
         };
+        check_cancel(cancel)?;
         Hierarchy::with_shares(rows, shares, column)
     }
 
@@ -140,6 +159,30 @@ fn suppression_rows(values: &[&str]) -> Result<Rows> {
 
 /// Error for a specification or data problem; `path` is the position inside the specification
 /// (e.g. `intervals[2]`), empty for the specification as a whole.
+/// [`EngineError::Cancelled`] once `cancel` is raised.
+pub(crate) fn check_cancel(cancel: &CancelFlag) -> Result<()> {
+    if cancel.is_cancelled() {
+        Err(EngineError::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+/// Rejects more levels than a hierarchy may have ([`MAX_HEIGHT`]); `fixed` is the number of
+/// levels the builder adds besides `levels` (the values, `*`, …), `what` names them.
+pub(crate) fn check_level_count(count: usize, fixed: usize, what: &str) -> Result<()> {
+    let max = MAX_HEIGHT - fixed;
+    if count > max {
+        return Err(invalid(
+            "levels",
+            format!(
+                "expected at most {max} levels, got {count}: a hierarchy has at most {MAX_HEIGHT} levels ({what})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn invalid(path: &str, message: impl Into<String>) -> EngineError {
     EngineError::config(path, message)
 }
@@ -269,6 +312,15 @@ impl GroupSizes {
     /// Rejects empty lists and sizes of 0 (or absurdly large sizes).
     pub(crate) fn validate(&self, path: &str) -> Result<()> {
         let sizes = self.sizes();
+        if sizes.len() > MAX_SIZES_PER_LEVEL {
+            return Err(invalid(
+                path,
+                format!(
+                    "expected at most {MAX_SIZES_PER_LEVEL} group sizes in one level, got {}",
+                    sizes.len()
+                ),
+            ));
+        }
         if sizes.is_empty() {
             return Err(invalid(
                 path,
@@ -323,8 +375,13 @@ impl GroupSizes {
 /// group far from overflowing.
 const MAX_PERIOD_PRODUCT: u128 = 1 << 62;
 
-/// Validates a list of levels of group sizes (`levels[i]`).
-pub(crate) fn validate_levels(levels: &[GroupSizes]) -> Result<()> {
+/// Most group sizes in the round-robin list of one level (each row walks the list).
+pub const MAX_SIZES_PER_LEVEL: usize = 1_000;
+
+/// Validates a list of levels of group sizes (`levels[i]`); `fixed` levels (the values, `*`, …,
+/// named by `what`) come on top of them.
+pub(crate) fn validate_levels(levels: &[GroupSizes], fixed: usize, what: &str) -> Result<()> {
+    check_level_count(levels.len(), fixed, what)?;
     let mut product: u128 = 1;
     for (i, level) in levels.iter().enumerate() {
         let path = format!("levels[{i}]");
@@ -341,15 +398,54 @@ pub(crate) fn validate_levels(levels: &[GroupSizes]) -> Result<()> {
     Ok(())
 }
 
-/// Range of level-0 children covered by group `group` at `level` (1-based: level 1 groups the
-/// children directly with `levels[0]`).
-pub(crate) fn leaf_range(levels: &[GroupSizes], level: usize, group: i128) -> (i128, i128) {
-    let (mut first, mut last) = (group, group);
-    for sizes in levels[..level].iter().rev() {
-        first = sizes.children(first).0;
-        last = sizes.children(last).1;
+/// The levels of group sizes of a specification, prepared for [`LevelChain::leaf_range`]: a level
+/// of size 1 (`[1]`) maps every group to itself and is skipped. At most 62 levels merge (their
+/// periods multiply to at most 2^62), so a leaf range costs at most 62 steps and a build is
+/// linear in the number of levels (it was quadratic: issue 11, 4,000 levels took 9 s).
+pub(crate) struct LevelChain<'a> {
+    levels: &'a [GroupSizes],
+    /// Indices of the levels that merge groups, ascending.
+    merging: Vec<usize>,
+}
+
+impl<'a> LevelChain<'a> {
+    /// Prepares validated `levels`.
+    pub(crate) fn new(levels: &'a [GroupSizes]) -> Self {
+        let merging = (0..levels.len())
+            .filter(|&i| levels[i].sizes() != [1])
+            .collect();
+        LevelChain { levels, merging }
     }
-    (first, last)
+
+    /// Group of level `level` (1-based) that holds group `group` of the level below.
+    pub(crate) fn group_of(&self, level: usize, group: i128) -> i128 {
+        let sizes = &self.levels[level - 1];
+        if sizes.sizes() == [1] {
+            group
+        } else {
+            sizes.group_of(group)
+        }
+    }
+
+    /// Range of level-0 children covered by group `group` at `level` (1-based: level 1 groups
+    /// the children directly with `levels[0]`).
+    pub(crate) fn leaf_range(&self, level: usize, group: i128) -> (i128, i128) {
+        let (mut first, mut last) = (group, group);
+        let below = self.merging.partition_point(|&i| i < level);
+        for &i in self.merging[..below].iter().rev() {
+            #[cfg(test)]
+            LEAF_STEPS.with(|s| s.set(s.get() + 1));
+            first = self.levels[i].children(first).0;
+            last = self.levels[i].children(last).1;
+        }
+        (first, last)
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Steps taken by [`LevelChain::leaf_range`] on this thread (the cost model of the tests).
+    pub(crate) static LEAF_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -670,6 +766,141 @@ mod tests {
             assert!((a..=b).all(|i| g.group_of(i) == grp));
             assert_ne!(g.group_of(a - 1), grp);
             assert_ne!(g.group_of(b + 1), grp);
+        }
+    }
+
+    fn spec(json: serde_json::Value) -> HierarchySpec {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn field_of(e: EngineError) -> (String, String) {
+        match e {
+            EngineError::InvalidConfig { field, message } => (field, message),
+            other => panic!("expected an invalid configuration, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn more_levels_than_a_hierarchy_may_have_are_rejected() {
+        // Issue 11: such specifications were stored, and every job using them failed.
+        let values: Vec<String> = (0..5).map(|i| i.to_string()).collect();
+        for (kind, fixed) in [("interval", 3), ("order", 2)] {
+            let mk = |n: usize| {
+                let mut j = serde_json::json!({"type": kind, "levels": vec![1; n]});
+                if kind == "interval" {
+                    j["width"] = 1.into();
+                }
+                spec(j)
+            };
+            let max = MAX_HEIGHT - fixed;
+            let h = mk(max).build_values("c", &values).unwrap();
+            assert_eq!(h.height(), MAX_HEIGHT, "{kind}");
+            for n in [max + 1, 256, 100_000] {
+                let s = mk(n);
+                let (field, message) = field_of(s.validate().unwrap_err());
+                assert_eq!(field, "levels", "{kind}");
+                assert!(
+                    message.contains(&format!("expected at most {max} levels, got {n}")),
+                    "{message}"
+                );
+                assert_eq!(
+                    field_of(s.build_values("c", &values).unwrap_err()).0,
+                    "levels"
+                );
+            }
+        }
+        // Masking: one level per character of the longest value.
+        let masking = spec(serde_json::json!({"type": "masking"}));
+        let long = ["x".repeat(MAX_HEIGHT - 1)];
+        assert_eq!(
+            masking.build_values("c", &long).unwrap().height(),
+            MAX_HEIGHT
+        );
+        let (field, message) = field_of(
+            masking
+                .build_values("c", &["x".repeat(MAX_HEIGHT)])
+                .unwrap_err(),
+        );
+        assert_eq!(field, "");
+        assert!(message.contains("at most 254 characters"), "{message}");
+        // A round-robin list of sizes is walked per row: bounded too.
+        let s = spec(serde_json::json!({"type": "order", "levels": [vec![1; 1001]]}));
+        assert_eq!(field_of(s.validate().unwrap_err()).0, "levels[0]");
+    }
+
+    /// Steps of the leaf-range walks of one build.
+    fn steps_of(s: &HierarchySpec, values: &[String]) -> u64 {
+        LEAF_STEPS.with(|c| c.set(0));
+        s.build_values("c", values).unwrap();
+        LEAF_STEPS.with(|c| c.get())
+    }
+
+    #[test]
+    fn the_build_cost_is_linear_in_the_levels() {
+        // Issue 11: every label walked down all levels below it (quadratic: 4,000 levels took
+        // 9 s). Levels of size 1 map a group to itself and are skipped, and at most 62 levels
+        // merge groups (their periods multiply to at most 2^62).
+        let values: Vec<String> = (0..200).map(|i| (i * 7).to_string()).collect();
+        let interval = |levels: Vec<serde_json::Value>| {
+            spec(serde_json::json!({"type": "interval", "width": 1, "levels": levels}))
+        };
+        let order = |levels: Vec<serde_json::Value>| {
+            spec(serde_json::json!({"type": "order", "levels": levels}))
+        };
+        for build in [interval, order] {
+            let ones = |n: usize| vec![serde_json::json!(1); n];
+            // Only levels of size 1: no walk at all, whatever their number.
+            assert_eq!(steps_of(&build(ones(250)), &values), 0);
+            // Two merging levels among 248 of size 1: each label walks at most 2 levels.
+            let mut mixed = ones(248);
+            mixed[10] = serde_json::json!(2);
+            mixed[100] = serde_json::json!([2, 3]);
+            let labels = (values.len() * (mixed.len() + 1)) as u64;
+            let steps = steps_of(&build(mixed.clone()), &values);
+            assert!(steps > 0 && steps <= 2 * labels, "{steps} > 2 · {labels}");
+            // The old walk took one step per level below each label: Σ levels ≈ 250²/2 per row.
+            assert!(
+                2 * labels < (values.len() * 248 * 247 / 2) as u64,
+                "the bound separates linear from quadratic"
+            );
+            // A level of size 1 repeats the label below it: each row has at most five labels
+            // (value, interval, two merged groups, `*`).
+            let h = build(mixed).build_values("c", &values).unwrap();
+            for row in h.rows() {
+                let distinct: HashSet<&String> = row.iter().collect();
+                assert!(distinct.len() <= 5, "{row:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_raised_cancel_flag_stops_a_build() {
+        let values: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let cancel = CancelFlag::new();
+        cancel.cancel();
+        for s in [
+            serde_json::json!({"type": "interval", "width": 1, "levels": vec![1; 200]}),
+            serde_json::json!({"type": "order", "levels": [2, 2]}),
+            serde_json::json!({"type": "masking"}),
+            serde_json::json!({"type": "date", "format": "dd.MM.yyyy"}),
+            serde_json::json!({"type": "suppression"}),
+        ] {
+            let s = spec(s);
+            let values: Vec<String> = if matches!(s, HierarchySpec::Date(_)) {
+                (1900..2000).map(|y| format!("01.01.{y}")).collect()
+            } else {
+                values.clone()
+            };
+            assert_eq!(
+                s.build_values_cancellable("c", &values, &cancel)
+                    .unwrap_err(),
+                EngineError::Cancelled,
+                "{s:?}"
+            );
+            assert!(
+                s.build_values_cancellable("c", &values, &CancelFlag::new())
+                    .is_ok()
+            );
         }
     }
 

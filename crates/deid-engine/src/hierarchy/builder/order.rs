@@ -18,9 +18,10 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    GroupSizes, LabelRegistry, Number, Rows, clamp_shares, invalid, leaf_range, require_values,
-    validate_levels,
+    GroupSizes, LabelRegistry, LevelChain, Number, Rows, check_cancel, clamp_shares, invalid,
+    require_values, validate_levels,
 };
+use crate::cancel::CancelFlag;
 use crate::error::Result;
 
 /// How values are ordered before grouping.
@@ -81,7 +82,7 @@ impl OrderSpec {
 
     /// Data-independent checks (see [`super::HierarchySpec::validate`]).
     pub(crate) fn check(&self) -> Result<()> {
-        validate_levels(&self.levels)?;
+        validate_levels(&self.levels, 2, "the values, one per entry of levels and *")?;
         if let Some(list) = &self.values {
             if self.order != SortOrder::Auto {
                 return Err(invalid(
@@ -109,7 +110,7 @@ impl OrderSpec {
     }
 
     /// Builds rows and shares for distinct `values`.
-    pub(crate) fn rows(&self, values: &[&str]) -> Result<Rows> {
+    pub(crate) fn rows(&self, values: &[&str], cancel: &CancelFlag) -> Result<Rows> {
         self.check()?;
         let domain: Vec<&str> = match &self.values {
             Some(list) => {
@@ -171,15 +172,17 @@ impl OrderSpec {
         let mut registry: LabelRegistry<i128> = LabelRegistry::new(height);
         let mut rows = Vec::with_capacity(n);
         let mut shares = Vec::with_capacity(n);
+        let chain = LevelChain::new(&self.levels);
         for (pos, value) in domain.iter().enumerate() {
+            check_cancel(cancel)?;
             let mut row = Vec::with_capacity(height);
             let mut share = Vec::with_capacity(height);
             row.push(value.to_string());
             share.push(1.0 / n as f64);
             let mut g = pos as i128;
             for level in 1..=self.levels.len() {
-                g = self.levels[level - 1].group_of(g);
-                let (first, last) = leaf_range(&self.levels, level, g);
+                g = chain.group_of(level, g);
+                let (first, last) = chain.leaf_range(level, g);
                 let (a, z) = (first.max(0) as usize, last.min(n as i128 - 1) as usize);
                 let label = match self.labels {
                     OrderLabels::Range if a == z => domain[a].to_string(),
