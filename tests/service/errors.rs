@@ -503,7 +503,7 @@ async fn search_parameters_are_bounded() {
     app.stop().await;
 }
 
-/// An upload slower than `--upload-timeout` answers 408 and leaves nothing behind.
+/// An upload slower than `--upload-timeout` answers 503 `request_timeout` and leaves nothing behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_uploads_time_out() {
     let db = TestDb::new(Db::Sqlite).await.unwrap();
@@ -523,7 +523,7 @@ async fn slow_uploads_time_out() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status().as_u16(), 408);
+    assert_eq!(r.status().as_u16(), 503);
     let v: serde_json::Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "request_timeout", "{v}");
     tokio::time::sleep(Duration::from_millis(300)).await;
