@@ -39,6 +39,39 @@ fn in_table_order(mut config: ProblemConfig, table: &Table) -> ProblemConfig {
     config
 }
 
+/// ℓ-diversity needs ℓ distinct values of its attribute in every class: a dataset with fewer
+/// (counted from the stored distinct values) cannot satisfy it, so the job is refused here
+/// instead of failing after its search.
+fn check_distinct_values(spec: &JobSpec, facts: &DatasetFacts) -> Result<(), SpecError> {
+    for (i, p) in spec.privacy.iter().enumerate() {
+        let Ok(model) = p.parse(&format!("privacy[{i}]")) else {
+            continue;
+        };
+        let (Some(attribute), Some(l)) = (model.attribute(), model.min_class_size()) else {
+            continue;
+        };
+        let distinct = facts
+            .columns
+            .iter()
+            .position(|c| c == attribute)
+            .and_then(|c| facts.values[c].as_ref())
+            .map(Vec::len);
+        if let Some(distinct) = distinct
+            && l as usize > distinct
+        {
+            return Err(SpecError::new(
+                format!("privacy[{i}].l"),
+                format!(
+                    "{} needs at least {l} distinct values of '{attribute}' in every class but \
+                     the dataset has only {distinct}",
+                    model.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A search configuration that does not fit the problem, with the field of the specification
 /// (the engine's paths are relative to the search configuration, whose fields are top-level
 /// fields of the specification).
@@ -127,6 +160,7 @@ pub fn validate_service_job(
         let kept = table.column_index(c).is_some_and(|i| known[i]);
         resolve(Frontend::Service, kept.then_some(&table), c, s)
     })?;
+    check_distinct_values(spec, facts)?;
     if !complete {
         return Ok(search);
     }

@@ -256,6 +256,18 @@ async fn job_spec_errors() {
         "dataset_id",
     )
     .await;
+    // disease has 3 distinct values: 4-diversity is refused at submission, 3 is accepted.
+    field_error(
+        with(&|s| {
+            s["privacy"] = json!([
+                "k-anonymity(k=2)",
+                "distinct-l-diversity(attribute=disease,l=4)"
+            ])
+        }),
+        "invalid_spec",
+        "privacy[1].l",
+    )
+    .await;
     field_error(
         with(&|s| s["input"] = json!("/etc/passwd")),
         "invalid_spec",
@@ -378,6 +390,14 @@ async fn job_spec_errors() {
     .await;
     // Nothing was queued.
     assert_eq!(app.get("/v1/jobs").await.json()["items"], json!([]));
+    // As many distinct values as ℓ: accepted.
+    let ok = with(&|s| {
+        s["privacy"] = json!([
+            "k-anonymity(k=2)",
+            "distinct-l-diversity(attribute=disease,l=3)"
+        ])
+    });
+    assert_eq!(app.post_json("/v1/jobs", &ok).await.status, 202);
 
     // More than 64 quasi-identifiers.
     let header: Vec<String> = (0..65).map(|i| format!("c{i}")).collect();
