@@ -237,7 +237,7 @@ impl Problem {
         // The raw tables are no longer needed (the encoded form holds every label of the data);
         // release them, they can be much larger than the data (e.g. a 100,000-row ZIP hierarchy).
         for q in &mut config.quasi_identifiers {
-            q.hierarchy = Default::default();
+            q.hierarchy.release_table();
         }
 
         // 3. Privacy models and suppression.
