@@ -20,7 +20,8 @@ use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport};
 use crate::job::spec::{
-    AttributeSpec, AttributeType, HierarchySource, JobSpec, PrivacySpec, QualitySpec,
+    AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PrivacySpec,
+    QualitySpec,
 };
 use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
@@ -117,9 +118,23 @@ pub struct ProblemArgs {
     /// Quality model the search minimises (default loss).
     #[arg(long, value_parser = names::quality_parser())]
     pub quality: Option<QualityModel>,
+    /// Values listed in several rows of a hierarchy with different generalizations: `reject`
+    /// (default) or `last` (ARX: the last row generalizes, every row counts for the domain
+    /// shares; the report warns).
+    #[arg(long, value_name = "POLICY", value_parser = parse_hierarchy_duplicates)]
+    pub hierarchy_duplicates: Option<HierarchyDuplicates>,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
+}
+
+/// Parses `--hierarchy-duplicates` (`reject` or `last`).
+fn parse_hierarchy_duplicates(text: &str) -> Result<HierarchyDuplicates, String> {
+    match text {
+        "reject" => Ok(HierarchyDuplicates::Reject),
+        "last" => Ok(HierarchyDuplicates::Last),
+        _ => Err(format!("expected 'reject' or 'last', got '{text}'")),
+    }
 }
 
 /// Flags of `deid evaluate`.
@@ -226,6 +241,9 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     }
     if let Some(q) = args.quality {
         spec.quality = Some(QualitySpec::Name(q.name().to_string()));
+    }
+    if let Some(d) = args.hierarchy_duplicates {
+        spec.hierarchy_duplicates = Some(d);
     }
     Ok(spec)
 }

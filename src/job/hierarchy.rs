@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use deid_engine::{EngineError, Hierarchy, HierarchySpec, Table};
+use deid_engine::{DuplicatePolicy, EngineError, Hierarchy, HierarchySpec, Table};
 
 use super::error::{ErrorCode, SpecError};
 use super::spec::HierarchySource;
@@ -30,12 +30,14 @@ pub fn hierarchy_field(column: &str) -> String {
 /// Resolves the hierarchy of `column` from `source`. Builder specifications are built against
 /// the column of `table`; without a table (or without the column in it) they are only checked
 /// and a one-level placeholder is returned. Errors name `attributes.{column}.hierarchy` and have
-/// the code `invalid_hierarchy` (a malformed delimiter is `invalid_spec`).
+/// the code `invalid_hierarchy` (a malformed delimiter is `invalid_spec`). `duplicates` decides
+/// about values listed in several rows of a CSV table with different generalizations.
 pub fn resolve(
     frontend: Frontend<'_>,
     table: Option<&Table>,
     column: &str,
     source: Option<&HierarchySource>,
+    duplicates: DuplicatePolicy,
 ) -> Result<Hierarchy, SpecError> {
     let field = hierarchy_field(column);
     let invalid = |message: String| {
@@ -65,14 +67,14 @@ pub fn resolve(
             }
             let text = std::fs::read(&path)
                 .map_err(|e| invalid(format!("cannot open {}: {e}", path.display())))?;
-            from_csv(&text, *delimiter, column, &field)
+            from_csv_with(&text, *delimiter, column, &field, duplicates)
         }
         (Some(HierarchySource::File { .. }), Frontend::Service) => Err(invalid(
             "file paths are not accepted by the service; upload the hierarchy or give it inline"
                 .into(),
         )),
         (Some(HierarchySource::Inline { csv, delimiter }), _) => {
-            from_csv(csv.as_bytes(), *delimiter, column, &field)
+            from_csv_with(csv.as_bytes(), *delimiter, column, &field, duplicates)
         }
         (Some(HierarchySource::Stored { .. }), Frontend::Cli { .. }) => Err(invalid(
             "stored hierarchies exist only in the service; give a file or inline CSV".into(),
@@ -131,12 +133,32 @@ pub fn from_csv(
     column: &str,
     field: &str,
 ) -> Result<Hierarchy, SpecError> {
+    from_csv_with(text, delimiter, column, field, DuplicatePolicy::Reject)
+}
+
+/// [`from_csv`] with a policy for values listed in several rows with different
+/// generalizations; the rejection says how to accept them.
+pub fn from_csv_with(
+    text: &[u8],
+    delimiter: Option<char>,
+    column: &str,
+    field: &str,
+    duplicates: DuplicatePolicy,
+) -> Result<Hierarchy, SpecError> {
     let d = match delimiter {
         Some(c) => delimiter_byte(c, &format!("{field}.delimiter"))?,
         None => sniff_delimiter(text),
     };
-    Hierarchy::read_csv(text, d, column)
-        .map_err(|e| SpecError::new(field, e.to_string()).with_code(ErrorCode::InvalidHierarchy))
+    Hierarchy::read_csv_with(text, d, column, duplicates).map_err(|e| {
+        let mut message = e.to_string();
+        if matches!(e, EngineError::HierarchyDuplicateValues { .. }) {
+            message.push_str(
+                "; to use the last row of each value as ARX does, set \"hierarchy_duplicates\": \
+                 \"last\" (command line: --hierarchy-duplicates last)",
+            );
+        }
+        SpecError::new(field, message).with_code(ErrorCode::InvalidHierarchy)
+    })
 }
 
 /// Builds a hierarchy from a builder specification for `column` of `table`. Without the column
@@ -184,15 +206,15 @@ mod tests {
             base: Path::new("."),
         };
         for frontend in [cli, Frontend::Service] {
-            let h = resolve(frontend, None, "c", Some(&inline)).unwrap();
+            let h = resolve(frontend, None, "c", Some(&inline), DuplicatePolicy::Reject).unwrap();
             assert_eq!(h.height(), 2);
-            let err = resolve(frontend, None, "c", None).unwrap_err();
+            let err = resolve(frontend, None, "c", None, DuplicatePolicy::Reject).unwrap_err();
             assert_eq!(err.field, "attributes.c.hierarchy");
             assert_eq!(err.code, ErrorCode::InvalidHierarchy);
         }
         let stored = HierarchySource::Stored { stored: true };
         assert!(
-            resolve(cli, None, "c", Some(&stored))
+            resolve(cli, None, "c", Some(&stored), DuplicatePolicy::Reject)
                 .unwrap_err()
                 .message
                 .contains("only in the service")
@@ -202,16 +224,22 @@ mod tests {
             delimiter: None,
         };
         assert!(
-            resolve(Frontend::Service, None, "c", Some(&file))
-                .unwrap_err()
-                .message
-                .contains("file paths")
+            resolve(
+                Frontend::Service,
+                None,
+                "c",
+                Some(&file),
+                DuplicatePolicy::Reject
+            )
+            .unwrap_err()
+            .message
+            .contains("file paths")
         );
         let bad = HierarchySource::Inline {
             csv: "a".into(),
             delimiter: Some('é'),
         };
-        let err = resolve(cli, None, "c", Some(&bad)).unwrap_err();
+        let err = resolve(cli, None, "c", Some(&bad), DuplicatePolicy::Reject).unwrap_err();
         assert_eq!(
             (err.field.as_str(), err.code),
             ("attributes.c.hierarchy.delimiter", ErrorCode::InvalidSpec)

@@ -21,7 +21,8 @@ pub fn build_problem(
     table: Table,
     frontend: Frontend<'_>,
 ) -> Result<Problem, SpecError> {
-    let config = spec.problem_config(|c, s| resolve(frontend, Some(&table), c, s))?;
+    let duplicates = spec.duplicate_policy();
+    let config = spec.problem_config(|c, s| resolve(frontend, Some(&table), c, s, duplicates))?;
     let config = in_table_order(config, &table);
     Problem::new(table, config).map_err(SpecError::from)
 }
@@ -156,9 +157,10 @@ pub fn validate_service_job(
         .all(|(c, v)| v.is_some() || !spec.attributes.contains_key(c));
     // Builder specifications of columns without kept values are only checked.
     let known: Vec<bool> = facts.values.iter().map(Option::is_some).collect();
+    let duplicates = spec.duplicate_policy();
     let config = spec.problem_config(|c, s| {
         let kept = table.column_index(c).is_some_and(|i| known[i]);
-        resolve(Frontend::Service, kept.then_some(&table), c, s)
+        resolve(Frontend::Service, kept.then_some(&table), c, s, duplicates)
     })?;
     check_distinct_values(spec, facts)?;
     if !complete {

@@ -12,6 +12,7 @@ use serde_json::Value;
 use deid_engine::Problem;
 use deid_engine::SearchOutcome;
 use deid_engine::check::Evaluation;
+use deid_engine::hierarchy::list_duplicates;
 use deid_engine::risk::RiskReport;
 
 use super::id::{DatasetId, JobId};
@@ -28,6 +29,34 @@ pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
         .map(|(q, l)| (q.column.clone(), Value::from(*l)))
         .collect();
     Value::Object(map)
+}
+
+/// Warnings about the problem: hierarchies whose duplicated values were resolved with
+/// `hierarchy_duplicates: "last"` (one message per hierarchy, listing every value and its rows).
+pub fn problem_warnings(problem: &Problem) -> Vec<String> {
+    let qis = problem
+        .quasi_identifiers()
+        .iter()
+        .map(|q| (&q.column, Some(&q.hierarchy)));
+    let sensitive = problem
+        .config()
+        .sensitive
+        .iter()
+        .map(|s| (&s.column, s.hierarchy.as_ref()));
+    qis.chain(sensitive)
+        .filter_map(|(column, h)| {
+            let duplicates = h?.duplicates();
+            (!duplicates.is_empty()).then(|| {
+                format!(
+                    "hierarchy of column '{column}': {} value(s) appear in several rows with \
+                     different generalizations; the last row of each defines its generalization \
+                     and every row counts for the domain shares (hierarchy_duplicates: last): {}",
+                    duplicates.len(),
+                    list_duplicates(duplicates)
+                )
+            })
+        })
+        .collect()
 }
 
 /// Score and utility of one quality model.
@@ -76,6 +105,9 @@ pub struct EvaluationReport {
     pub utility: f64,
     /// Risks before and after.
     pub risk: Risks,
+    /// Warnings about the problem ([`problem_warnings`]); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl EvaluationReport {
@@ -111,6 +143,7 @@ impl EvaluationReport {
                 input: RiskReport::input(problem, risk_threshold),
                 output: Some(RiskReport::output(eval, risk_threshold)),
             },
+            warnings: problem_warnings(problem),
         }
     }
 
@@ -200,6 +233,9 @@ pub struct SearchReport {
     /// The job (service results).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobInfo>,
+    /// Warnings about the problem ([`problem_warnings`]); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl SearchReport {
@@ -211,11 +247,12 @@ impl SearchReport {
         risk_threshold: f64,
     ) -> SearchReport {
         let verdict = match best {
-            Some(eval) => Verdict::Best(Box::new(EvaluationReport::new(
-                problem,
-                eval,
-                risk_threshold,
-            ))),
+            Some(eval) => {
+                let mut report = EvaluationReport::new(problem, eval, risk_threshold);
+                // Listed once, by the search report.
+                report.warnings.clear();
+                Verdict::Best(Box::new(report))
+            }
             None => Verdict::None(NoSolution {
                 anonymous: false,
                 transformation: None,
@@ -250,6 +287,7 @@ impl SearchReport {
                 })
                 .collect(),
             job: None,
+            warnings: problem_warnings(problem),
         }
     }
 

@@ -28,7 +28,8 @@ use deid_engine::privacy::PrivacyModel;
 use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
 use deid_engine::search::{FLASH_HARD_LIMIT, MAX_CHECK_LIMIT, MAX_THREADS};
 use deid_engine::{
-    Algorithm, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier, SearchConfig,
+    Algorithm, DuplicatePolicy, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier,
+    SearchConfig,
 };
 
 use super::error::SpecError;
@@ -347,6 +348,31 @@ pub struct JobSpec {
     /// URL POSTed when a job ends (API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
+    /// Values listed in several rows of a CSV hierarchy with different generalizations:
+    /// rejected (default) or resolved as ARX does (`last`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hierarchy_duplicates: Option<HierarchyDuplicates>,
+}
+
+/// The `hierarchy_duplicates` setting of a job specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HierarchyDuplicates {
+    /// Reject the hierarchy, listing every such value with its rows (the default).
+    Reject,
+    /// ARX's behaviour: the last row of a value defines its generalization, every row counts
+    /// for the domain shares; the report carries a warning.
+    Last,
+}
+
+impl HierarchyDuplicates {
+    /// The engine's policy.
+    pub fn policy(self) -> DuplicatePolicy {
+        match self {
+            HierarchyDuplicates::Reject => DuplicatePolicy::Reject,
+            HierarchyDuplicates::Last => DuplicatePolicy::Last,
+        }
+    }
 }
 
 /// Defaults and limits of the front end that runs a search.
@@ -371,6 +397,12 @@ impl SearchLimits {
 }
 
 impl JobSpec {
+    /// The policy for values listed in several rows of a CSV hierarchy (default: reject).
+    pub fn duplicate_policy(&self) -> DuplicatePolicy {
+        self.hierarchy_duplicates
+            .map_or(DuplicatePolicy::Reject, HierarchyDuplicates::policy)
+    }
+
     /// The search settings: algorithm (default `auto`), time limit, check limit, seed, threads
     /// and genetic parameters, checked against `limits`. Whether they fit the problem (e.g.
     /// Flash on a large space) is checked by [`SearchConfig::resolve`] once the problem exists.

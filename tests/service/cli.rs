@@ -142,6 +142,75 @@ fn hierarchy_errors_name_the_culprit() {
 }
 
 #[test]
+fn hierarchy_duplicates_flag_and_config() {
+    // '45' is listed in rows 2 and 5 with different generalizations; the last row says >=50.
+    let age = "34;<50;*\n45;<50;*\n66;>=50;*\n70;>=50;*\n45;>=50;*\n";
+    let dir = setup("duplicates", DATA.as_bytes(), age);
+    assert_error(
+        &dir,
+        &["--levels", "age=1"],
+        &["'45' (rows 2, 5)", "--hierarchy-duplicates last"],
+    );
+    assert_error(
+        &dir,
+        &["--levels", "age=1", "--hierarchy-duplicates", "reject"],
+        &["'45' (rows 2, 5)"],
+    );
+    let (code, _, stderr) = evaluate(&dir, &["--hierarchy-duplicates", "first"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("'reject' or 'last'"), "{stderr}");
+    let warned = |report: &serde_json::Value| {
+        let w = report["warnings"].as_array().expect("warnings");
+        assert_eq!(w.len(), 1, "{report}");
+        let w = w[0].as_str().unwrap();
+        assert!(
+            w.contains("column 'age'") && w.contains("'45' (rows 2, 5)"),
+            "{w}"
+        );
+    };
+    let (code, stdout, stderr) = evaluate(
+        &dir,
+        &[
+            "--levels",
+            "age=1",
+            "--hierarchy-duplicates",
+            "last",
+            "--output",
+            "out.csv",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    warned(&serde_json::from_str(&stdout).unwrap());
+    // 45 is generalized by its last row (>=50), which leaves 34 alone under <50: suppressed.
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert_eq!(
+        out,
+        "age,zip,disease\n*,81667,flu\n>=50,81675,cold\n>=50,81925,flu\n>=50,81931,cold\n"
+    );
+    // anonymize takes the flag too, and a configuration file the setting.
+    std::fs::write(dir.join("zip.json"), r#"{"type": "masking"}"#).unwrap();
+    let mut args = ANONYMIZE_K2.to_vec();
+    args.extend(["flash", "--hierarchy-duplicates", "last"]);
+    let (code, stdout, stderr) = deid(&args, &dir);
+    assert_eq!(code, 0, "{stderr}");
+    warned(&serde_json::from_str(&stdout).unwrap());
+    let config = r#"{"input": "data.csv", "attributes": {"age": {"type": "quasi_identifying",
+        "hierarchy": {"file": "age.csv"}}, "name": {"type": "identifying"}},
+        "privacy": ["k-anonymity(k=2)"], "levels": {"age": 1},
+        "hierarchy_duplicates": "last"}"#;
+    std::fs::write(dir.join("job.json"), config).unwrap();
+    let (code, stdout, stderr) = deid(&["evaluate", "--config", "job.json"], &dir);
+    assert_eq!(code, 0, "{stderr}");
+    warned(&serde_json::from_str(&stdout).unwrap());
+    // Without duplicates there is no `warnings` key.
+    let plain = setup("noduplicates", DATA.as_bytes(), AGE);
+    let (code, stdout, _) = evaluate(&plain, &["--levels", "age=1"]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(report.get("warnings").is_none(), "{report}");
+}
+
+#[test]
 fn config_errors_name_the_field() {
     let dir = setup("config", DATA.as_bytes(), AGE);
     assert_error(&dir, &["--levels", "age=7"], &["level 7", "'age'"]);

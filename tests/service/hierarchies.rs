@@ -509,6 +509,8 @@ async fn stored_specs(kind: Db) {
     let done = app.wait_job(jid, Duration::from_secs(120), finished).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     let report = app.get(&format!("/v1/jobs/{jid}/result")).await.json();
+    // No duplicated hierarchy values: the report has no `warnings` key at all.
+    assert!(report.get("warnings").is_none(), "{report}");
     let level = report["transformation"]["age"].as_u64().unwrap() as usize;
     let csv = app.get(&format!("/v1/jobs/{jid}/result.csv")).await.text;
     let max_suppressed = (limit * 30162.0f64).floor() as usize;
@@ -601,6 +603,78 @@ both_databases!(
     values_not_kept,
     values_not_kept_sqlite,
     values_not_kept_postgres
+);
+
+/// A hierarchy listing a value twice with different generalizations: rejected by default with
+/// every value and its rows named; accepted with `hierarchy_duplicates: "last"` (the last row
+/// generalizes) and reported as a warning.
+async fn duplicated_hierarchy_values(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    // Every age once: 2-anonymity needs level 1, where the last rows put all four under 'low'.
+    let data = "age;sex\n1;m\n2;f\n3;m\n4;f\n";
+    let ds = app.upload(data, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    // '3' (rows 3, 5) and '4' (rows 4, 6) conflict; '1' is listed twice identically.
+    let hierarchy = "1;low;*\n2;low;*\n3;high;*\n4;high;*\n3;low;*\n4;low;*\n1;low;*\n";
+    let job = |duplicates: Option<&str>| {
+        let mut spec = json!({
+            "dataset_id": id,
+            "attributes": {
+                "age": {"type": "quasi_identifying", "hierarchy": {"csv": hierarchy}},
+                "sex": {"type": "insensitive"},
+            },
+            "privacy": ["k-anonymity(k=2)"],
+            "time_limit": "30s",
+        });
+        if let Some(d) = duplicates {
+            spec["hierarchy_duplicates"] = json!(d);
+        }
+        spec
+    };
+    for duplicates in [None, Some("reject")] {
+        let v = app
+            .post_json("/v1/jobs", &job(duplicates))
+            .await
+            .assert_error(422, "invalid_hierarchy");
+        assert_eq!(v["error"]["details"]["field"], "attributes.age.hierarchy");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("'3' (rows 3, 5), '4' (rows 4, 6)")
+                && message.contains("hierarchy_duplicates")
+                && !message.contains("'1'"),
+            "{message}"
+        );
+    }
+    let created = app.create_job(&job(Some("last"))).await;
+    let jid = created["id"].as_str().unwrap();
+    let done = app.wait_job(jid, Duration::from_secs(60), finished).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let report = app.get(&format!("/v1/jobs/{jid}/result")).await.json();
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(
+        w.contains("column 'age'") && w.contains("'3' (rows 3, 5), '4' (rows 4, 6)"),
+        "{w}"
+    );
+    // The last rows put every value under 'low': age is generalized to level 1 and the output
+    // holds 'low' only.
+    assert_eq!(report["transformation"]["age"], 1, "{report}");
+    let csv = app.get(&format!("/v1/jobs/{jid}/result.csv")).await.text;
+    let ages: HashSet<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(';').next().unwrap())
+        .collect();
+    assert_eq!(ages, HashSet::from(["low"]), "{csv}");
+    app.stop().await;
+}
+both_databases!(
+    duplicated_hierarchy_values,
+    duplicated_hierarchy_values_sqlite,
+    duplicated_hierarchy_values_postgres
 );
 
 /// Creates a database at schema version 1 holding a dataset with an uploaded hierarchy, as a

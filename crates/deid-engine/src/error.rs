@@ -84,19 +84,17 @@ pub enum EngineError {
         /// Levels found.
         found: usize,
     },
-    /// The same original value appears twice with different generalizations.
+    /// Original values appear in several rows with different generalizations.
     #[error(
-        "hierarchy of column '{column}': value '{value}' appears in rows {first_row} and {second_row} with different generalizations"
+        "hierarchy of column '{column}': {} value(s) appear in several rows with different generalizations: {}",
+        .duplicates.len(),
+        list_duplicates(.duplicates)
     )]
-    HierarchyDuplicateValue {
+    HierarchyDuplicateValues {
         /// The quasi-identifier.
         column: String,
-        /// The duplicated level-0 value.
-        value: String,
-        /// 1-based row of the first occurrence.
-        first_row: usize,
-        /// 1-based row of the conflicting occurrence.
-        second_row: usize,
+        /// Every conflicting value with all its rows, in order of first appearance.
+        duplicates: Vec<DuplicateValue>,
     },
     /// A value of level l generalizes to two different values at level l+1.
     #[error(
@@ -222,6 +220,27 @@ fn join_path(prefix: &str, field: &str) -> String {
     } else {
         format!("{prefix}.{field}")
     }
+}
+
+/// A value listed in several rows of a hierarchy table with different generalizations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateValue {
+    /// The level-0 value.
+    pub value: String,
+    /// Every 1-based row of the table that lists it, ascending.
+    pub rows: Vec<usize>,
+}
+
+/// `'v' (rows 1, 3), 'w' (rows 2, 4)`: the duplicates of an error message or warning.
+pub fn list_duplicates(duplicates: &[DuplicateValue]) -> String {
+    duplicates
+        .iter()
+        .map(|d| {
+            let rows: Vec<String> = d.rows.iter().map(usize::to_string).collect();
+            format!("'{}' (rows {})", d.value, rows.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

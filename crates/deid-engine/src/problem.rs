@@ -241,7 +241,7 @@ impl Problem {
         // The raw tables are no longer needed (the encoded form holds every label of the data);
         // release them, they can be much larger than the data (e.g. a 100,000-row ZIP hierarchy).
         for q in &mut config.quasi_identifiers {
-            q.hierarchy = Default::default();
+            q.hierarchy.release_table();
         }
 
         // 3. Privacy models and suppression.
@@ -347,7 +347,7 @@ impl Problem {
         // As for the quasi-identifiers, the encoded form is all that is used from here on.
         for s in &mut config.sensitive {
             if let Some(h) = &mut s.hierarchy {
-                *h = Default::default();
+                h.release_table();
             }
         }
         let mut class_models = Vec::new();
@@ -640,7 +640,7 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::QuasiIdentifier;
+    use crate::config::{QuasiIdentifier, SensitiveAttribute};
     use crate::data::{Column, CsvOptions};
     use crate::hierarchy::Hierarchy;
 
@@ -723,6 +723,40 @@ mod tests {
             "invalid value for 'privacy[0]': k-anonymity requires classes of at least 10 records \
              but the data has only 4"
         );
+    }
+
+    /// Hierarchies accepted with duplicate values keep their duplicates after the problem has
+    /// released their tables.
+    #[test]
+    fn accepted_duplicates_survive_the_released_tables() {
+        let rows: Vec<Vec<String>> = [["x", "1"], ["y", "1"], ["x", "2"], ["y", "2"]]
+            .iter()
+            .map(|r| r.iter().map(|v| v.to_string()).collect())
+            .collect();
+        let table = Table::from_rows(&["a", "b"], &rows).unwrap();
+        let last = crate::DuplicatePolicy::Last;
+        let ha = Hierarchy::read_csv_with(&b"x;p;*\ny;p;*\nx;q;*"[..], b';', "a", last).unwrap();
+        let hb = Hierarchy::read_csv_with(&b"1;*\n2;*\n1;1"[..], b';', "b", last).unwrap();
+        let config = ProblemConfig {
+            sensitive: vec![SensitiveAttribute {
+                column: "b".into(),
+                hierarchy: Some(hb),
+            }],
+            privacy: vec![
+                PrivacyModel::KAnonymity { k: 2 },
+                PrivacyModel::parse("t-closeness(attribute=b,t=0.9,distance=hierarchical)")
+                    .unwrap(),
+            ],
+            quasi_identifiers: vec![QuasiIdentifier::new("a", ha)],
+            ..Default::default()
+        };
+        let p = Problem::new(table, config).unwrap();
+        let qi = &p.quasi_identifiers()[0].hierarchy;
+        assert!(qi.rows().is_empty());
+        assert_eq!(qi.duplicates()[0].rows, [1, 3]);
+        let s = p.config().sensitive[0].hierarchy.as_ref().unwrap();
+        assert!(s.rows().is_empty());
+        assert_eq!(s.duplicates()[0].rows, [1, 3]);
     }
 
     /// A deterministic stream of numbers (splitmix64).

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use crate::data::{Column, CsvScanner};
+pub use crate::error::{DuplicateValue, list_duplicates};
 use crate::error::{EngineError, Result};
 
 pub mod builder;
@@ -22,8 +23,23 @@ pub struct Hierarchy {
     rows: Vec<Vec<String>>,
     /// Optional analytic domain shares per row and level (builder hierarchies,
     /// `docs/definitions.md` §5.2). When absent, shares are materialized from the table: rows
-    /// under a label / all rows.
+    /// under a label / all rows (duplicated rows included, as ARX counts them).
     shares: Option<Vec<Vec<f64>>>,
+    /// Values listed in several rows with different generalizations, accepted under
+    /// [`DuplicatePolicy::Last`] (empty otherwise).
+    duplicates: Vec<DuplicateValue>,
+}
+
+/// What to do with a value that appears in several rows of a hierarchy table with different
+/// generalizations (identical duplicate rows are always accepted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuplicatePolicy {
+    /// Reject the table, listing every such value (the default).
+    #[default]
+    Reject,
+    /// ARX's behaviour: the last row of the value defines its generalization; every row still
+    /// counts for the domain shares. The values are listed by [`Hierarchy::duplicates`].
+    Last,
 }
 
 /// Writes hierarchy rows in the ARX format (no header, quoting where needed).
@@ -43,19 +59,44 @@ impl Hierarchy {
     /// [`CsvScanner::rows`]; the shape is checked by [`Hierarchy::from_rows`]. `column` names
     /// the attribute in error messages.
     pub fn read_csv<R: Read>(input: R, delimiter: u8, column: &str) -> Result<Hierarchy> {
+        Hierarchy::read_csv_with(input, delimiter, column, DuplicatePolicy::Reject)
+    }
+
+    /// [`Hierarchy::read_csv`] with a policy for values listed in several rows with different
+    /// generalizations.
+    pub fn read_csv_with<R: Read>(
+        input: R,
+        delimiter: u8,
+        column: &str,
+        duplicates: DuplicatePolicy,
+    ) -> Result<Hierarchy> {
         let source = format!("hierarchy of column '{column}'");
         let mut scanner = CsvScanner::rows(input, delimiter, &source)?;
         let mut rows = Vec::new();
         while let Some(record) = scanner.next_record()? {
             rows.push(record.iter().map(str::to_string).collect());
         }
-        Hierarchy::from_rows(rows, column)
+        Hierarchy::from_rows_with(rows, column, duplicates)
     }
 
     /// Builds a hierarchy from rows, checking shape, unique leaves and monotonicity.
     pub fn from_rows(rows: Vec<Vec<String>>, column: &str) -> Result<Hierarchy> {
-        let h = Hierarchy { rows, shares: None };
-        h.validate(column)?;
+        Hierarchy::from_rows_with(rows, column, DuplicatePolicy::Reject)
+    }
+
+    /// [`Hierarchy::from_rows`] with a policy for values listed in several rows with different
+    /// generalizations.
+    pub fn from_rows_with(
+        rows: Vec<Vec<String>>,
+        column: &str,
+        duplicates: DuplicatePolicy,
+    ) -> Result<Hierarchy> {
+        let mut h = Hierarchy {
+            rows,
+            shares: None,
+            duplicates: Vec::new(),
+        };
+        h.duplicates = h.validate(column, duplicates)?;
         Ok(h)
     }
 
@@ -77,12 +118,15 @@ impl Hierarchy {
         let h = Hierarchy {
             rows,
             shares: Some(shares),
+            duplicates: Vec::new(),
         };
-        h.validate(column)?;
+        h.validate(column, DuplicatePolicy::Reject)?;
         Ok(h)
     }
 
-    fn validate(&self, column: &str) -> Result<()> {
+    /// Checks shape, leaves and monotonicity; returns the conflicting duplicates accepted by
+    /// `policy`.
+    fn validate(&self, column: &str, policy: DuplicatePolicy) -> Result<Vec<DuplicateValue>> {
         let Some(first) = self.rows.first() else {
             return Err(EngineError::EmptyInput {
                 source_name: format!("hierarchy of column '{column}'"),
@@ -99,26 +143,42 @@ impl Hierarchy {
                 });
             }
         }
-        // Unique leaves: an identical duplicate row is harmless, a conflicting one is an error.
-        let mut leaves: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
+        // Unique leaves: an identical duplicate row is harmless, a conflicting one is listed.
+        // `effective[leaf]`: the row that defines its generalization (the last one).
+        let mut effective: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
+        let mut all_rows: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut conflicting: Vec<&str> = Vec::new();
         for (r, row) in self.rows.iter().enumerate() {
-            if let Some(&prev) = leaves.get(row[0].as_str()) {
-                if self.rows[prev] != *row {
-                    return Err(EngineError::HierarchyDuplicateValue {
-                        column: column.to_string(),
-                        value: row[0].clone(),
-                        first_row: prev + 1,
-                        second_row: r + 1,
-                    });
+            let leaf = row[0].as_str();
+            if let Some(prev) = effective.insert(leaf, r) {
+                let rows = all_rows.entry(leaf).or_insert_with(|| vec![prev]);
+                if rows.iter().any(|&p| self.rows[p] != *row) && !conflicting.contains(&leaf) {
+                    conflicting.push(leaf);
                 }
-            } else {
-                leaves.insert(&row[0], r);
+                rows.push(r);
             }
         }
+        let duplicates: Vec<DuplicateValue> = conflicting
+            .iter()
+            .map(|&leaf| DuplicateValue {
+                value: leaf.to_string(),
+                rows: all_rows[leaf].iter().map(|r| r + 1).collect(),
+            })
+            .collect();
+        if !duplicates.is_empty() && policy == DuplicatePolicy::Reject {
+            return Err(EngineError::HierarchyDuplicateValues {
+                column: column.to_string(),
+                duplicates,
+            });
+        }
         // Monotone: a label of level l has exactly one parent at level l+1.
+        // Only the rows that define a generalization take part (the last row of every leaf).
         for level in 0..height.saturating_sub(1) {
             let mut parent: HashMap<&str, &str> = HashMap::new();
-            for row in &self.rows {
+            for (r, row) in self.rows.iter().enumerate() {
+                if effective[row[0].as_str()] != r {
+                    continue;
+                }
                 let (child, up) = (row[level].as_str(), row[level + 1].as_str());
                 match parent.get(child) {
                     Some(&p) if p != up => {
@@ -137,7 +197,20 @@ impl Hierarchy {
                 }
             }
         }
-        Ok(())
+        Ok(duplicates)
+    }
+
+    /// Frees the table and its shares once encoded; [`Hierarchy::duplicates`] stays available
+    /// (for the report's warnings).
+    pub(crate) fn release_table(&mut self) {
+        self.rows = Vec::new();
+        self.shares = None;
+    }
+
+    /// Values listed in several rows with different generalizations that were accepted under
+    /// [`DuplicatePolicy::Last`], in order of first appearance (empty otherwise).
+    pub fn duplicates(&self) -> &[DuplicateValue] {
+        &self.duplicates
     }
 
     /// Number of levels including level 0.
@@ -167,9 +240,11 @@ impl Hierarchy {
     /// level is kept per generalized value, with the narrowest code width.
     pub fn encode(&self, column: &Column) -> Result<EncodedHierarchy> {
         let height = self.height();
+        // The row that defines each leaf's generalization: the last one (ARX's rule; duplicates
+        // are identical unless accepted by `DuplicatePolicy::Last`).
         let mut row_of: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
         for (r, row) in self.rows.iter().enumerate() {
-            row_of.entry(row[0].as_str()).or_insert(r);
+            row_of.insert(row[0].as_str(), r);
         }
         // Every data value needs a row.
         let mut missing = Vec::new();
@@ -193,7 +268,16 @@ impl Hierarchy {
                 total_missing,
             });
         }
-        let domain_size = row_of.len();
+        // The domain counts the rows of the table, duplicated rows included (as ARX does): the
+        // share of a value is the number of rows under it divided by the number of rows.
+        let domain_size = self.rows.len();
+        let rows_under = |level: usize| {
+            let mut under: HashMap<&str, u32> = HashMap::new();
+            for row in &self.rows {
+                *under.entry(row[level].as_str()).or_insert(0) += 1;
+            }
+            under
+        };
         let mut maps = Vec::with_capacity(height);
         let mut labels = Vec::with_capacity(height);
         let mut share = Vec::with_capacity(height);
@@ -202,20 +286,26 @@ impl Hierarchy {
         // Level 0: leaves are unique, so level-0 codes are the dictionary codes.
         maps.push(PackedCodes::default());
         labels.push(Labels::default());
+        let under0 = rows_under(0);
         share.push(PerCode::from_vec(match &self.shares {
             Some(s) => data_rows.iter().map(|&r| s[r][0]).collect(),
-            None => vec![1.0 / domain_size as f64],
+            None => data_rows
+                .iter()
+                .map(|&r| under0[self.rows[r][0].as_str()] as f64 / domain_size as f64)
+                .collect(),
         }));
         distinct.push(data_rows.len());
-        leaves.push(PerCode::All(1));
+        leaves.push(PerCode::from_vec(
+            data_rows
+                .iter()
+                .map(|&r| under0[self.rows[r][0].as_str()])
+                .collect(),
+        ));
         // Level-l code of every data code, kept until the `up` tables are built.
         let mut level_codes: Vec<Vec<u32>> = vec![Vec::new()];
         for level in 1..height {
-            // Rows of the full table under each label (distinct leaves only).
-            let mut under: HashMap<&str, u32> = HashMap::new();
-            for &r in row_of.values() {
-                *under.entry(self.rows[r][level].as_str()).or_insert(0) += 1;
-            }
+            // Rows of the full table under each label.
+            let under = rows_under(level);
             let mut codes: HashMap<&str, u32> = HashMap::new();
             let mut level_labels = Labels::default();
             let mut level_share: Vec<f64> = Vec::new();
@@ -446,9 +536,9 @@ pub struct EncodedHierarchy {
     labels: Vec<Labels>,
     /// Domain share of every generalized value, per level.
     share: Vec<PerCode<f64>>,
-    /// Distinct leaves of the hierarchy table under every generalized value, per level.
+    /// Rows of the hierarchy table under every generalized value, per level.
     leaves: Vec<PerCode<u32>>,
-    /// Number of distinct leaves of the hierarchy table (the attribute's domain size).
+    /// Number of rows of the hierarchy table (the attribute's domain size).
     pub domain_size: usize,
 }
 
@@ -499,7 +589,8 @@ impl EncodedHierarchy {
         self.share[level].get(code)
     }
 
-    /// Distinct leaves of the hierarchy table under the generalized value `code` at `level`.
+    /// Rows of the hierarchy table under the generalized value `code` at `level` (its leaves,
+    /// duplicated rows counted each time).
     #[inline]
     pub fn leaves(&self, level: usize, code: u32) -> u32 {
         self.leaves[level].get(code)
@@ -681,17 +772,85 @@ mod tests {
     }
 
     #[test]
-    fn conflicting_duplicate_leaves_are_rejected() {
-        let err = Hierarchy::from_rows(rows("a;x\nb;x\na;y"), "c").unwrap_err();
-        assert!(matches!(
+    fn conflicting_duplicate_leaves_are_all_listed() {
+        // 'a' (rows 1, 3, 5) and 'b' (rows 2, 4) conflict; 'c' is listed twice identically.
+        let text = "a;x\nb;x\na;y\nb;y\na;x\nc;x\nc;x";
+        let err = Hierarchy::from_rows(rows(text), "c").unwrap_err();
+        let expected = vec![
+            DuplicateValue {
+                value: "a".into(),
+                rows: vec![1, 3, 5],
+            },
+            DuplicateValue {
+                value: "b".into(),
+                rows: vec![2, 4],
+            },
+        ];
+        assert_eq!(
             err,
-            EngineError::HierarchyDuplicateValue {
-                first_row: 1,
-                second_row: 3,
-                ..
+            EngineError::HierarchyDuplicateValues {
+                column: "c".into(),
+                duplicates: expected.clone(),
             }
-        ));
-        assert!(Hierarchy::from_rows(rows("a;x\na;x"), "c").is_ok());
+        );
+        assert_eq!(
+            err.to_string(),
+            "hierarchy of column 'c': 2 value(s) appear in several rows with different \
+             generalizations: 'a' (rows 1, 3, 5), 'b' (rows 2, 4)"
+        );
+        let read = Hierarchy::read_csv(text.as_bytes(), b';', "c").unwrap_err();
+        assert_eq!(read, err);
+        let h = Hierarchy::from_rows(rows("a;x\na;x"), "c").unwrap();
+        assert!(h.duplicates().is_empty());
+        // Under `Last` the same table is accepted and the duplicates are reported.
+        let h =
+            Hierarchy::read_csv_with(text.as_bytes(), b';', "c", DuplicatePolicy::Last).unwrap();
+        assert_eq!(h.duplicates(), expected);
+    }
+
+    #[test]
+    fn last_row_generalizes_and_every_row_counts_for_shares() {
+        // Leaf '1' is listed under 'lo' (row 1) and under 'hi' (row 4): the last row wins.
+        // Domain: 5 rows. Level 1 labels over all rows: lo = rows 1, 2 → 2/5; hi = rows 3, 4,
+        // 5 → 3/5. Level 0: '1' is listed twice → 2/5, the others 1/5.
+        let text = "1;lo;*\n2;lo;*\n3;hi;*\n1;hi;*\n4;hi;*";
+        assert!(Hierarchy::read_csv(text.as_bytes(), b';', "c").is_err());
+        let h =
+            Hierarchy::read_csv_with(text.as_bytes(), b';', "c", DuplicatePolicy::Last).unwrap();
+        assert_eq!(
+            h.duplicates(),
+            [DuplicateValue {
+                value: "1".into(),
+                rows: vec![1, 4]
+            }]
+        );
+        let col = column(&["1", "2", "3"]);
+        let e = h.encode(&col).unwrap();
+        assert_eq!(e.domain_size, 5);
+        // Dictionary codes: '1' = 0, '2' = 1, '3' = 2.
+        assert_eq!(e.label(1, e.code(1, 0), &col), "hi");
+        assert_eq!(e.label(1, e.code(1, 1), &col), "lo");
+        assert_eq!(e.code(1, 0), e.code(1, 2));
+        assert_eq!(e.share(0, 0), 2.0 / 5.0);
+        assert_eq!(e.share(0, 1), 1.0 / 5.0);
+        assert_eq!(e.share(1, e.code(1, 0)), 3.0 / 5.0);
+        assert_eq!(e.share(1, e.code(1, 1)), 2.0 / 5.0);
+        assert_eq!(e.share(2, 0), 1.0);
+        assert_eq!(
+            (e.leaves(0, 0), e.leaves(1, e.code(1, 0)), e.leaves(2, 0)),
+            (2, 3, 5)
+        );
+    }
+
+    #[test]
+    fn identical_duplicate_rows_count_for_domain_shares() {
+        // '9' is listed twice: 4 rows. Level 1: 'lo' has 1 row (1/4), 'hi' 3 rows (3/4).
+        let h = Hierarchy::from_rows(rows("1;lo;*\n5;hi;*\n9;hi;*\n9;hi;*"), "c").unwrap();
+        let e = h.encode(&column(&["1", "9"])).unwrap();
+        assert_eq!(e.domain_size, 4);
+        assert_eq!((e.share(0, 0), e.share(0, 1)), (1.0 / 4.0, 2.0 / 4.0));
+        assert_eq!((e.share(1, 0), e.share(1, 1)), (1.0 / 4.0, 3.0 / 4.0));
+        assert_eq!((e.leaves(1, 0), e.leaves(1, 1)), (1, 3));
     }
 
     #[test]

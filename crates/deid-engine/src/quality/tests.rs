@@ -359,6 +359,37 @@ fn analytic_shares_change_loss_but_not_domain_counts() {
 }
 
 #[test]
+fn loss_counts_duplicated_hierarchy_rows() {
+    // ARX's domain share is (rows of the hierarchy table under a value) / (rows of the table),
+    // so a row listed twice counts twice. Table: 1, 2, 3, 4 (n = 4); the hierarchy lists '4'
+    // twice, N = 5 rows. Loss per QI = (Σ_rows share − n/N) / (n − n/N), n/N = 0.8.
+    let age = Hierarchy::from_rows(
+        strings(&[
+            &["1", "1-2", "*"],
+            &["2", "1-2", "*"],
+            &["3", "3-4", "*"],
+            &["4", "3-4", "*"],
+            &["4", "3-4", "*"],
+        ]),
+        "age",
+    )
+    .unwrap();
+    let table = Table::from_rows(&["age"], &strings(&[&["1"], &["2"], &["3"], &["4"]])).unwrap();
+    let config = ProblemConfig {
+        quasi_identifiers: vec![QuasiIdentifier::new("age", age)],
+        privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
+        ..Default::default()
+    };
+    let p = Problem::new(table, config).unwrap();
+    // Level 1: 1-2 has 2 of 5 rows, 3-4 has 3 of 5: Σ = 2·0.4 + 2·0.6 = 2.0 → 1.2 / 3.2 = 0.375
+    // (counting distinct values instead: (2·0.5 + 2·0.5 − 1) / 3 = 1/3).
+    close(quality_of(&p, &[1]).score, 0.375);
+    // Level 0: '4' has 2 of 5 rows, the others 1: Σ = 3·0.2 + 0.4 = 1.0 → 0.2 / 3.2 = 0.0625.
+    close(quality_of(&p, &[0]).score, 0.0625);
+    close(quality_of(&p, &[2]).score, 1.0);
+}
+
+#[test]
 fn evaluate_all_matches_each_configured_model() {
     for gs in [0.25, 0.5, 0.8] {
         let p = tiny(QualityModel::Loss, gs, 2, [1.0, 0.25]);
