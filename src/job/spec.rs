@@ -635,17 +635,6 @@ impl JobSpec {
     }
 }
 
-/// Orders the quasi-identifiers (lattice dimensions) and sensitive attributes by the table's
-/// column order, so that results do not depend on the order of keys in the specification.
-pub fn order_by_table(config: &mut ProblemConfig, table: &deid_engine::Table) {
-    config
-        .quasi_identifiers
-        .sort_by_key(|q| table.column_index(&q.column));
-    config
-        .sensitive
-        .sort_by_key(|s| table.column_index(&s.column));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
