@@ -25,6 +25,17 @@ pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, 
     }
 }
 
+/// The OpenAPI document of this API (the repository's `openapi.yaml`, built into the binary).
+pub const OPENAPI_YAML: &str = include_str!("../../openapi.yaml");
+
+/// `GET /openapi.yaml`: the API's description, for clients and schema-driven tools.
+pub async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
+        OPENAPI_YAML,
+    )
+}
+
 /// Prometheus metrics; job counts by state are read from the database at each scrape.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     if let Ok(counts) = state.store.count_jobs_by_status().await {

@@ -4,7 +4,7 @@
 //! - [`datasets`]: uploads (received by [`upload`]), listing, deletion.
 //! - [`hierarchies`]: stored hierarchies (ARX tables or builder specifications) and previews.
 //! - [`jobs`]: job creation, views, events (SSE), cancel, results.
-//! - [`health`]: `/healthz`, `/readyz`, `/metrics`.
+//! - [`health`]: `/healthz`, `/readyz`, `/metrics`, `/openapi.yaml`.
 //! - [`error`]: the single error shape; [`extract`]: extractors that use it; [`auth`]: the
 //!   API-key middleware, over the hashed keys of [`keys`]; [`state`]: what handlers share.
 
@@ -43,6 +43,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
+    ("get", "/openapi.yaml"),
     ("get", "/v1/datasets"),
     ("post", "/v1/datasets"),
     ("get", "/v1/datasets/{id}"),
@@ -111,6 +112,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/openapi.yaml", get(health::openapi))
         .merge(v1)
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {

@@ -55,6 +55,13 @@ async fn tenants_are_isolated(kind: Db) {
         .assert_error(401, "unauthorized");
     }
     assert_eq!(app.get("/healthz").await.status, 200);
+    // The API's description is public and is the repository's openapi.yaml.
+    let doc = app.get("/openapi.yaml").await;
+    assert_eq!(doc.status, 200);
+    assert_eq!(
+        doc.text,
+        std::fs::read_to_string(repo("openapi.yaml")).unwrap()
+    );
     assert_eq!(app.get("/readyz").await.status, 200);
 
     let ds = acme
