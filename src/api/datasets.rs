@@ -92,7 +92,8 @@ impl DatasetView {
 pub struct UploadParams {
     /// Display name (default: the multipart file name or `dataset`).
     pub name: Option<String>,
-    /// Field delimiter: one ASCII character, or `tab` (default `,`).
+    /// Field delimiter: one ASCII character, or `tab` (default: detected from the first line,
+    /// `,` on ties).
     pub delimiter: Option<String>,
     /// Whether the first record is a header (default true).
     pub header: Option<bool>,
@@ -193,12 +194,20 @@ pub async fn create_dataset(
     ApiQuery(params): ApiQuery<UploadParams>,
     req: Request,
 ) -> Result<Response> {
-    let options = CsvOptions {
-        delimiter: parse_delimiter(params.delimiter.as_deref(), b',', "delimiter")?,
-        has_header: params.header.unwrap_or(true),
+    let delimiter = match params.delimiter.as_deref() {
+        None => None,
+        Some(d) => Some(parse_delimiter(Some(d), b',', "delimiter")?),
     };
-    let mut upload =
-        super::upload::receive(&state, &tenant, params.name.clone(), options, req).await?;
+    let has_header = params.header.unwrap_or(true);
+    let mut upload = super::upload::receive(
+        &state,
+        &tenant,
+        params.name.clone(),
+        delimiter,
+        has_header,
+        req,
+    )
+    .await?;
     let profile = upload.profile().await?;
     check_limits(&profile, &state.config)?;
     let columns_json = serde_json::to_string(&profile.columns).map_err(ApiError::internal)?;

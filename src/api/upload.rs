@@ -25,7 +25,6 @@ use deid_engine::{CsvOptions, EngineError};
 /// An upload whose bytes are stored; its profile is still being computed.
 pub struct Received {
     upload: Upload,
-    parser: JoinHandle<std::result::Result<Profile, EngineError>>,
     guard: PurgeGuard,
 }
 
@@ -33,7 +32,10 @@ impl Received {
     /// Waits for the profiler: its result, or the CSV's error.
     pub async fn profile(&mut self) -> Result<Profile> {
         // The profiler ends once the channel is closed (done in `receive`).
-        match (&mut self.parser).await {
+        let Some(parser) = self.upload.parser.as_mut() else {
+            return Err(ApiError::internal("the profiler was not started"));
+        };
+        match parser.await {
             Ok(Ok(p)) => Ok(p),
             Ok(Err(e)) => Err(csv_error(e)),
             Err(e) => Err(ApiError::internal(e)),
@@ -52,6 +54,7 @@ impl Received {
         u.store
             .finish_dataset(
                 &u.id,
+                &(u.options.delimiter as char).to_string(),
                 u.size as i64,
                 rows as i64,
                 u.seq,
@@ -66,12 +69,15 @@ impl Received {
     }
 }
 
-/// Receives the body of `req` as dataset of `tenant` (see the module documentation).
+/// Receives the body of `req` as dataset of `tenant` (see the module documentation). Without a
+/// `delimiter`, it is detected from the first line ([`deid_engine::data::sniff_delimiter`],
+/// `,` on ties).
 pub async fn receive(
     state: &AppState,
     tenant: &TenantId,
     name: Option<String>,
-    options: CsvOptions,
+    delimiter: Option<u8>,
+    has_header: bool,
     req: Request,
 ) -> Result<Received> {
     let multipart = req
@@ -80,14 +86,10 @@ pub async fn receive(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
     let id = DatasetId::generate();
-    let (tx, rx) = mpsc::channel::<Bytes>(4);
-    let parser = tokio::task::spawn_blocking(move || {
-        let reader = ChannelReader {
-            rx,
-            current: Bytes::new(),
-        };
-        profile_csv(std::io::BufReader::with_capacity(1 << 16, reader), options)
-    });
+    let options = CsvOptions {
+        delimiter: delimiter.unwrap_or(b','),
+        has_header,
+    };
     let mut upload = Upload {
         store: state.store.clone(),
         id: id.clone(),
@@ -95,7 +97,10 @@ pub async fn receive(
         size: 0,
         seq: 0,
         buf: Vec::with_capacity(CHUNK_BYTES),
-        tx: Some(tx),
+        tx: None,
+        parser: None,
+        options,
+        sniff: delimiter.is_none(),
     };
     let mut guard = PurgeGuard {
         store: state.store.clone(),
@@ -107,7 +112,7 @@ pub async fn receive(
         tenant: tenant.clone(),
         name,
         delimiter: (options.delimiter as char).to_string(),
-        has_header: options.has_header,
+        has_header,
     };
     if multipart {
         let mut form = Multipart::from_request(req, state)
@@ -156,12 +161,9 @@ pub async fn receive(
         }
     }
     upload.flush().await?;
+    upload.start_profiler();
     upload.tx = None;
-    Ok(Received {
-        upload,
-        parser,
-        guard,
-    })
+    Ok(Received { upload, guard })
 }
 
 /// The dataset row created before the bytes arrive.
@@ -230,7 +232,8 @@ impl Read for ChannelReader {
     }
 }
 
-/// One upload in progress: bytes are cut into chunks, stored, and passed to the profiler.
+/// One upload in progress: bytes are cut into chunks, stored, and passed to the profiler, which
+/// starts with the first chunk (whose first line tells the delimiter when none was given).
 struct Upload {
     store: Store,
     id: DatasetId,
@@ -239,9 +242,34 @@ struct Upload {
     seq: i64,
     buf: Vec<u8>,
     tx: Option<mpsc::Sender<Bytes>>,
+    parser: Option<JoinHandle<std::result::Result<Profile, EngineError>>>,
+    options: CsvOptions,
+    /// Detect the delimiter from the first chunk.
+    sniff: bool,
 }
 
 impl Upload {
+    /// Starts the profiler (once), after detecting the delimiter from the buffered start of the
+    /// data if none was given.
+    fn start_profiler(&mut self) {
+        if self.parser.is_some() {
+            return;
+        }
+        if self.sniff {
+            self.options.delimiter = deid_engine::data::sniff_delimiter(&self.buf, b',');
+        }
+        let (tx, rx) = mpsc::channel::<Bytes>(4);
+        let options = self.options;
+        self.parser = Some(tokio::task::spawn_blocking(move || {
+            let reader = ChannelReader {
+                rx,
+                current: Bytes::new(),
+            };
+            profile_csv(std::io::BufReader::with_capacity(1 << 16, reader), options)
+        }));
+        self.tx = Some(tx);
+    }
+
     async fn push(&mut self, data: &[u8]) -> Result<()> {
         self.size += data.len() as u64;
         if self.size > self.max_bytes {
@@ -267,6 +295,7 @@ impl Upload {
         if self.buf.is_empty() {
             return Ok(());
         }
+        self.start_profiler();
         let chunk = Bytes::from(std::mem::replace(
             &mut self.buf,
             Vec::with_capacity(CHUNK_BYTES),

@@ -102,15 +102,7 @@ pub fn parse_builder(value: &serde_json::Value, field: &str) -> Result<Hierarchy
 /// Picks the most frequent of `;`, `,`, tab and `|` in the first line (`;`, ARX's default, on
 /// ties), for hierarchy tables whose delimiter was not given.
 pub fn sniff_delimiter(text: &[u8]) -> u8 {
-    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
-    let mut best = (b';', first.iter().filter(|&&b| b == b';').count());
-    for d in [b',', b'\t', b'|'] {
-        let n = first.iter().filter(|&&b| b == d).count();
-        if n > best.1 {
-            best = (d, n);
-        }
-    }
-    best.0
+    deid_engine::data::sniff_delimiter(text, b';')
 }
 
 /// A delimiter as a byte, or an error naming `field` if it is not one ASCII character.

@@ -143,6 +143,7 @@ impl Store {
     pub async fn finish_dataset(
         &self,
         dataset_id: &DatasetId,
+        delimiter: &str,
         size_bytes: i64,
         row_count: i64,
         chunk_count: i64,
@@ -151,7 +152,7 @@ impl Store {
     ) -> Result<()> {
         const VALUES: &str =
             "INSERT INTO dataset_values (dataset_id, position, dict_values) VALUES ($1, $2, $3)";
-        const FINISH: &str = "UPDATE datasets SET status = 'ready', size_bytes = $2, row_count = $3, chunk_count = $4, columns = $5 WHERE id = $1";
+        const FINISH: &str = "UPDATE datasets SET status = 'ready', size_bytes = $2, row_count = $3, chunk_count = $4, columns = $5, delimiter = $6 WHERE id = $1";
         on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
             for (position, json) in values {
@@ -163,6 +164,7 @@ impl Store {
                 .bind(row_count)
                 .bind(chunk_count)
                 .bind(columns_json)
+                .bind(delimiter)
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await

@@ -109,6 +109,40 @@ async fn upload_and_hierarchy_errors() {
     c.max_rows = 100;
     c.max_columns = 70;
     let app = spawn_app_with(db, c).await;
+    // Without delimiter= the delimiter is detected from the first line.
+    for (text, delimiter, columns) in [
+        ("sex;age;race\nm;30;x\nf;41;y\n", ";", 3),
+        ("sex\tage\nm\t30\n", "\t", 2),
+        ("a,b\n1;2,3\n", ",", 2),
+        ("single\n1\n", ",", 1),
+    ] {
+        let r = app.post_raw("/v1/datasets", text).await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let v = r.json();
+        assert_eq!(v["delimiter"], delimiter, "{text:?}");
+        assert_eq!(v["columns"].as_array().unwrap().len(), columns, "{text:?}");
+        let id = v["id"].as_str().unwrap();
+        assert_eq!(
+            app.get(&format!("/v1/datasets/{id}")).await.json()["delimiter"],
+            delimiter
+        );
+        let r = app
+            .send(app.request(reqwest::Method::DELETE, &format!("/v1/datasets/{id}")))
+            .await;
+        assert_eq!(r.status, 204);
+    }
+    // NUL bytes are refused with their row and column.
+    let v = app
+        .post_raw("/v1/datasets", "a,b\n1,2\n3,x\u{0}y\n")
+        .await
+        .assert_error(422, "invalid_csv");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("row 3, column 2"),
+        "{v}"
+    );
     let v = app
         .post_raw("/v1/datasets", "a,b\n1,2\n3\n")
         .await

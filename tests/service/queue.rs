@@ -282,7 +282,7 @@ async fn abandoned_uploads_are_purged(kind: Db) {
     let ready = DatasetId::generate();
     store.create_dataset(&new(&ready)).await.unwrap();
     store
-        .finish_dataset(&ready, 8, 1, 0, "[]", &[])
+        .finish_dataset(&ready, ",", 8, 1, 0, "[]", &[])
         .await
         .unwrap();
     // Not yet older than the horizon: kept.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use crate::error::{EngineError, Result};
-pub use scanner::{CsvScanner, Record};
+pub use scanner::{CsvScanner, Record, sniff_delimiter};
 
 /// Distinct values of one column, in order of first appearance; code = index.
 ///

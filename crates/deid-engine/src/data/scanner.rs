@@ -240,6 +240,34 @@ fn csv_error(source_name: &str, err: csv::Error) -> EngineError {
     }
 }
 
+/// The delimiter of a CSV whose delimiter was not given: the most frequent of `,`, `;`, tab and
+/// `|` in the first line of `text` (outside double quotes), `default` on ties and when none
+/// occurs.
+pub fn sniff_delimiter(text: &[u8], default: u8) -> u8 {
+    let first = text.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let mut counts = [(b',', 0usize), (b';', 0), (b'\t', 0), (b'|', 0)];
+    let mut quoted = false;
+    for &b in first {
+        if b == b'"' {
+            quoted = !quoted;
+        } else if !quoted && let Some(c) = counts.iter_mut().find(|(d, _)| *d == b) {
+            c.1 += 1;
+        }
+    }
+    let best = counts.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    let default_count = counts
+        .iter()
+        .find(|(d, _)| *d == default)
+        .map_or(0, |c| c.1);
+    if best == 0 || default_count == best {
+        return default;
+    }
+    counts
+        .iter()
+        .find(|(_, n)| *n == best)
+        .map_or(default, |c| c.0)
+}
+
 /// The error for a NUL byte in record `row`, column `column` (both 1-based).
 fn nul_error(source_name: &str, row: u64, column: usize) -> EngineError {
     EngineError::Csv {
@@ -274,6 +302,26 @@ fn header_name(source_name: &str, index: usize, raw: &[u8], taken: &[String]) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn delimiters_are_sniffed_from_the_first_line() {
+        use super::sniff_delimiter;
+        assert_eq!(sniff_delimiter(b"sex;age;race\n1,2;3;4\n", b','), b';');
+        assert_eq!(sniff_delimiter(b"a,b,c;d\n", b';'), b',');
+        assert_eq!(sniff_delimiter(b"a\tb\n", b','), b'\t');
+        assert_eq!(sniff_delimiter(b"single\n", b','), b',');
+        assert_eq!(sniff_delimiter(b"single\n", b';'), b';');
+        assert_eq!(
+            sniff_delimiter(b"a;b,c\n", b','),
+            b',',
+            "ties keep the default"
+        );
+        assert_eq!(
+            sniff_delimiter(b"\"x;y;z\",b\n", b','),
+            b',',
+            "quoted text is not counted"
+        );
+    }
+
     #[test]
     fn nul_bytes_are_refused_with_their_position() {
         use crate::{CsvOptions, EngineError, Table};
