@@ -18,7 +18,7 @@ use super::datasets::{Profile, csv_error, profile_csv};
 use super::error::{ApiError, ErrorCode, Result};
 use super::state::AppState;
 use crate::job::id::{DatasetId, TenantId};
-use crate::store::datasets::NewDataset;
+use crate::store::datasets::{FinishedDataset, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
 use deid_engine::{CsvOptions, EngineError};
 
@@ -52,15 +52,15 @@ impl Received {
     ) -> Result<DatasetId> {
         let u = &self.upload;
         u.store
-            .finish_dataset(
-                &u.id,
-                &(u.options.delimiter as char).to_string(),
-                u.size as i64,
-                rows as i64,
-                u.seq,
+            .finish_dataset(&FinishedDataset {
+                id: &u.id,
+                delimiter: &(u.options.delimiter as char).to_string(),
+                size_bytes: u.size as i64,
+                rows: rows as i64,
+                chunks: u.seq,
                 columns_json,
                 values,
-            )
+            })
             .await?;
         self.guard.armed = false;
         tracing::info!(dataset = %u.id, rows, bytes = u.size, "dataset uploaded");

@@ -46,6 +46,25 @@ pub struct NewDataset<'a> {
     pub has_header: bool,
 }
 
+/// What is known of a dataset once its upload is complete.
+#[derive(Debug, Clone)]
+pub struct FinishedDataset<'a> {
+    /// The dataset.
+    pub id: &'a DatasetId,
+    /// Its field delimiter (given or detected).
+    pub delimiter: &'a str,
+    /// Size of the CSV in bytes.
+    pub size_bytes: i64,
+    /// Data rows.
+    pub rows: i64,
+    /// Number of stored chunks.
+    pub chunks: i64,
+    /// JSON array of the column profiles.
+    pub columns_json: &'a str,
+    /// (column position, JSON array of its distinct values) of the columns whose values are kept.
+    pub values: &'a [(i64, String)],
+}
+
 /// A stored hierarchy.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct HierarchyRow {
@@ -140,31 +159,22 @@ impl Store {
 
     /// Marks an upload complete with its profile and the distinct values of small columns
     /// (`(position, JSON array)`), in one transaction.
-    pub async fn finish_dataset(
-        &self,
-        dataset_id: &DatasetId,
-        delimiter: &str,
-        size_bytes: i64,
-        row_count: i64,
-        chunk_count: i64,
-        columns_json: &str,
-        values: &[(i64, String)],
-    ) -> Result<()> {
+    pub async fn finish_dataset(&self, done: &FinishedDataset<'_>) -> Result<()> {
         const VALUES: &str =
             "INSERT INTO dataset_values (dataset_id, position, dict_values) VALUES ($1, $2, $3)";
         const FINISH: &str = "UPDATE datasets SET status = 'ready', size_bytes = $2, row_count = $3, chunk_count = $4, columns = $5, delimiter = $6 WHERE id = $1";
         on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
-            for (position, json) in values {
-                sqlx::query(VALUES).bind(dataset_id).bind(*position).bind(json.as_str()).execute(&mut *tx).await?;
+            for (position, json) in done.values {
+                sqlx::query(VALUES).bind(done.id).bind(*position).bind(json.as_str()).execute(&mut *tx).await?;
             }
             sqlx::query(FINISH)
-                .bind(dataset_id)
-                .bind(size_bytes)
-                .bind(row_count)
-                .bind(chunk_count)
-                .bind(columns_json)
-                .bind(delimiter)
+                .bind(done.id)
+                .bind(done.size_bytes)
+                .bind(done.rows)
+                .bind(done.chunks)
+                .bind(done.columns_json)
+                .bind(done.delimiter)
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await

@@ -282,7 +282,15 @@ async fn abandoned_uploads_are_purged(kind: Db) {
     let ready = DatasetId::generate();
     store.create_dataset(&new(&ready)).await.unwrap();
     store
-        .finish_dataset(&ready, ",", 8, 1, 0, "[]", &[])
+        .finish_dataset(&deid::store::datasets::FinishedDataset {
+            id: &ready,
+            delimiter: ",",
+            size_bytes: 8,
+            rows: 1,
+            chunks: 0,
+            columns_json: "[]",
+            values: &[],
+        })
         .await
         .unwrap();
     // Not yet older than the horizon: kept.
