@@ -9,7 +9,7 @@
 //!   distinct values ([`DatasetFacts`]), which checks hierarchies (coverage of every value), level
 //!   bounds, privacy and quality models and the search configuration.
 
-use deid_engine::{EngineError, Problem, ProblemConfig, SearchConfig, Table};
+use deid_engine::{EngineError, PrivacyModel, Problem, ProblemConfig, SearchConfig, Table};
 
 use super::error::SpecError;
 use super::hierarchy::{Frontend, resolve};
@@ -43,11 +43,11 @@ fn in_table_order(mut config: ProblemConfig, table: &Table) -> ProblemConfig {
 /// ℓ-diversity needs ℓ distinct values of its attribute in every class: a dataset with fewer
 /// (counted from the stored distinct values) cannot satisfy it, so the job is refused here
 /// instead of failing after its search.
-fn check_distinct_values(spec: &JobSpec, facts: &DatasetFacts) -> Result<(), SpecError> {
-    for (i, p) in spec.privacy.iter().enumerate() {
-        let Ok(model) = p.parse(&format!("privacy[{i}]")) else {
-            continue;
-        };
+fn check_distinct_values(
+    models: &[(usize, PrivacyModel)],
+    facts: &DatasetFacts,
+) -> Result<(), SpecError> {
+    for (i, model) in models {
         let (Some(attribute), Some(l)) = (model.attribute(), model.min_class_size()) else {
             continue;
         };
@@ -120,12 +120,16 @@ pub fn validate_service_job(
     }
     // A table of the stored distinct values: as many rows as the largest domain, or the largest
     // minimal class size the data allows.
-    let k = spec
+    // Models that do not parse are reported by `problem_config` below.
+    let models: Vec<(usize, PrivacyModel)> = spec
         .privacy
         .iter()
         .enumerate()
-        .filter_map(|(i, p)| p.parse(&format!("privacy[{i}]")).ok())
-        .filter_map(|m| m.min_class_size())
+        .filter_map(|(i, p)| p.parse(&format!("privacy[{i}]")).ok().map(|m| (i, m)))
+        .collect();
+    let k = models
+        .iter()
+        .filter_map(|(_, m)| m.min_class_size())
         .max()
         .unwrap_or(1) as usize;
     let domain = facts
@@ -162,7 +166,7 @@ pub fn validate_service_job(
         let kept = table.column_index(c).is_some_and(|i| known[i]);
         resolve(Frontend::Service, kept.then_some(&table), c, s, duplicates)
     })?;
-    check_distinct_values(spec, facts)?;
+    check_distinct_values(&models, facts)?;
     if !complete {
         return Ok(search);
     }
