@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
@@ -11,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::job::hierarchy::delimiter_byte;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, SearchReport};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, SearchReport, Timings, peak_memory_bytes};
 use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
 use deid_engine::{
     Algorithm, CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
@@ -149,7 +150,9 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     spec.genetic = Some(g);
 
     let config = spec.search_config(&SearchLimits::CLI)?;
+    let started = Instant::now();
     let problem = load_problem(&spec)?;
+    let load = started.elapsed();
     let cancel = CancelFlag::new();
     let show = !args.quiet && std::io::stderr().is_terminal();
     let bar = show.then(Bar::new);
@@ -162,6 +165,7 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         bar.finish();
     }
     let outcome = outcome?;
+    let output_started = Instant::now();
     let eval = outcome
         .best
         .as_ref()
@@ -173,12 +177,18 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         deid_engine::output::write_csv(&problem, eval, &mut w, d)?;
         w.flush()?;
     }
-    let report = SearchReport::new(
+    let mut report = SearchReport::new(
         &problem,
         &outcome,
         eval.as_ref(),
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
+    report.timings = Some(Timings {
+        load_ms: load.as_secs_f64() * 1e3,
+        search_ms: outcome.elapsed.as_secs_f64() * 1e3,
+        output_ms: output_started.elapsed().as_secs_f64() * 1e3,
+        peak_memory_bytes: peak_memory_bytes(),
+    });
     write_report(args.report.as_deref(), &report.to_json())?;
     if eval.is_none() {
         anyhow::bail!(

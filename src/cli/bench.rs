@@ -30,6 +30,55 @@ pub enum BenchKind {
     /// Run search algorithms (k-anonymity, Loss) and report time to the optimum and best Loss
     /// after each time limit.
     Search(SearchArgs),
+    /// Write a synthetic census-like dataset of any size with its hierarchies.
+    Generate(GenerateArgs),
+    /// End to end at scale: generate synthetic data (once), run `deid anonymize` on it as a
+    /// separate process per algorithm and time limit, report load time, time to the first
+    /// solution, checks per second, Loss and peak memory.
+    Scale(ScaleArgs),
+}
+
+/// Flags of `deid bench generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Number of records.
+    #[arg(long)]
+    pub rows: u64,
+    /// Directory; the dataset goes to `<dir>/<name>/`.
+    #[arg(long, default_value = "target/scale")]
+    pub dir: PathBuf,
+    /// Dataset name (default `synth-<rows>`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Flags of `deid bench scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Comma-separated numbers of records.
+    #[arg(long, default_value = "100000,1000000")]
+    pub rows: String,
+    /// Where the generated datasets are kept (`<dir>/synth-<rows>/`; generated when missing).
+    #[arg(long, default_value = "target/scale")]
+    pub dir: PathBuf,
+    /// Comma-separated algorithms.
+    #[arg(long, default_value = "auto")]
+    pub algorithms: String,
+    /// Comma-separated time limits.
+    #[arg(long, default_value = "5s,60s")]
+    pub time_limits: String,
+    /// k of k-anonymity.
+    #[arg(long, default_value_t = 5)]
+    pub k: u32,
+    /// Suppression limit.
+    #[arg(long, default_value_t = 0.05)]
+    pub suppression_limit: f64,
+    /// Worker threads of each run (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Flags of `deid bench search`.
@@ -96,7 +145,92 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.kind {
         BenchKind::Checks(a) => checks(a),
         BenchKind::Search(a) => search_bench(a),
+        BenchKind::Generate(a) => {
+            let name = a.name.unwrap_or_else(|| format!("synth-{}", a.rows));
+            let path = super::synth::generate(&a.dir, &name, a.rows, a.seed)?;
+            println!("{}", path.display());
+            Ok(())
+        }
+        BenchKind::Scale(a) => scale(a),
     }
+}
+
+fn scale(args: ScaleArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let exe = std::env::current_exe()?;
+    println!(
+        "| rows | CSV (MB) | algorithm | limit | load (s) | first solution (s) | checks | checks/s | Loss | best found (s) | process (s) | peak memory (MB) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for rows in list(&args.rows) {
+        let rows: u64 = rows.parse().with_context(|| format!("--rows: '{rows}'"))?;
+        let name = format!("synth-{rows}");
+        let folder = args.dir.join(&name);
+        let csv = folder.join(format!("{name}.csv"));
+        if !csv.exists() {
+            eprintln!("generating {}", csv.display());
+            super::synth::generate(&args.dir, &name, rows, 1)?;
+        }
+        let csv_mb = std::fs::metadata(&csv)?.len() as f64 / 1e6;
+        for limit in list(&args.time_limits) {
+            for algorithm in list(&args.algorithms) {
+                let report = folder.join("report.json");
+                let mut cmd = std::process::Command::new(&exe);
+                cmd.arg("anonymize")
+                    .arg("--input")
+                    .arg(&csv)
+                    .args(["--delimiter", ";", "--quiet"])
+                    .args(["--privacy", &format!("k-anonymity(k={})", args.k)])
+                    .args(["--suppression-limit", &args.suppression_limit.to_string()])
+                    .args(["--algorithm", algorithm, "--time-limit", limit])
+                    .arg("--sensitive")
+                    .arg(super::synth::SENSITIVE)
+                    .arg("--output")
+                    .arg(folder.join("output.csv"))
+                    .arg("--report")
+                    .arg(&report);
+                if let Some(t) = args.threads {
+                    cmd.args(["--threads", &t.to_string()]);
+                }
+                for q in super::synth::QUASI_IDENTIFIERS {
+                    cmd.arg("--hierarchy")
+                        .arg(format!("{q}={}", folder.join(format!("{name}_hierarchy_{q}.csv")).display()));
+                }
+                let _ = std::fs::remove_file(&report);
+                let started = Instant::now();
+                let status = cmd.status()?;
+                let wall = started.elapsed().as_secs_f64();
+                let Ok(bytes) = std::fs::read(&report) else {
+                    println!("| {rows} | {csv_mb:.0} | {algorithm} | {limit} | failed: {status} |");
+                    continue;
+                };
+                let r: serde_json::Value = serde_json::from_slice(&bytes)?;
+                let _ = std::fs::remove_file(folder.join("output.csv"));
+                let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+                let t = &r["timings"];
+                let load = num(&t["load_ms"]) / 1e3;
+                let search = num(&t["search_ms"]) / 1e3;
+                let first = r["trace"]
+                    .get(0)
+                    .map_or("-".to_string(), |e| format!("{:.2}", load + num(&e["time_ms"]) / 1e3));
+                let checks = num(&r["checks"]);
+                let loss = if status.success() {
+                    format!("{:.4}", num(&r["score"]))
+                } else {
+                    "none".to_string()
+                };
+                let best = r["best_found_ms"]
+                    .as_f64()
+                    .map_or("-".to_string(), |b| format!("{:.2}", b / 1e3));
+                println!(
+                    "| {rows} | {csv_mb:.0} | {algorithm} | {limit} | {load:.2} | {first} | {checks} | {:.0} | {loss} | {best} | {wall:.1} | {:.0} |",
+                    checks / search,
+                    num(&t["peak_memory_bytes"]) / 1048576.0,
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn checks(args: ChecksArgs) -> anyhow::Result<()> {

@@ -15,6 +15,7 @@ pub mod anonymize;
 pub mod bench;
 pub mod bench_api;
 pub mod names;
+pub mod synth;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;

@@ -95,6 +95,10 @@ pub struct BestView {
     pub elapsed_ms: u64,
     /// Checks done when it was found.
     pub checks: u64,
+    /// The algorithm that found it (for `auto`: the portfolio member; absent in rows written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
 }
 
 impl BestView {
@@ -107,6 +111,7 @@ impl BestView {
             suppressed_rows: best.suppressed as u64,
             elapsed_ms: best.found_at.as_millis() as u64,
             checks: best.checks,
+            strategy: Some(best.strategy.name().to_string()),
         }
     }
 }

@@ -168,6 +168,8 @@ pub struct TraceEntry {
     pub checks: u64,
     /// The transformation (levels in the order of the quasi-identifiers).
     pub levels: Vec<u8>,
+    /// The algorithm that found it (for `auto`: the portfolio member).
+    pub strategy: &'static str,
 }
 
 /// What a report says when the search found no anonymous transformation.
@@ -236,6 +238,33 @@ pub struct SearchReport {
     /// Warnings about the problem ([`problem_warnings`]); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Where the time went (and the memory peak), when the caller measured it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
+}
+
+/// Time spent per stage of a run and the process's memory peak (`deid anonymize`; jobs report
+/// the stages a worker sees).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Timings {
+    /// Reading and encoding the data and building the problem.
+    pub load_ms: f64,
+    /// The search.
+    pub search_ms: f64,
+    /// Evaluating the best transformation and writing the anonymized CSV.
+    pub output_ms: f64,
+    /// The process's peak resident memory so far (Linux `VmHWM`), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+}
+
+/// The process's peak resident set size (`VmHWM` of `/proc/self/status`), if the platform
+/// tells.
+pub fn peak_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 impl SearchReport {
@@ -284,10 +313,12 @@ impl SearchReport {
                     suppressed_rows: i.suppressed,
                     checks: i.checks,
                     levels: i.levels.clone(),
+                    strategy: i.strategy.name(),
                 })
                 .collect(),
             job: None,
             warnings: problem_warnings(problem),
+            timings: None,
         }
     }
 
@@ -345,7 +376,7 @@ mod tests {
             .map(|i| {
                 json!({"time_ms": i.found_at.as_secs_f64() * 1e3, "score": i.score,
                        "utility": i.utility, "suppressed_rows": i.suppressed,
-                       "checks": i.checks, "levels": i.levels})
+                       "checks": i.checks, "levels": i.levels, "strategy": i.strategy.name()})
             })
             .collect();
         json!({

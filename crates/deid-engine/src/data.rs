@@ -5,7 +5,6 @@
 
 pub mod scanner;
 
-use std::collections::HashMap;
 use std::io::Read;
 
 use crate::error::{EngineError, Result};
@@ -14,28 +13,40 @@ pub use scanner::{CsvScanner, Record, sniff_delimiter};
 /// Distinct values of one column, in order of first appearance; code = index.
 ///
 /// The strings live in one contiguous arena (`offsets[c]..offsets[c+1]`). While values are
-/// encoded, a hash index maps a hash to the first code with that hash and collisions chain through
-/// `next` (about 25 more bytes per value). A loaded [`Table`] *seals* its dictionaries: the index
-/// is dropped, leaving `len + 4` bytes per value; [`Dictionary::code`] then scans the values and
-/// [`Dictionary::encode`] rebuilds the index first.
+/// encoded, an open-addressing table of codes (load factor ≤ 1/2) and the hash of every value
+/// find a value's code (about 16 more bytes per value). A loaded [`Table`] *seals* its
+/// dictionaries: the index is dropped, leaving `len + 4` bytes per value; [`Dictionary::code`]
+/// then scans the values and [`Dictionary::encode`] rebuilds the index first.
 #[derive(Debug, Clone, Default)]
 pub struct Dictionary {
     arena: String,
     offsets: Vec<u32>,
-    index: HashMap<u64, u32>,
-    /// `next[c]`: the next code whose value has the same hash as `c` (u32::MAX = none). Empty
-    /// when the dictionary is sealed.
-    next: Vec<u32>,
+    /// Open addressing: code + 1 per slot, 0 = free. Empty when sealed.
+    slots: Vec<u32>,
+    /// `hashes[c]`: the hash of value `c`. Empty when sealed.
+    hashes: Vec<u64>,
 }
 
+/// A fast, fixed (deterministic across runs and platforms) 64-bit hash of a string: 8 bytes at
+/// a time, multiply-rotate mixing, a final avalanche.
 fn hash_str(value: &str) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    // Fixed keys: deterministic across runs.
-    let mut h =
-        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-            .build_hasher();
-    h.write(value.as_bytes());
-    h.finish()
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let bytes = value.as_bytes();
+    let mut h = (bytes.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; 8];
+        buf[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
+    }
+    h ^= h >> 32;
+    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    h ^ (h >> 32)
 }
 
 impl Dictionary {
@@ -44,45 +55,63 @@ impl Dictionary {
         Self::default()
     }
 
+    fn slot_of(&self, h: u64) -> usize {
+        (h as usize) & (self.slots.len() - 1)
+    }
+
     /// Returns the code of `value`, inserting it if it is new.
     pub fn encode(&mut self, value: &str) -> u32 {
-        if self.next.len() != self.len() {
+        if self.hashes.len() != self.len() || self.slots.is_empty() {
             self.reindex();
         }
         let h = hash_str(value);
-        let head = self.index.get(&h).copied();
-        let mut cur = head.unwrap_or(u32::MAX);
-        while cur != u32::MAX {
-            if self.value(cur) == value {
-                return cur;
+        let mask = self.slots.len() - 1;
+        let mut slot = self.slot_of(h);
+        loop {
+            let entry = self.slots[slot];
+            if entry == 0 {
+                break;
             }
-            cur = self.next[cur as usize];
+            let c = entry - 1;
+            if self.hashes[c as usize] == h && self.value(c) == value {
+                return c;
+            }
+            slot = (slot + 1) & mask;
         }
-        let code = self.next.len() as u32;
+        let code = self.hashes.len() as u32;
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
         self.arena.push_str(value);
         self.offsets.push(self.arena.len() as u32);
-        self.next.push(head.unwrap_or(u32::MAX));
-        self.index.insert(h, code);
+        self.hashes.push(h);
+        self.slots[slot] = code + 1;
+        if self.hashes.len() * 2 > self.slots.len() {
+            self.rehash(self.slots.len() * 2);
+        }
         code
     }
 
     /// The code of `value`, if present. A hash lookup while the dictionary is being built; a scan
     /// of the values once it is sealed (loaded tables only look codes up in tests).
     pub fn code(&self, value: &str) -> Option<u32> {
-        if self.next.len() != self.len() {
+        if self.hashes.len() != self.len() || self.slots.is_empty() {
             return (0..self.len() as u32).find(|&c| self.value(c) == value);
         }
-        let mut cur = *self.index.get(&hash_str(value))?;
-        while cur != u32::MAX {
-            if self.value(cur) == value {
-                return Some(cur);
+        let h = hash_str(value);
+        let mask = self.slots.len() - 1;
+        let mut slot = self.slot_of(h);
+        loop {
+            let entry = self.slots[slot];
+            if entry == 0 {
+                return None;
             }
-            cur = self.next[cur as usize];
+            let c = entry - 1;
+            if self.hashes[c as usize] == h && self.value(c) == value {
+                return Some(c);
+            }
+            slot = (slot + 1) & mask;
         }
-        None
     }
 
     /// The value of `code`. Panics if the code is out of range (codes come from this dictionary).
@@ -106,33 +135,39 @@ impl Dictionary {
         (0..self.len() as u32).map(|c| self.value(c))
     }
 
-    /// Heap size in bytes: arena, offsets and, unless sealed, the hash index (a hashbrown table
-    /// of 16-byte entries plus one control byte, at most 7/8 full) and its chain.
+    /// Heap size in bytes: arena, offsets and, unless sealed, the index (slots and hashes).
     pub fn heap_bytes(&self) -> usize {
-        let index = if self.index.capacity() == 0 {
-            0
-        } else {
-            (self.index.capacity() * 8 / 7).next_power_of_two() * 17
-        };
-        self.arena.capacity() + self.offsets.capacity() * 4 + self.next.capacity() * 4 + index
+        self.arena.capacity()
+            + self.offsets.capacity() * 4
+            + self.slots.capacity() * 4
+            + self.hashes.capacity() * 8
     }
 
-    /// Drops the hash index and releases spare capacity (the table is complete).
+    /// Drops the index and releases spare capacity (the table is complete).
     fn seal(&mut self) {
-        self.index = HashMap::new();
-        self.next = Vec::new();
+        self.slots = Vec::new();
+        self.hashes = Vec::new();
         self.arena.shrink_to_fit();
         self.offsets.shrink_to_fit();
     }
 
-    /// Rebuilds the hash index of a sealed dictionary.
+    /// Rebuilds the index of a sealed dictionary.
     fn reindex(&mut self) {
-        self.index = HashMap::with_capacity(self.len());
-        self.next = Vec::with_capacity(self.len());
-        for code in 0..self.len() as u32 {
-            let h = hash_str(self.value(code));
-            let head = self.index.insert(h, code);
-            self.next.push(head.unwrap_or(u32::MAX));
+        self.hashes = self.values().map(hash_str).collect();
+        let cap = (self.len() * 2).next_power_of_two().max(16);
+        self.rehash(cap);
+    }
+
+    /// Re-inserts every code into `cap` slots.
+    fn rehash(&mut self, cap: usize) {
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        for (c, &h) in self.hashes.iter().enumerate() {
+            let mut slot = (h as usize) & mask;
+            while self.slots[slot] != 0 {
+                slot = (slot + 1) & mask;
+            }
+            self.slots[slot] = c as u32 + 1;
         }
     }
 }
@@ -245,6 +280,66 @@ pub struct Table {
     rows: usize,
 }
 
+/// Records per batch of [`Table::read_csv`].
+const BATCH_ROWS: usize = 1 << 15;
+
+/// A batch of parsed records, column by column: the values of a column back to back in one
+/// string, with their end offsets.
+struct Batch {
+    columns: Vec<(String, Vec<u32>)>,
+    rows: usize,
+}
+
+impl Batch {
+    fn new(width: usize) -> Batch {
+        Batch {
+            columns: (0..width).map(|_| (String::new(), Vec::new())).collect(),
+            rows: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        for (text, ends) in &mut self.columns {
+            text.clear();
+            ends.clear();
+        }
+        self.rows = 0;
+    }
+
+    /// Parses up to [`BATCH_ROWS`] records; false once the input is exhausted.
+    fn fill<R: Read>(&mut self, scanner: &mut CsvScanner<R>) -> Result<bool> {
+        self.clear();
+        while self.rows < BATCH_ROWS {
+            let Some(record) = scanner.next_record()? else {
+                return Ok(false);
+            };
+            for ((text, ends), value) in self.columns.iter_mut().zip(record.iter()) {
+                text.push_str(value);
+                ends.push(text.len() as u32);
+            }
+            self.rows += 1;
+        }
+        Ok(true)
+    }
+
+    /// Appends the batch's values to the columns' dictionaries and codes, a column per task.
+    fn encode_into(&self, columns: &mut [Column]) {
+        use rayon::prelude::*;
+        columns
+            .par_iter_mut()
+            .zip(self.columns.par_iter())
+            .for_each(|(col, (text, ends))| {
+                let mut start = 0usize;
+                for &end in ends {
+                    let end = end as usize;
+                    let code = col.dict.encode(&text[start..end]);
+                    col.codes.push(code);
+                    start = end;
+                }
+            });
+    }
+}
+
 /// How to parse a CSV file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CsvOptions {
@@ -267,8 +362,13 @@ impl Table {
     /// Reads and encodes a CSV file with the rules of [`CsvScanner::table`] (unique non-empty
     /// header names, records as wide as the header, UTF-8, at least one data row).
     /// `source_name` is used in error messages.
-    pub fn read_csv<R: Read>(input: R, options: CsvOptions, source_name: &str) -> Result<Table> {
+    pub fn read_csv<R: Read + Send>(
+        input: R,
+        options: CsvOptions,
+        source_name: &str,
+    ) -> Result<Table> {
         let mut scanner = CsvScanner::table(input, options, source_name)?;
+        let width = scanner.columns().len();
         let mut columns: Vec<Column> = scanner
             .columns()
             .iter()
@@ -278,13 +378,27 @@ impl Table {
                 codes: Codes::default(),
             })
             .collect();
+        // Records are parsed in batches on one thread while the previous batch is encoded
+        // column by column on the others (each column's dictionary is independent).
+        let mut current = Batch::new(width);
+        let mut next = Batch::new(width);
+        let mut more = current.fill(&mut scanner)?;
         let mut rows = 0usize;
-        while let Some(record) = scanner.next_record()? {
-            for (col, value) in columns.iter_mut().zip(record.iter()) {
-                let code = col.dict.encode(value);
-                col.codes.push(code);
-            }
-            rows += 1;
+        while current.rows > 0 {
+            let (parsed, ()) = rayon::join(
+                || {
+                    if more {
+                        next.fill(&mut scanner)
+                    } else {
+                        next.clear();
+                        Ok(false)
+                    }
+                },
+                || current.encode_into(&mut columns),
+            );
+            more = parsed?;
+            rows += current.rows;
+            std::mem::swap(&mut current, &mut next);
         }
         for c in &mut columns {
             c.codes.shrink_to_fit();

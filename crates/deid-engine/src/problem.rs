@@ -577,54 +577,112 @@ pub(crate) fn hash_codes(codes: &[u32]) -> u64 {
     h ^ (h >> 29)
 }
 
-/// Groups the records by their original QI codes.
+/// Groups the records by their original QI codes: one pass over the rows with an
+/// open-addressing table of group numbers. Keys are the codes packed into one `u64` (mixed
+/// radix over the dictionary sizes) when they fit, otherwise a hash of the codes, confirmed by
+/// comparing the codes. No allocation per group: 4 bytes per slot plus 8 per group while
+/// grouping, released afterwards.
 fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (Groups, Vec<u32>) {
+    const EMPTY: u32 = u32::MAX;
     let q = qi_columns.len();
     let n = table.rows();
-    let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+    let cols: Vec<&crate::data::Codes> = qi_columns.iter().map(|&c| &table.column(c).codes).collect();
+    let mut strides = vec![0u64; q];
+    let mut product: Option<u64> = Some(1);
+    for i in (0..q).rev() {
+        strides[i] = product.unwrap_or(0);
+        let size = table.column(qi_columns[i]).dict.len().max(1) as u64;
+        product = product.and_then(|p| p.checked_mul(size));
+    }
+    let packed = product.is_some();
+    let mix = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut groups = Groups::default();
+    let mut keys: Vec<u64> = Vec::new();
+    let mut slots: Vec<u32> = vec![EMPTY; 1 << 12];
+    let mut shift = 64 - slots.len().trailing_zeros();
     let mut row_group = Vec::with_capacity(n);
     let mut key = vec![0u32; q];
     for row in 0..n {
-        for (k, &c) in key.iter_mut().zip(qi_columns) {
-            *k = table.column(c).codes.get(row);
+        let mut packed_key = 0u64;
+        for ((k, codes), &stride) in key.iter_mut().zip(&cols).zip(&strides) {
+            let c = codes.get(row);
+            *k = c;
+            packed_key = packed_key.wrapping_add(c as u64 * stride);
         }
-        let g = match index.get(&key) {
-            Some(&g) => g,
-            None => {
+        let stored = if packed { packed_key } else { hash_codes(&key) };
+        let mask = slots.len() - 1;
+        let mut slot = (mix(stored) >> shift) as usize & mask;
+        let g = loop {
+            let g = slots[slot];
+            if g == EMPTY {
                 let g = groups.counts.len() as u32;
-                index.insert(key.clone(), g);
+                slots[slot] = g;
+                keys.push(stored);
                 groups.codes.extend_from_slice(&key);
                 groups.counts.push(0);
                 groups.reps.push(g);
-                g
+                break g;
             }
+            let gi = g as usize;
+            if keys[gi] == stored && (packed || groups.codes[gi * q..gi * q + q] == key[..]) {
+                break g;
+            }
+            slot = (slot + 1) & mask;
         };
         groups.counts[g as usize] += 1;
         row_group.push(g);
-    }
-    // Histograms: bucket rows by group, then count values per group.
-    let groups_n = groups.counts.len();
-    for &sc in slot_columns {
-        let codes = &table.column(sc).codes;
-        let mut per_group: Vec<Vec<u32>> = vec![Vec::new(); groups_n];
-        for row in 0..n {
-            per_group[row_group[row] as usize].push(codes.get(row));
-        }
-        let mut h = Histograms {
-            offsets: Vec::with_capacity(groups_n + 1),
-            ..Default::default()
-        };
-        h.offsets.push(0);
-        for mut vals in per_group {
-            vals.sort_unstable();
-            for run in vals.chunk_by(|a, b| a == b) {
-                h.values.push(run[0]);
-                h.freqs.push(run.len() as u32);
+        if groups.counts.len() * 2 > slots.len() {
+            // Grow (load factor ≤ 1/2) and re-insert every group.
+            slots = vec![EMPTY; slots.len() * 2];
+            shift = 64 - slots.len().trailing_zeros();
+            let mask = slots.len() - 1;
+            for (gi, &k) in keys.iter().enumerate() {
+                let mut slot = (mix(k) >> shift) as usize & mask;
+                while slots[slot] != EMPTY {
+                    slot = (slot + 1) & mask;
+                }
+                slots[slot] = gi as u32;
             }
-            h.offsets.push(h.values.len() as u32);
         }
-        groups.hists.push(h);
+    }
+    drop(slots);
+    drop(keys);
+    // Histograms: rows ordered by group (counting sort), then the values of each group counted.
+    let groups_n = groups.counts.len();
+    if !slot_columns.is_empty() {
+        let mut starts: Vec<u32> = Vec::with_capacity(groups_n + 1);
+        starts.push(0);
+        for &c in &groups.counts {
+            starts.push(starts.last().copied().unwrap_or(0) + c);
+        }
+        let mut order = vec![0u32; n];
+        let mut fill = starts.clone();
+        for (row, &g) in row_group.iter().enumerate() {
+            order[fill[g as usize] as usize] = row as u32;
+            fill[g as usize] += 1;
+        }
+        drop(fill);
+        let mut vals: Vec<u32> = Vec::new();
+        for &sc in slot_columns {
+            let codes = &table.column(sc).codes;
+            let mut h = Histograms {
+                offsets: Vec::with_capacity(groups_n + 1),
+                ..Default::default()
+            };
+            h.offsets.push(0);
+            for g in 0..groups_n {
+                vals.clear();
+                let (a, b) = (starts[g] as usize, starts[g + 1] as usize);
+                vals.extend(order[a..b].iter().map(|&row| codes.get(row as usize)));
+                vals.sort_unstable();
+                for run in vals.chunk_by(|a, b| a == b) {
+                    h.values.push(run[0]);
+                    h.freqs.push(run.len() as u32);
+                }
+                h.offsets.push(h.values.len() as u32);
+            }
+            groups.hists.push(h);
+        }
     }
     // The vectors grew by doubling; the index is kept for the problem's lifetime.
     groups.codes.shrink_to_fit();

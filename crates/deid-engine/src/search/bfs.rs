@@ -222,7 +222,7 @@ pub(crate) fn canonical_children(lattice: &Lattice, levels: &[u8]) -> Vec<Levels
 ///
 /// Returns every result so that the branch and bound does not check them again; `None` if
 /// stopped.
-fn incumbent(ctx: &mut Ctx<'_, '_>) -> Option<HashMap<Levels, CheckResult>> {
+pub(crate) fn incumbent(ctx: &mut Ctx<'_, '_>) -> Option<HashMap<Levels, CheckResult>> {
     let lattice = ctx.lattice();
     let (min, max) = (lattice.min(), lattice.max());
     let mut path = vec![lattice.bottom()];

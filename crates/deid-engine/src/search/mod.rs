@@ -20,7 +20,9 @@
 //! - [`Algorithm::DataFly`] / [`Algorithm::ImprovedGreedy`] — minimal-anonymization greedy
 //!   heuristics (`greedy`);
 //! - [`Algorithm::Exhaustive`] — checks every transformation (`exhaustive`);
-//! - [`Algorithm::Auto`] — Flash if the space is small enough, Lightning otherwise.
+//! - [`Algorithm::Auto`] — a portfolio ([`portfolio`]): a quick incumbent, then Flash if the space
+//!   is small enough, otherwise BFS, top-down, genetic and Lightning in rounds of check-counted
+//!   slices sharing the best solution and every check result.
 //!
 //! Pruning rules used by the algorithms (each only where valid):
 //! - *lower bound*: `CheckResult::lower_bound` bounds the score of a transformation and all its
@@ -34,6 +36,7 @@
 //!   monotone (suppression limit 0, or a model that is monotone with suppression).
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Condvar, Mutex};
@@ -52,14 +55,16 @@ pub mod flash;
 pub mod genetic;
 pub mod greedy;
 pub mod lightning;
+pub mod portfolio;
 
 pub use bfs::{Antichain, Direction};
 
 /// The search strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// Flash if the solution space has at most [`SearchConfig::flash_max_space`]
-    /// transformations, Lightning otherwise.
+    /// The portfolio ([`portfolio`]): a quick incumbent, then Flash if the solution space has
+    /// at most [`SearchConfig::flash_max_space`] transformations, otherwise BFS, top-down,
+    /// genetic and Lightning taking turns and sharing what they find.
     Auto,
     /// Flash: globally optimal, with predictive tagging (`docs/definitions.md` §2.3).
     Flash,
@@ -283,6 +288,15 @@ pub const DEFAULT_FLASH_MAX_SPACE: u128 = 100_000;
 pub const FLASH_HARD_LIMIT: u128 = 100_000_000;
 
 impl SearchConfig {
+    /// True if Flash may run on `problem`: its space has at most
+    /// [`SearchConfig::flash_max_space`] (and [`FLASH_HARD_LIMIT`]) transformations.
+    pub fn flash_fits(&self, problem: &Problem) -> bool {
+        problem
+            .lattice()
+            .size()
+            .is_some_and(|s| s <= self.flash_max_space && s <= FLASH_HARD_LIMIT)
+    }
+
     /// Checks the configuration against a problem and resolves [`Algorithm::Auto`]. Errors name
     /// the setting (`time_limit`, `genetic.elite_fraction`, …).
     pub fn resolve(&self, problem: &Problem) -> Result<Algorithm> {
@@ -308,14 +322,12 @@ impl SearchConfig {
                 format!("expected 1 to {MAX_THREADS} threads, got {t}"),
             ));
         }
-        let size = problem.lattice().size();
-        let flash_ok = size.is_some_and(|s| s <= self.flash_max_space && s <= FLASH_HARD_LIMIT);
+        let flash_ok = self.flash_fits(problem);
         match self.algorithm {
-            Algorithm::Auto => Ok(if flash_ok {
-                Algorithm::Flash
-            } else {
-                Algorithm::Lightning
-            }),
+            Algorithm::Auto => {
+                self.genetic.validate().map_err(|e| e.within("genetic"))?;
+                Ok(Algorithm::Auto)
+            }
             Algorithm::Flash if !flash_ok => Err(EngineError::config(
                 "algorithm",
                 format!(
@@ -409,7 +421,7 @@ impl Phase {
 /// A progress snapshot (sent at least every ~100 ms while searching, and once at the end).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
-    /// The algorithm actually running (`Auto` resolved).
+    /// The algorithm running (`Auto` for the portfolio).
     pub algorithm: Algorithm,
     /// Current phase.
     pub phase: Phase,
@@ -445,6 +457,9 @@ pub struct Improvement {
     pub found_at: Duration,
     /// Checks performed when it was found.
     pub checks: u64,
+    /// The strategy that found it: the algorithm itself, or for [`Algorithm::Auto`] the
+    /// portfolio member that was running.
+    pub strategy: Algorithm,
 }
 
 /// Receives progress and improvements. Called from the search thread and from a progress ticker
@@ -496,7 +511,7 @@ impl StopReason {
 /// Result of a search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchOutcome {
-    /// The algorithm that ran (`Auto` resolved).
+    /// The algorithm that ran (`Auto`: the portfolio).
     pub algorithm: Algorithm,
     /// The best anonymous transformation found (`None`: no anonymous transformation was found).
     pub best: Option<CheckResult>,
@@ -602,9 +617,13 @@ pub(crate) fn search_with(
             privacy: assumptions.privacy,
             utility_monotone: assumptions.utility_monotone,
             lower_bound_valid: assumptions.lower_bound_valid,
+            strategy: algorithm,
+            slice_end: None,
+            cache: (algorithm == Algorithm::Auto).then(HashMap::new),
         };
         let complete = match algorithm {
-            Algorithm::Flash | Algorithm::Auto => flash::run(&mut ctx),
+            Algorithm::Auto => portfolio::run(&mut ctx),
+            Algorithm::Flash => flash::run(&mut ctx),
             Algorithm::Lightning => lightning::run_bottom_up(&mut ctx),
             Algorithm::TopDown => lightning::run_top_down(&mut ctx),
             Algorithm::Genetic => genetic::run(&mut ctx),
@@ -851,7 +870,18 @@ pub(crate) struct Ctx<'a, 'p> {
     /// See [`utility_monotone`].
     pub utility_monotone: bool,
     lower_bound_valid: bool,
+    /// The strategy running now (labels improvements).
+    strategy: Algorithm,
+    /// The check count at which the current slice of the portfolio ends.
+    slice_end: Option<u64>,
+    /// Results of every check so far (portfolio: strategies share them), bounded by
+    /// [`RESULT_CACHE_ENTRIES`].
+    cache: Option<HashMap<Levels, CheckResult>>,
 }
+
+/// Most results the portfolio's shared cache keeps (about 150 bytes each); later results are
+/// not cached.
+pub(crate) const RESULT_CACHE_ENTRIES: usize = 1 << 20;
 
 impl<'a, 'p> Ctx<'a, 'p> {
     /// The configuration.
@@ -891,9 +921,13 @@ impl<'a, 'p> Ctx<'a, 'p> {
             .store(p.clamp(0.0, 1.0).to_bits(), AtomicOrdering::Relaxed);
     }
 
-    /// True if the search must stop (limit hit or cancelled); records the reason.
+    /// True if the search must stop (limit hit or cancelled; the reason is recorded) or the
+    /// current slice of the portfolio is used up.
     pub fn should_stop(&mut self) -> bool {
         if self.stop.is_some() {
+            return true;
+        }
+        if self.slice_end.is_some_and(|e| self.checker.checks() >= e) {
             return true;
         }
         if self.cancel.is_cancelled() {
@@ -915,22 +949,120 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.cancel.is_cancelled() || self.start.elapsed() > self.config.time_limit
     }
 
-    /// Checks one transformation (`None` if the search must stop).
+    /// Checks one transformation (`None` if the search must stop). A result already in the
+    /// shared cache is returned without checking again.
     pub fn check(&mut self, levels: &[u8]) -> Option<CheckResult> {
         if self.should_stop() {
             return None;
         }
+        if let Some(r) = self.cache.as_ref().and_then(|c| c.get(levels)) {
+            let r = r.clone();
+            self.offer(&r);
+            return Some(r);
+        }
         let r = self.checker.check(levels);
         self.offer(&r);
+        self.remember(&r);
         Some(r)
+    }
+
+    fn remember(&mut self, r: &CheckResult) {
+        if let Some(c) = &mut self.cache
+            && c.len() < RESULT_CACHE_ENTRIES
+        {
+            c.insert(r.levels.clone(), r.clone());
+        }
+    }
+
+    /// Checks left before the check limit or the end of the slice (`usize::MAX`: unlimited).
+    fn check_budget(&self) -> usize {
+        let checks = self.checker.checks();
+        let left = |end: u64| usize::try_from(end.saturating_sub(checks)).unwrap_or(usize::MAX);
+        let mut budget = usize::MAX;
+        if let Some(l) = self.config.check_limit {
+            budget = budget.min(left(l));
+        }
+        if let Some(e) = self.slice_end {
+            budget = budget.min(left(e));
+        }
+        budget
     }
 
     /// Checks `nodes` (in parallel if configured) and returns the results of those that were
     /// checked, in input order; offers each to the optimum in that order. Fewer results than
-    /// nodes means the search must stop ([`Ctx::stopped`] is then true). The check limit cuts
-    /// the batch deterministically.
+    /// nodes means the search must stop ([`Ctx::stopped`] is then true). The check limit and
+    /// the portfolio's slices cut the batch deterministically (cached results cost nothing).
     pub fn check_all(&mut self, nodes: &[Levels]) -> Vec<CheckResult> {
-        self.batch(nodes, |c, n| c.check(n), |r| r)
+        if self.cache.is_none() {
+            return self.batch(nodes, |c, n| c.check(n), |r| r);
+        }
+        if nodes.is_empty() || self.should_stop() {
+            return Vec::new();
+        }
+        let cache = self.cache.as_ref().expect("checked");
+        let cached: Vec<Option<CheckResult>> = nodes.iter().map(|n| cache.get(n).cloned()).collect();
+        let budget = self.check_budget();
+        let mut cut = nodes.len();
+        let mut misses = 0usize;
+        for (i, c) in cached.iter().enumerate() {
+            if c.is_none() {
+                if misses == budget {
+                    cut = i;
+                    break;
+                }
+                misses += 1;
+            }
+        }
+        let fresh_nodes: Vec<&Levels> = (0..cut)
+            .filter(|&i| cached[i].is_none())
+            .map(|i| &nodes[i])
+            .collect();
+        let mut fresh = self.run_parallel(&fresh_nodes, |c, n| c.check(n)).into_iter();
+        let mut out = Vec::with_capacity(cut);
+        for c in cached.into_iter().take(cut) {
+            match c {
+                Some(r) => out.push(r),
+                None => match fresh.next().flatten() {
+                    Some(r) => out.push(r),
+                    None => break,
+                },
+            }
+        }
+        for r in &out {
+            self.offer(r);
+            self.remember(r);
+        }
+        if out.len() < nodes.len() {
+            self.should_stop();
+        }
+        out
+    }
+
+    /// Runs `f` on every node (in parallel if configured), `None` for nodes skipped because the
+    /// time limit passed or the search was cancelled.
+    fn run_parallel<R: Send>(
+        &self,
+        nodes: &[&Levels],
+        f: impl Fn(&Checker<'p>, &[u8]) -> R + Sync + Send,
+    ) -> Vec<Option<R>> {
+        let checker = self.checker;
+        if !self.parallel || nodes.len() <= 1 {
+            let mut out = Vec::with_capacity(nodes.len());
+            for n in nodes {
+                out.push((!self.interrupted()).then(|| f(checker, n)));
+            }
+            return out;
+        }
+        let run = || {
+            nodes
+                .par_iter()
+                .map(|n| (!self.interrupted()).then(|| f(checker, n)))
+                .collect::<Vec<Option<R>>>()
+        };
+        match self.pool {
+            Some(p) => p.install(run),
+            None => run(),
+        }
     }
 
     /// Like [`Ctx::check_all`] but runs `f` (which must check exactly once, e.g. via
@@ -945,11 +1077,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             return Vec::new();
         }
         let total = nodes.len();
-        let mut take = total;
-        if let Some(limit) = self.config.check_limit {
-            let left = limit.saturating_sub(self.checker.checks());
-            take = take.min(usize::try_from(left).unwrap_or(usize::MAX));
-        }
+        let take = total.min(self.check_budget());
         let nodes = &nodes[..take];
         let checker = self.checker;
         let out: Vec<R> = if !self.parallel || nodes.len() == 1 {
@@ -985,9 +1113,9 @@ impl<'a, 'p> Ctx<'a, 'p> {
     }
 
     /// True once a limit was hit or the search was cancelled (as last seen by
-    /// [`Ctx::should_stop`]).
+    /// [`Ctx::should_stop`]), or the portfolio's slice is used up.
     pub fn stopped(&self) -> bool {
-        self.stop.is_some()
+        self.stop.is_some() || self.slice_end.is_some_and(|e| self.checker.checks() >= e)
     }
 
     /// Makes `r` the optimum if it is anonymous and better than the current one.
@@ -1008,6 +1136,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             suppressed: r.suppressed,
             found_at,
             checks: self.checker.checks(),
+            strategy: self.strategy,
         };
         self.best = Some(r.clone());
         self.best_found_at = Some(found_at);

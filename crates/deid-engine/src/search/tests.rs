@@ -703,15 +703,90 @@ fn bfs_has_a_solution_after_a_few_checks() {
 fn auto_and_flash_respect_the_space_threshold() {
     let p = adult(5, 0.0);
     let mut cfg = config(Algorithm::Auto);
-    cfg.flash_max_space = 1000;
-    cfg.check_limit = Some(50);
-    assert_eq!(run(&p, &cfg).algorithm, Algorithm::Lightning);
+    // The space fits: the incumbent, then Flash proves the optimum.
     cfg.flash_max_space = 12_960;
-    assert_eq!(run(&p, &cfg).algorithm, Algorithm::Flash);
+    let o = run(&p, &cfg);
+    assert_eq!(o.algorithm, Algorithm::Auto);
+    assert!(o.optimal_proven && o.stop == StopReason::Completed);
+    let flash = run(&p, &config(Algorithm::Flash));
+    assert_eq!(o.best.as_ref().unwrap().levels, flash.best.unwrap().levels);
+    assert!(
+        o.trace
+            .iter()
+            .all(|i| matches!(i.strategy, Algorithm::Bfs | Algorithm::Flash)),
+        "{:?}",
+        o.trace
+    );
+    // It does not: the members take turns, never Flash.
+    cfg.flash_max_space = 1000;
+    cfg.check_limit = Some(300);
+    let o = run(&p, &cfg);
+    assert!(o.best.is_some());
+    assert!(
+        o.trace
+            .iter()
+            .all(|i| super::portfolio::MEMBERS.contains(&i.strategy)),
+        "{:?}",
+        o.trace
+    );
+    assert_confirmed(&p, &o, Algorithm::Auto);
     cfg.algorithm = Algorithm::Flash;
     cfg.flash_max_space = 12_959;
     let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
     assert!(err.to_string().contains("12960"), "{err}");
+}
+
+#[test]
+fn the_portfolio_is_deterministic_and_independent_of_threads() {
+    for (k, limit) in [(5, 0.0), (10, 0.05), (2, 1.0)] {
+        let p = adult(k, limit);
+        let trace = |threads: usize| {
+            let cfg = SearchConfig {
+                algorithm: Algorithm::Auto,
+                flash_max_space: 0,
+                check_limit: Some(700),
+                threads: Some(threads),
+                seed: 3,
+                time_limit: Duration::from_secs(600),
+                ..SearchConfig::default()
+            };
+            let o = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap();
+            assert_confirmed(&p, &o, Algorithm::Auto);
+            o.trace
+                .iter()
+                .map(|i| (i.levels.clone(), i.score.to_bits(), i.strategy, i.checks))
+                .collect::<Vec<_>>()
+        };
+        let one = trace(1);
+        assert!(!one.is_empty());
+        assert_eq!(one, trace(1), "same seed, same result (k={k}, {limit})");
+        assert_eq!(one, trace(3), "any thread count (k={k}, {limit})");
+        // Every improvement of the shared best is strictly better than the one before.
+        for w in one.windows(2) {
+            assert!(f64::from_bits(w[1].1) < f64::from_bits(w[0].1) || w[1].0 != w[0].0);
+        }
+    }
+}
+
+#[test]
+fn the_portfolio_shares_checks_and_proves_optima_on_small_spaces() {
+    for seed in 0..10 {
+        let p = random_problem(seed, 0, [0.0, 0.1, 1.0][seed as usize % 3]);
+        if !Checker::new(&p).check(&p.lattice().top()).anonymous {
+            continue;
+        }
+        let mut cfg = config(Algorithm::Auto);
+        cfg.flash_max_space = 0;
+        let o = run(&p, &cfg);
+        assert_confirmed(&p, &o, Algorithm::Auto);
+        assert!(o.optimal_proven, "seed {seed}");
+        let exhaustive = run(&p, &config(Algorithm::Exhaustive));
+        let (a, b) = (o.best.unwrap(), exhaustive.best.unwrap());
+        assert_eq!(key_cmp(a.score, &a.levels, b.score, &b.levels), std::cmp::Ordering::Equal, "seed {seed}");
+        // Replays cost no checks: never more checks than transformations times members.
+        let size = p.lattice().size().unwrap() as u64;
+        assert!(o.checks <= size, "seed {seed}: {} checks, {size} transformations", o.checks);
+    }
 }
 
 #[test]
