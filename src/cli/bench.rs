@@ -193,8 +193,10 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                     cmd.args(["--threads", &t.to_string()]);
                 }
                 for q in super::synth::QUASI_IDENTIFIERS {
-                    cmd.arg("--hierarchy")
-                        .arg(format!("{q}={}", folder.join(format!("{name}_hierarchy_{q}.csv")).display()));
+                    cmd.arg("--hierarchy").arg(format!(
+                        "{q}={}",
+                        folder.join(format!("{name}_hierarchy_{q}.csv")).display()
+                    ));
                 }
                 let _ = std::fs::remove_file(&report);
                 let started = Instant::now();
@@ -210,9 +212,9 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                 let t = &r["timings"];
                 let load = num(&t["load_ms"]) / 1e3;
                 let search = num(&t["search_ms"]) / 1e3;
-                let first = r["trace"]
-                    .get(0)
-                    .map_or("-".to_string(), |e| format!("{:.2}", load + num(&e["time_ms"]) / 1e3));
+                let first = r["trace"].get(0).map_or("-".to_string(), |e| {
+                    format!("{:.2}", load + num(&e["time_ms"]) / 1e3)
+                });
                 let checks = num(&r["checks"]);
                 let loss = if status.success() {
                     format!("{:.4}", num(&r["score"]))

@@ -86,7 +86,12 @@ impl Rng {
 
 fn zip(state: u32, county: u32, local: u32) -> String {
     // 5 digits: state (2) + county (1 or 2 merged into 3 digits) + local (2).
-    format!("{:02}{:01}{:02}", state * 2 + county / 10, county % 10, local)
+    format!(
+        "{:02}{:01}{:02}",
+        state * 2 + county / 10,
+        county % 10,
+        local
+    )
 }
 
 fn age_band(age: u32, width: u32) -> String {
@@ -156,7 +161,12 @@ pub fn generate(dir: &Path, name: &str, rows: u64, seed: u64) -> anyhow::Result<
     Ok(path)
 }
 
-fn write_hierarchy(folder: &Path, name: &str, column: &str, rows: &[Vec<String>]) -> anyhow::Result<()> {
+fn write_hierarchy(
+    folder: &Path,
+    name: &str,
+    column: &str,
+    rows: &[Vec<String>],
+) -> anyhow::Result<()> {
     let path = folder.join(format!("{name}_hierarchy_{column}.csv"));
     let mut w = BufWriter::new(
         File::create(&path).with_context(|| format!("cannot create {}", path.display()))?,

@@ -102,8 +102,10 @@ struct Workspace {
     last: Option<Snapshot>,
     words: usize,
     clock: u64,
-    /// Open-addressing table: (hash or packed key, class), class `EMPTY` = free.
-    slots: Vec<(u64, u32)>,
+    /// Open-addressing table of classes (`EMPTY` = free); 4 bytes per slot.
+    slots: Vec<u32>,
+    /// Packed key (or hash) of every class of the regrouping in progress.
+    class_keys: Vec<u64>,
     strides: Vec<u64>,
     class_of_src: Vec<u32>,
     key: Vec<u32>,
@@ -331,17 +333,18 @@ impl<'p> Checker<'p> {
         let packed = product.is_some();
 
         let entries = src.len();
-        // At most min(entries, product of distinct values) classes; load factor ≤ 0.5.
+        // At most min(entries, product of distinct values) classes; load factor ≤ 2/3.
         let bound = product.map_or(entries, |p| entries.min(p.min(usize::MAX as u64) as usize));
-        let cap = (bound * 2).next_power_of_two().max(16);
+        let cap = (bound + bound / 2).next_power_of_two().max(16);
         let shift = 64 - cap.trailing_zeros();
         ws.slots.clear();
-        ws.slots.resize(cap, (0, EMPTY));
+        ws.slots.resize(cap, EMPTY);
+        ws.class_keys.clear();
         ws.class_of_src.clear();
         ws.class_of_src.reserve(entries);
         ws.key.resize(q, 0);
         let mask = cap - 1;
-        let guess = bound.min(1 << 16);
+        let guess = bound.min(1 << 12);
         let mut out = Groups {
             codes: Vec::with_capacity(guess * q),
             counts: Vec::with_capacity(guess),
@@ -370,16 +373,17 @@ impl<'p> Checker<'p> {
             };
             let mut slot = (h >> shift) as usize & mask;
             let class = loop {
-                let (k, c) = ws.slots[slot];
+                let c = ws.slots[slot];
                 if c == EMPTY {
                     let c = out.counts.len() as u32;
-                    ws.slots[slot] = (stored, c);
+                    ws.slots[slot] = c;
+                    ws.class_keys.push(stored);
                     out.codes.extend_from_slice(key);
                     out.counts.push(0);
                     out.reps.push(src.reps[e]);
                     break c;
                 }
-                if k == stored
+                if ws.class_keys[c as usize] == stored
                     && (packed || out.codes[c as usize * q..c as usize * q + q] == key[..])
                 {
                     break c;
@@ -455,15 +459,20 @@ impl<'p> Checker<'p> {
         result
     }
 
-    /// Keeps `groups` as a snapshot if it is small enough to be worth regrouping from.
-    fn store_snapshot(&self, ws: &mut Workspace, levels: &[u8], groups: Groups) {
+    /// Keeps `groups` as a snapshot if it is small enough to be worth regrouping from; a
+    /// result too large for the cache stays as the `last` one unless it exceeds 4 budgets
+    /// (millions of classes near the bottom of a large dataset: kept per thread, those
+    /// would multiply the memory of the check).
+    fn store_snapshot(&self, ws: &mut Workspace, levels: &[u8], mut groups: Groups) {
+        // The vectors were sized for the worst case; a kept result holds only its classes.
+        groups.shrink_to_fit();
         let words = groups.words();
         if self.snapshot_budget_words == 0
             || groups.len() * 5 > self.problem.base_groups().len() * 4
             || words > self.snapshot_budget_words
             || ws.snapshots.iter().any(|s| s.levels == levels)
         {
-            ws.last = Some(Snapshot {
+            ws.last = (words <= self.snapshot_budget_words.saturating_mul(4)).then(|| Snapshot {
                 levels: levels.to_vec(),
                 groups,
                 last_used: 0,

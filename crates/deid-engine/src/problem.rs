@@ -84,6 +84,18 @@ impl Groups {
                 .sum::<usize>()
     }
 
+    /// Releases spare capacity of every vector.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.codes.shrink_to_fit();
+        self.counts.shrink_to_fit();
+        self.reps.shrink_to_fit();
+        for h in &mut self.hists {
+            h.offsets.shrink_to_fit();
+            h.values.shrink_to_fit();
+            h.freqs.shrink_to_fit();
+        }
+    }
+
     /// Approximate heap size in 4-byte words.
     pub(crate) fn words(&self) -> usize {
         self.codes.len()
@@ -586,7 +598,8 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
     const EMPTY: u32 = u32::MAX;
     let q = qi_columns.len();
     let n = table.rows();
-    let cols: Vec<&crate::data::Codes> = qi_columns.iter().map(|&c| &table.column(c).codes).collect();
+    let cols: Vec<&crate::data::Codes> =
+        qi_columns.iter().map(|&c| &table.column(c).codes).collect();
     let mut strides = vec![0u64; q];
     let mut product: Option<u64> = Some(1);
     for i in (0..q).rev() {

@@ -1000,7 +1000,8 @@ impl<'a, 'p> Ctx<'a, 'p> {
             return Vec::new();
         }
         let cache = self.cache.as_ref().expect("checked");
-        let cached: Vec<Option<CheckResult>> = nodes.iter().map(|n| cache.get(n).cloned()).collect();
+        let cached: Vec<Option<CheckResult>> =
+            nodes.iter().map(|n| cache.get(n).cloned()).collect();
         let budget = self.check_budget();
         let mut cut = nodes.len();
         let mut misses = 0usize;
@@ -1017,7 +1018,9 @@ impl<'a, 'p> Ctx<'a, 'p> {
             .filter(|&i| cached[i].is_none())
             .map(|i| &nodes[i])
             .collect();
-        let mut fresh = self.run_parallel(&fresh_nodes, |c, n| c.check(n)).into_iter();
+        let mut fresh = self
+            .run_parallel(&fresh_nodes, |c, n| c.check(n))
+            .into_iter();
         let mut out = Vec::with_capacity(cut);
         for c in cached.into_iter().take(cut) {
             match c {

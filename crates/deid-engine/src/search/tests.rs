@@ -782,10 +782,18 @@ fn the_portfolio_shares_checks_and_proves_optima_on_small_spaces() {
         assert!(o.optimal_proven, "seed {seed}");
         let exhaustive = run(&p, &config(Algorithm::Exhaustive));
         let (a, b) = (o.best.unwrap(), exhaustive.best.unwrap());
-        assert_eq!(key_cmp(a.score, &a.levels, b.score, &b.levels), std::cmp::Ordering::Equal, "seed {seed}");
+        assert_eq!(
+            key_cmp(a.score, &a.levels, b.score, &b.levels),
+            std::cmp::Ordering::Equal,
+            "seed {seed}"
+        );
         // Replays cost no checks: never more checks than transformations times members.
         let size = p.lattice().size().unwrap() as u64;
-        assert!(o.checks <= size, "seed {seed}: {} checks, {size} transformations", o.checks);
+        assert!(
+            o.checks <= size,
+            "seed {seed}: {} checks, {size} transformations",
+            o.checks
+        );
     }
 }
 
