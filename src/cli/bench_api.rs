@@ -35,6 +35,15 @@ pub struct BenchArgs {
     /// Engine threads of the server.
     #[arg(long, default_value_t = 2)]
     pub engine_threads: usize,
+    /// Scale benchmark instead: a dataset folder written by `deid bench generate`
+    /// (`<dir>/synth-<rows>`): upload it, store its hierarchies, run one `auto` job on it and
+    /// poll the job's status throughout; reports upload time, server peak memory and status
+    /// latency.
+    #[arg(long)]
+    pub scale_dataset: Option<PathBuf>,
+    /// Time limit of the scale benchmark's job.
+    #[arg(long, default_value = "60s")]
+    pub scale_time_limit: String,
 }
 
 /// A `deid serve` child process.
@@ -114,6 +123,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        if let Some(dir) = &args.scale_dataset {
+            return scale_benchmark(&args, dir).await;
+        }
         if args.upload_mb > 0 {
             memory_benchmark(&args).await?;
         }
@@ -370,6 +382,169 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
     println!("| latency p99 | {:.2} ms |", pct(0.99));
     println!("| latency max | {:.2} ms |", pct(1.0));
     println!("| jobs still running at the end | {still_running} of 2 |");
+    println!();
+    Ok(())
+}
+
+/// A file as a stream of 1 MiB pieces (blocking reads: a benchmark client only).
+fn file_stream(
+    path: PathBuf,
+) -> anyhow::Result<impl futures_util::Stream<Item = std::io::Result<Vec<u8>>>> {
+    let file =
+        std::fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(futures_util::stream::unfold(
+        Some(file),
+        |file| async move {
+            use std::io::Read;
+            let mut file = file?;
+            let mut buf = vec![0u8; 1 << 20];
+            match file.read(&mut buf) {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok(buf), Some(file)))
+                }
+                Err(e) => Some((Err(e), None)),
+            }
+        },
+    ))
+}
+
+async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("--scale-dataset: a folder such as target/scale/synth-1000000")?
+        .to_string();
+    let csv = dir.join(format!("{name}.csv"));
+    let csv_bytes = std::fs::metadata(&csv)
+        .with_context(|| format!("cannot read {}", csv.display()))?
+        .len();
+    let server = Server::start(args)?;
+    let client = reqwest::Client::new();
+    let base = server.base.clone();
+    let start = Instant::now();
+    let r = client
+        .post(format!("{base}/v1/datasets?delimiter=;&name={name}"))
+        .header("content-type", "text/csv")
+        .body(reqwest::Body::wrap_stream(file_stream(csv.clone())?))
+        .send()
+        .await?;
+    let status = r.status();
+    let ds: Value = r.json().await?;
+    if !status.is_success() {
+        bail!("upload failed: {status} {ds}");
+    }
+    let upload = start.elapsed();
+    let (_, upload_peak) = server.memory();
+    let id = ds["id"].as_str().context("dataset id")?.to_string();
+    let mut attributes = serde_json::Map::new();
+    for q in super::synth::QUASI_IDENTIFIERS {
+        let h = std::fs::read(dir.join(format!("{name}_hierarchy_{q}.csv")))?;
+        let r = client
+            .put(format!("{base}/v1/datasets/{id}/hierarchies/{q}"))
+            .body(h)
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            bail!("hierarchy {q}: {} {}", r.status(), r.text().await?);
+        }
+        attributes.insert(q.to_string(), json!({"type": "quasi_identifying"}));
+    }
+    attributes.insert(
+        super::synth::SENSITIVE.to_string(),
+        json!({"type": "sensitive"}),
+    );
+    let spec = json!({
+        "dataset_id": id, "attributes": attributes, "privacy": ["k-anonymity(k=5)"],
+        "suppression_limit": 0.05, "quality": "loss", "algorithm": "auto",
+        "time_limit": args.scale_time_limit,
+    });
+    let r = client
+        .post(format!("{base}/v1/jobs"))
+        .body(spec.to_string())
+        .send()
+        .await?;
+    let job: Value = r.json().await?;
+    let job_id = job["id"]
+        .as_str()
+        .with_context(|| format!("job: {job}"))?
+        .to_string();
+    let submitted = Instant::now();
+    let mut latencies = Vec::new();
+    let mut first_solution: Option<f64> = None;
+    let final_job = loop {
+        let t = Instant::now();
+        let j: Value = client
+            .get(format!("{base}/v1/jobs/{job_id}"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        latencies.push(t.elapsed().as_micros() as u64);
+        if first_solution.is_none() && !j["best"].is_null() {
+            first_solution = Some(submitted.elapsed().as_secs_f64());
+        }
+        if !matches!(j["status"].as_str(), Some("queued" | "running")) {
+            break j;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let job_time = submitted.elapsed().as_secs_f64();
+    let (_, peak) = server.memory();
+    let download = Instant::now();
+    let bytes = client
+        .get(format!("{base}/v1/jobs/{job_id}/result.csv"))
+        .send()
+        .await?
+        .bytes()
+        .await?;
+    let download = download.elapsed().as_secs_f64();
+    latencies.sort_unstable();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
+    println!(
+        "## Scale: {name} ({} rows, {:.0} MB) through the service",
+        ds["rows"],
+        csv_bytes as f64 / 1e6
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!(
+        "| upload | {:.1} s ({:.0} MB/s), server peak {:.0} MiB |",
+        upload.as_secs_f64(),
+        csv_bytes as f64 / 1e6 / upload.as_secs_f64(),
+        mb(upload_peak)
+    );
+    println!(
+        "| job ({}) | {} after {job_time:.1} s, Loss {}, first solution after {} s |",
+        args.scale_time_limit,
+        final_job["status"],
+        final_job["best"]["score"],
+        first_solution.map_or("-".into(), |f| format!("{f:.1}"))
+    );
+    println!(
+        "| GET /v1/jobs/{{id}} during the job | {} requests, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
+        latencies.len(),
+        pct(0.5),
+        pct(0.99),
+        pct(1.0)
+    );
+    println!(
+        "| result.csv | {:.0} MB in {download:.1} s |",
+        bytes.len() as f64 / 1e6
+    );
+    println!(
+        "| server peak memory (VmHWM) | {:.0} MiB ({:.1} × the CSV) |",
+        mb(peak),
+        peak as f64 / csv_bytes as f64
+    );
     println!();
     Ok(())
 }

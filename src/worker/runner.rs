@@ -36,7 +36,7 @@ use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
 use crate::job::problem::{build_problem, search_error};
 use crate::job::progress::JobPhase;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, JobInfo, SearchReport};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, JobInfo, SearchReport, Timings};
 use crate::job::spec::{JobSpec, SearchLimits};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
@@ -580,6 +580,7 @@ struct EngineJob {
 impl EngineJob {
     fn run(self) -> Result<Processed, Failure> {
         // 1. Data, straight from the stored chunks.
+        let started = std::time::Instant::now();
         let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
         let reader = ChunkReader::new(
             self.store.clone(),
@@ -598,6 +599,7 @@ impl EngineJob {
         .map_err(|e| Failure::transient(ErrorCode::DatasetUnreadable, e.to_string()))?;
         // 2. The problem.
         let problem = build_problem(&self.spec, table, Frontend::Service).map_err(Failure::spec)?;
+        let load = started.elapsed();
         // 3. The search.
         let live = &self.live;
         let outcome = search(
@@ -619,6 +621,7 @@ impl EngineJob {
             });
         };
         live.set_phase(JobPhase::Writing);
+        let output_started = std::time::Instant::now();
         let checker = Checker::new(&problem);
         let eval = checker.evaluate(&best.levels);
         let mut report = SearchReport::new(
@@ -648,6 +651,13 @@ impl EngineJob {
             }
             Err(message) => return Err(Failure::transient(ErrorCode::StorageError, message)),
         };
+        report.timings = Some(Timings {
+            load_ms: load.as_secs_f64() * 1e3,
+            search_ms: outcome.elapsed.as_secs_f64() * 1e3,
+            output_ms: output_started.elapsed().as_secs_f64() * 1e3,
+            // The server's memory is shared by every job; its peak says nothing about this one.
+            peak_memory_bytes: None,
+        });
         Ok(Processed::Finished {
             outcome,
             report: Some(report.to_json().to_string()),
