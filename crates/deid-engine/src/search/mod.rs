@@ -619,6 +619,7 @@ pub(crate) fn search_with(
             lower_bound_valid: assumptions.lower_bound_valid,
             strategy: algorithm,
             slice_end: None,
+            work: 0,
             cache: (algorithm == Algorithm::Auto).then(HashMap::new),
         };
         let complete = match algorithm {
@@ -872,12 +873,18 @@ pub(crate) struct Ctx<'a, 'p> {
     lower_bound_valid: bool,
     /// The strategy running now (labels improvements).
     strategy: Algorithm,
-    /// The check count at which the current slice of the portfolio ends.
+    /// The [`Ctx::work`] at which the current slice of the portfolio ends.
     slice_end: Option<u64>,
+    /// Work of the checks made so far: the classes of each result plus [`CHECK_OVERHEAD`], a
+    /// deterministic measure of their cost (cached results cost nothing).
+    work: u64,
     /// Results of every check so far (portfolio: strategies share them), bounded by
     /// [`RESULT_CACHE_ENTRIES`].
     cache: Option<HashMap<Levels, CheckResult>>,
 }
+
+/// Fixed cost of one check in [`Ctx::work`] units (classes), besides its classes.
+pub(crate) const CHECK_OVERHEAD: u64 = 64;
 
 /// Most results the portfolio's shared cache keeps (about 150 bytes each); later results are
 /// not cached.
@@ -927,7 +934,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
         if self.stop.is_some() {
             return true;
         }
-        if self.slice_end.is_some_and(|e| self.checker.checks() >= e) {
+        if self.slice_end.is_some_and(|e| self.work >= e) {
             return true;
         }
         if self.cancel.is_cancelled() {
@@ -961,6 +968,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             return Some(r);
         }
         let r = self.checker.check(levels);
+        self.work += r.classes as u64 + CHECK_OVERHEAD;
         self.offer(&r);
         self.remember(&r);
         Some(r)
@@ -974,24 +982,21 @@ impl<'a, 'p> Ctx<'a, 'p> {
         }
     }
 
-    /// Checks left before the check limit or the end of the slice (`usize::MAX`: unlimited).
+    /// Checks left before the check limit (`usize::MAX`: unlimited). A slice of the portfolio
+    /// is not cut inside a batch: it ends before the next one.
     fn check_budget(&self) -> usize {
-        let checks = self.checker.checks();
-        let left = |end: u64| usize::try_from(end.saturating_sub(checks)).unwrap_or(usize::MAX);
-        let mut budget = usize::MAX;
-        if let Some(l) = self.config.check_limit {
-            budget = budget.min(left(l));
+        match self.config.check_limit {
+            Some(l) => {
+                usize::try_from(l.saturating_sub(self.checker.checks())).unwrap_or(usize::MAX)
+            }
+            None => usize::MAX,
         }
-        if let Some(e) = self.slice_end {
-            budget = budget.min(left(e));
-        }
-        budget
     }
 
     /// Checks `nodes` (in parallel if configured) and returns the results of those that were
     /// checked, in input order; offers each to the optimum in that order. Fewer results than
-    /// nodes means the search must stop ([`Ctx::stopped`] is then true). The check limit and
-    /// the portfolio's slices cut the batch deterministically (cached results cost nothing).
+    /// nodes means the search must stop ([`Ctx::stopped`] is then true). The check limit cuts
+    /// the batch deterministically (cached results cost nothing).
     pub fn check_all(&mut self, nodes: &[Levels]) -> Vec<CheckResult> {
         if self.cache.is_none() {
             return self.batch(nodes, |c, n| c.check(n), |r| r);
@@ -1026,7 +1031,10 @@ impl<'a, 'p> Ctx<'a, 'p> {
             match c {
                 Some(r) => out.push(r),
                 None => match fresh.next().flatten() {
-                    Some(r) => out.push(r),
+                    Some(r) => {
+                        self.work += r.classes as u64 + CHECK_OVERHEAD;
+                        out.push(r);
+                    }
                     None => break,
                 },
             }
@@ -1107,6 +1115,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             raw.into_iter().flatten().collect()
         };
         for r in &out {
+            self.work += result(r).classes as u64 + CHECK_OVERHEAD;
             self.offer(result(r));
         }
         if out.len() < total {
@@ -1118,7 +1127,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
     /// True once a limit was hit or the search was cancelled (as last seen by
     /// [`Ctx::should_stop`]), or the portfolio's slice is used up.
     pub fn stopped(&self) -> bool {
-        self.stop.is_some() || self.slice_end.is_some_and(|e| self.checker.checks() >= e)
+        self.stop.is_some() || self.slice_end.is_some_and(|e| self.work >= e)
     }
 
     /// Makes `r` the optimum if it is anonymous and better than the current one.
