@@ -123,6 +123,33 @@ impl ProgressObserver for Bar {
     fn improved(&self, _: &Improvement) {}
 }
 
+/// The first Ctrl-C (SIGINT) stops the search like a cancel: the best transformation so far
+/// is written as the result (`"stop": "cancelled"`); a second one exits at once (status 130).
+fn cancel_on_ctrl_c(cancel: &CancelFlag) {
+    let cancel = cancel.clone();
+    let spawned = std::thread::Builder::new()
+        .name("deid-ctrl-c".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\nstopping: the best transformation so far is written (Ctrl-C again to abort)");
+                    cancel.cancel();
+                }
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            });
+        });
+    // Without the thread Ctrl-C keeps its default behaviour (the process ends).
+    drop(spawned);
+}
+
 /// Runs `deid anonymize`.
 pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     let mut spec = job_spec(&args.problem)?;
@@ -154,6 +181,7 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     let problem = load_problem(&spec)?;
     let load = started.elapsed();
     let cancel = CancelFlag::new();
+    cancel_on_ctrl_c(&cancel);
     let show = !args.quiet && std::io::stderr().is_terminal();
     let bar = show.then(Bar::new);
     let observer: &dyn ProgressObserver = match &bar {

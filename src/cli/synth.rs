@@ -69,7 +69,7 @@ impl Rng {
 
     /// Uniform in `0..n`.
     fn below(&mut self, n: u32) -> u32 {
-        ((self.next() >> 32) * n as u64 >> 32) as u32
+        (((self.next() >> 32) * n as u64) >> 32) as u32
     }
 
     /// Uniform in [0, 1).

@@ -81,7 +81,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
         let r = g.random_individual();
         z1.push(r);
     }
-    let z2: Vec<Levels> = (0..k).map(|_| g.random_individual()).collect();
+    let mut z2: Vec<Levels> = (0..k).map(|_| g.random_individual()).collect();
+    // In `auto`'s portfolio the best solution found by any member joins the second
+    // subpopulation (where it replaces a random individual): the other members' findings seed
+    // the evolution.
+    if let Some(best) = ctx.shared_best() {
+        z2[k - 1] = best;
+    }
     let mut pops = [z1, z2];
     if !g.evaluate(ctx, &pops) {
         return false;

@@ -906,6 +906,13 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.privacy
     }
 
+    /// In `auto`'s portfolio, the best transformation found so far by any member (`None`
+    /// outside the portfolio, so that single algorithms behave as documented).
+    pub fn shared_best(&self) -> Option<Levels> {
+        self.cache.as_ref()?;
+        self.best.as_ref().map(|b| b.levels.clone())
+    }
+
     /// Sets the current phase.
     pub fn set_phase(&self, phase: Phase) {
         self.shared.set_phase(phase);
