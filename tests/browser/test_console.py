@@ -253,10 +253,19 @@ def test_api_reference_is_rendered_from_openapi(browser, server):
 
 
 def test_pages_load_without_errors_or_policy_violations(browser, server, dataset, screenshots):
+    # A finished job, for its page (chart, tables, risk bars).
+    spec = {"dataset_id": dataset["id"], "privacy": ["k-anonymity(k=3)"], "algorithm": "flash", "time_limit": "20s",
+            "attributes": {c["name"]: {"type": "quasi_identifying", "hierarchy": c["suggested_hierarchy"]}
+                           for c in dataset["columns"] if c["name"] in ("age", "sex")}}
+    req = urllib.request.Request(server.url + "/v1/jobs", data=json.dumps(spec).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    job_id = json.loads(urllib.request.urlopen(req, timeout=30).read())["id"]
     browser.get_log("browser")  # drop earlier entries
-    for page in ("/jobs", "/datasets", "/datasets/" + dataset["id"], "/new", "/api"):
+    for page in ("/jobs", "/jobs/" + job_id, "/datasets", "/datasets/" + dataset["id"], "/new", "/api"):
         visit(browser, server, page)
         wait(browser, lambda d: len(d.find_element(By.ID, "main").text) > 20)
+        if page.startswith("/jobs/"):
+            wait(browser, lambda d: d.find_elements(By.ID, "risk-table"), message="the job did not finish")
         time.sleep(0.3)  # late console messages of the page (a violated policy is logged, not thrown)
         assert severe_logs(browser) == [], page
     # Keyboard: the skip link is the first focus stop of a freshly loaded page.

@@ -98,7 +98,7 @@ export class UtilityChart {
       scales: { x: { time: false }, y: { range: (u, lo, hi) => [Math.max(0, Math.min(lo, hi - 0.05) - 0.02), Math.min(1, hi + 0.02)] } },
       axes: [{ label: "seconds since the search started" }, { label: "utility" }],
       series: [
-        { label: "s" },
+        { label: "seconds", value: (u, v) => (v === null || v === undefined ? "–" : v.toFixed(3)) },
         { label: "best utility", stroke: "#5f6b7a", width: 1.5, paths: stepped, points: { show: false } },
         ...this.strategies.map((s, i) => ({
           label: "found by " + s,
