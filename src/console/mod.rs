@@ -19,6 +19,7 @@ use std::io::Write;
 use std::sync::LazyLock;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -264,8 +265,8 @@ async fn asset(Path((build, file)): Path<(String, String)>, headers: HeaderMap) 
     serve(served, &headers, cache)
 }
 
-/// The response for `served`: gzipped when the client accepts it.
-fn serve(served: &Served, request: &HeaderMap, cache: &'static str) -> Response {
+/// The response for `served`: gzipped when the client accepts it (the bytes are not copied).
+fn serve(served: &'static Served, request: &HeaderMap, cache: &'static str) -> Response {
     let accepts_gzip = request
         .get_all(header::ACCEPT_ENCODING)
         .iter()
@@ -279,12 +280,12 @@ fn serve(served: &Served, request: &HeaderMap, cache: &'static str) -> Response 
         });
     let mut r = match (&served.gzip, accepts_gzip) {
         (Some(gz), true) => {
-            let mut r = gz.clone().into_response();
+            let mut r = Bytes::from_static(gz.as_slice()).into_response();
             r.headers_mut()
                 .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             r
         }
-        _ => served.body.clone().into_response(),
+        _ => Bytes::from_static(served.body.as_slice()).into_response(),
     };
     r.headers_mut().insert(
         header::CONTENT_TYPE,
