@@ -6,7 +6,7 @@
 //!   validation, progress, reports, views, error codes and ids — shared by the front ends:
 //! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, `bench-api`, …);
 //! - the service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
-//!   [`api`] (HTTP routes), [`worker`] (queue worker, engine pool, live jobs, webhooks),
+//!   [`api`] (HTTP routes), [`console`] (the web console's embedded assets), [`worker`] (queue worker, engine pool, live jobs, webhooks),
 //!   [`store`] (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
 //!
 //! `docs/architecture.md` maps every concept to its one home.
@@ -15,6 +15,7 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod job;
 pub mod store;
 pub mod telemetry;

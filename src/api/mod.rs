@@ -5,6 +5,7 @@
 //! - [`hierarchies`]: stored hierarchies (ARX tables or builder specifications) and previews.
 //! - [`jobs`]: job creation, views, events (SSE), cancel, results.
 //! - [`health`]: `/healthz`, `/readyz`, `/metrics`, `/openapi.yaml`.
+//! - The web console (`/`, `/console/…`) is [`crate::console`]'s, merged here without the API key.
 //! - [`error`]: the single error shape; [`extract`]: extractors that use it; [`auth`]: the
 //!   API-key middleware, over the hashed keys of [`keys`]; [`state`]: what handlers share.
 
@@ -113,6 +114,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/openapi.yaml", get(health::openapi))
+        .merge(crate::console::routes())
         .merge(v1)
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {

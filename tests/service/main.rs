@@ -1,11 +1,12 @@
 //! Service tests in one binary: the service on a random port driven with reqwest, against SQLite
-//! and PostgreSQL, and the `deid` command line ([`cli`]).
+//! and PostgreSQL, the web console's routes ([`console`]), and the `deid` command line ([`cli`]).
 //! PostgreSQL tests need a server (`DEID_TEST_DATABASE_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); they fail when it is unreachable unless
 //! `DEID_SKIP_POSTGRES=1`.
 
 mod auth;
 mod cli;
+mod console;
 mod deploy;
 mod errors;
 mod flow;

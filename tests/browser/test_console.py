@@ -1,0 +1,281 @@
+"""The web console in a real browser (headless Chromium): upload a dataset through the page,
+create jobs through the form, watch the chart receive points, cancel, download and compare the
+result with the API's, API keys, the API reference, and no console errors (CSP violations
+included) on any page."""
+
+import csv
+import io
+import json
+import time
+import urllib.request
+
+import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.select import Select
+from selenium.webdriver.support.ui import WebDriverWait
+
+WAIT = 60
+
+
+def wait(driver, condition, timeout=WAIT, message=""):
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.05).until(lambda d: condition(d), message)
+    except TimeoutException:
+        main = driver.find_elements(By.ID, "main")
+        shown = main[0].text[:2000] if main else driver.page_source[:2000]
+        raise TimeoutException(f"{message}\nat {driver.current_url}\npage:\n{shown}") from None
+
+
+def text(driver, css):
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    return found[0].text if found else ""
+
+
+def visit(driver, server, hash_):
+    driver.get(server.url + "/#" + hash_)
+
+
+def severe_logs(driver):
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+@pytest.fixture(scope="session")
+def dataset(browser, server, patients_csv):
+    """Uploads the patients through the page; returns the dataset (the API's JSON)."""
+    visit(browser, server, "/datasets")
+    wait(browser, lambda d: d.find_elements(By.ID, "upload-file"))
+    browser.find_element(By.ID, "upload-file").send_keys(str(patients_csv))
+    browser.find_element(By.ID, "upload-name").send_keys("patients")
+    browser.find_element(By.ID, "upload-button").click()
+    wait(browser, lambda d: "#/datasets/" in d.current_url, message="the upload did not finish")
+    dataset_id = browser.current_url.rsplit("/", 1)[1]
+    wait(browser, lambda d: text(d, "#dataset-name") == "patients")
+    return json.loads(server.get("/v1/datasets/" + dataset_id))
+
+
+def fill_job_form(driver, server, dataset_id, roles, privacy="k-anonymity(k=5)", algorithm="genetic",
+                  time_limit="4s"):
+    visit(driver, server, "/new?dataset=" + dataset_id)
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "select[data-column]"))
+    for column, role in roles.items():
+        Select(driver.find_element(By.CSS_SELECTOR, f'select[data-column="{column}"]')).select_by_value(role)
+    for id_, value in (("privacy", privacy), ("time_limit", time_limit)):
+        el = driver.find_element(By.ID, id_)
+        el.clear()
+        el.send_keys(value)
+    Select(driver.find_element(By.ID, "algorithm")).select_by_value(algorithm)
+
+
+def submit_job(driver):
+    driver.find_element(By.ID, "submit-job").click()
+    wait(driver, lambda d: "#/jobs/" in d.current_url, message="the job was not created")
+    return driver.current_url.rsplit("/", 1)[1]
+
+
+QIS = {c: "quasi_identifying" for c in ("age", "zip", "sex", "weight", "height", "income", "education")}
+
+
+def test_upload_shows_the_column_profile(browser, dataset, patients_csv):
+    rows = list(csv.DictReader(open(patients_csv)))
+    assert dataset["rows"] == len(rows) == 3000
+    table = browser.find_element(By.ID, "profile-table")
+    cells = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert [c[0] for c in cells] == ["age", "zip", "sex", "weight", "height", "income", "education", "disease"]
+    for c in cells:
+        # Distinct counts, computed here from the file.
+        assert int(c[2].replace(",", "")) == len({r[c[0]] for r in rows}), c
+    types = {c[0]: c[1] for c in cells}
+    assert types["age"].startswith("integer")
+    assert types["sex"].startswith(("text", "code"))
+    # The suggested hierarchy of age is a builder specification.
+    assert '"type"' in cells[0][5]
+
+
+def test_hierarchy_preview_from_a_builder_spec(browser, server, dataset):
+    visit(browser, server, "/datasets/" + dataset["id"])
+    wait(browser, lambda d: d.find_elements(By.ID, "preview-spec"))
+    Select(browser.find_element(By.ID, "preview-column")).select_by_value("age")
+    spec = browser.find_element(By.ID, "preview-spec")
+    spec.clear()
+    spec.send_keys(json.dumps({"type": "interval", "width": 10, "levels": [2]}))
+    browser.find_element(By.ID, "preview-button").click()
+    wait(browser, lambda d: d.find_elements(By.ID, "preview-table"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#preview-table tbody tr")
+    first = [td.text for td in rows[0].find_elements(By.TAG_NAME, "td")]
+    assert first[0] == "18"
+    assert first[-1] == "*"
+    # 18 lies in the interval [10, 20[.
+    assert "10" in first[1] and "20" in first[1]
+
+
+def test_job_from_the_form_streams_to_the_chart_and_downloads_the_result(browser, server, dataset, downloads, screenshots):
+    fill_job_form(browser, server, dataset["id"], dict(QIS, disease="sensitive"), time_limit="5s")
+    shown = json.loads(browser.find_element(By.ID, "job-json").text)
+    assert shown["dataset_id"] == dataset["id"]
+    assert shown["algorithm"] == "genetic"
+    assert shown["privacy"] == ["k-anonymity(k=5)"]
+    assert shown["attributes"]["age"]["type"] == "quasi_identifying"
+    assert shown["attributes"]["age"]["hierarchy"] == dataset["columns"][0]["suggested_hierarchy"]
+    job_id = submit_job(browser)
+
+    # The chart receives points while the job runs.
+    chart = browser.find_element(By.ID, "chart")
+    wait(browser, lambda d: "running" in text(d, "#job-status") and int(chart.get_attribute("data-points")) >= 1,
+         message="no point while running")
+    assert browser.find_elements(By.CSS_SELECTOR, "#chart canvas")
+    wait(browser, lambda d: "succeeded" in text(d, "#job-status"), message="the job did not succeed")
+    report = json.loads(server.get(f"/v1/jobs/{job_id}/result"))
+    wait(browser, lambda d: text(d, "#job-algorithm") == "genetic")
+    assert int(chart.get_attribute("data-points")) == len(report["trace"]) >= 1
+    # Each improvement is marked with the strategy that found it (here: the job's algorithm).
+    assert "found by genetic" in chart.text
+    strategies = browser.find_elements(By.CSS_SELECTOR, "#improvements-table tbody td:last-child")
+    assert strategies and {s.text for s in strategies} == {"genetic"}
+
+    # The best transformation per attribute, with loss and example values from the result.
+    rows = browser.find_elements(By.CSS_SELECTOR, "#transformation-table tbody tr")
+    got = {r.find_elements(By.TAG_NAME, "td")[0].text: [td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows}
+    assert {k: int(v[1]) for k, v in got.items()} == report["transformation"]
+    result_csv = server.get(f"/v1/jobs/{job_id}/result.csv").decode()
+    first = next(csv.DictReader(io.StringIO(result_csv)))
+    assert first["age"] in got["age"][3].split(" · ")
+    # Risks before and after, as bars and a table.
+    risk = browser.find_element(By.ID, "risk-table").text
+    assert "highest_risk" in risk
+    assert browser.find_elements(By.CSS_SELECTOR, "#risk-bars .bar.after")
+    if screenshots:
+        screenshots.mkdir(parents=True, exist_ok=True)
+        browser.execute_script("window.scrollTo(0, 0)")
+        browser.save_screenshot(str(screenshots / "console-job.png"))
+
+    # Download through the page: the same bytes as GET result.csv.
+    browser.find_element(By.ID, "download-csv").click()
+    target = downloads / f"{job_id}.csv"
+    wait(browser, lambda d: target.exists() and target.stat().st_size == len(result_csv.encode()), message="no download")
+    assert target.read_text() == result_csv
+
+    # The job list shows it with its algorithm and best utility.
+    visit(browser, server, "/jobs")
+    wait(browser, lambda d: job_id in text(d, "#jobs-table"))
+    row = [r for r in browser.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr") if job_id in r.text][0]
+    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[1] == "succeeded" and cells[2] == "patients" and cells[3] == "genetic"
+    assert float(cells[5]) == pytest.approx(report["utility"], abs=1e-4)
+
+
+def test_cancel_a_running_job(browser, server, dataset):
+    fill_job_form(browser, server, dataset["id"], QIS, time_limit="120s")
+    job_id = submit_job(browser)
+    wait(browser, lambda d: d.find_element(By.ID, "cancel").is_displayed())
+    browser.find_element(By.ID, "cancel").click()
+    wait(browser, lambda d: "cancelled" in text(d, "#job-status"), message="the job was not cancelled")
+    assert json.loads(server.get(f"/v1/jobs/{job_id}"))["status"] == "cancelled"
+    assert not browser.find_element(By.ID, "cancel").is_displayed()
+
+
+def test_api_errors_appear_next_to_the_field(browser, server, dataset):
+    fill_job_form(browser, server, dataset["id"], QIS, privacy="k-anonymity(k=0)")
+    browser.find_element(By.ID, "submit-job").click()
+    wait(browser, lambda d: text(d, "#privacy-error"))
+    assert text(d := browser, "#privacy-error").startswith("privacy")
+    assert browser.find_element(By.ID, "privacy").get_attribute("aria-invalid") == "true"
+    assert "#/new" in d.current_url
+    # Fixed privacy, bad time limit: the error moves to that field.
+    el = browser.find_element(By.ID, "privacy")
+    el.clear()
+    el.send_keys("k-anonymity(k=2)")
+    el = browser.find_element(By.ID, "time_limit")
+    el.clear()
+    el.send_keys("soon")
+    browser.find_element(By.ID, "submit-job").click()
+    wait(browser, lambda d: text(d, "#time_limit-error"))
+    assert text(browser, "#privacy-error") == ""
+    assert "time_limit" in text(browser, "#time_limit-error")
+
+
+def test_wrong_api_key_shows_an_error_and_no_data(browser, keyed_server, patients_csv):
+    key = "correct-horse-battery"
+    req = urllib.request.Request(keyed_server.url + "/v1/datasets?name=secret-patients", data=open(patients_csv, "rb").read(),
+                                 headers={"Authorization": "Bearer " + key, "Content-Type": "text/csv"}, method="POST")
+    urllib.request.urlopen(req, timeout=30).read()
+    visit(browser, keyed_server, "/datasets")
+    wait(browser, lambda d: d.find_elements(By.ID, "api-key"))
+    browser.find_element(By.ID, "api-key").send_keys("wrong-key")
+    browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+    wait(browser, lambda d: text(d, "#key-error"))
+    assert "refused" in text(browser, "#key-error")
+    assert "secret-patients" not in browser.find_element(By.TAG_NAME, "body").text
+    assert not browser.find_elements(By.ID, "datasets-table")
+    # The key lives in session storage only; no cookie is set.
+    assert browser.execute_script("return sessionStorage.getItem('deid.apiKey')") == "wrong-key"
+    assert browser.get_cookies() == []
+    field = browser.find_element(By.ID, "api-key")
+    field.clear()
+    field.send_keys(key)
+    browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+    wait(browser, lambda d: "secret-patients" in text(d, "#datasets-table"))
+
+
+def test_the_chart_decimates_10000_improvements(browser, server):
+    visit(browser, server, "/jobs")
+    wait(browser, lambda d: d.find_elements(By.ID, "job-list"))
+    result = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const src = document.querySelector('script[type=module]').src;
+        import(new URL('./chart.js', src)).then((m) => {
+          const el = document.createElement('div');
+          el.style.width = '800px';
+          document.getElementById('main').append(el);
+          const chart = new m.UtilityChart(el);
+          const points = [];
+          for (let i = 0; i < 10000; i++) points.push({t: i * 3, u: i / 10000, strategy: i % 2 ? 'a' : 'b'});
+          chart.add(points);
+          requestAnimationFrame(() => requestAnimationFrame(() => done({
+            points: el.dataset.points, drawn: el.dataset.drawn, canvas: !!el.querySelector('canvas'),
+            legend: el.textContent})));
+        }).catch((e) => done({error: String(e)}));
+    """)
+    assert "error" not in result, result
+    assert result["points"] == "10000"
+    assert result["canvas"]
+    assert 100 <= int(result["drawn"]) <= 4 * 800
+    assert "found by a" in result["legend"] and "found by b" in result["legend"]
+
+
+def test_api_reference_is_rendered_from_openapi(browser, server):
+    visit(browser, server, "/api")
+    wait(browser, lambda d: d.find_elements(By.ID, "schema-JobSpec"))
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "POST /v1/jobs" in body
+    assert "GET /v1/jobs/{id}/events" in body
+    assert "suppression_limit" in browser.find_element(By.ID, "schema-JobSpec").text
+
+
+def test_pages_load_without_errors_or_policy_violations(browser, server, dataset, screenshots):
+    # A finished job, for its page (chart, tables, risk bars).
+    spec = {"dataset_id": dataset["id"], "privacy": ["k-anonymity(k=3)"], "algorithm": "flash", "time_limit": "20s",
+            "attributes": {c["name"]: {"type": "quasi_identifying", "hierarchy": c["suggested_hierarchy"]}
+                           for c in dataset["columns"] if c["name"] in ("age", "sex")}}
+    req = urllib.request.Request(server.url + "/v1/jobs", data=json.dumps(spec).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    job_id = json.loads(urllib.request.urlopen(req, timeout=30).read())["id"]
+    browser.get_log("browser")  # drop earlier entries
+    for page in ("/jobs", "/jobs/" + job_id, "/datasets", "/datasets/" + dataset["id"], "/new", "/api"):
+        visit(browser, server, page)
+        wait(browser, lambda d: len(d.find_element(By.ID, "main").text) > 20)
+        if page.startswith("/jobs/"):
+            wait(browser, lambda d: d.find_elements(By.ID, "risk-table"), message="the job did not finish")
+        time.sleep(0.3)  # late console messages of the page (a violated policy is logged, not thrown)
+        assert severe_logs(browser) == [], page
+    # Keyboard: the skip link is the first focus stop of a freshly loaded page.
+    browser.refresh()
+    wait(browser, lambda d: d.find_elements(By.ID, "schema-JobSpec"))
+    browser.find_element(By.TAG_NAME, "body").send_keys("\t")
+    assert browser.switch_to.active_element.text == "Skip to content"
+    if screenshots:
+        visit(browser, server, "/datasets/" + dataset["id"])
+        wait(browser, lambda d: d.find_elements(By.ID, "profile-table"))
+        browser.find_element(By.ID, "preview-button").click()
+        wait(browser, lambda d: d.find_elements(By.ID, "preview-table"))
+        browser.save_screenshot(str(screenshots / "console-dataset.png"))
