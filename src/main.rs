@@ -13,7 +13,11 @@ fn main() {
         if broken_pipe {
             std::process::exit(0);
         }
+        if let Some(exit) = e.downcast_ref::<deid::cli::Exit>() {
+            eprintln!("error: {exit}");
+            std::process::exit(exit.code);
+        }
         eprintln!("error: {e:#}");
-        std::process::exit(2);
+        std::process::exit(deid::cli::exit::BAD_INPUT);
     }
 }

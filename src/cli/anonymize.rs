@@ -12,7 +12,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::job::hierarchy::delimiter_byte;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, SearchReport, Timings, peak_memory_bytes};
+use crate::job::report::{
+    DEFAULT_RISK_THRESHOLD, SearchReport, SuppressionReport, Timings, peak_memory_bytes,
+};
 use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
 use deid_engine::{
     Algorithm, CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
@@ -198,11 +200,15 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         .best
         .as_ref()
         .map(|b| Checker::new(&problem).evaluate(&b.levels));
+    let options = spec.output_options();
+    let mut written = None;
     if let (Some(path), Some(eval)) = (&args.output, &eval) {
         let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
         let mut w = BufWriter::new(f);
-        deid_engine::output::write_csv(&problem, eval, &mut w, d)?;
+        written = Some(deid_engine::output::write_csv(
+            &problem, eval, &mut w, d, &options,
+        )?);
         w.flush()?;
     }
     let mut report = SearchReport::new(
@@ -211,6 +217,9 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         eval.as_ref(),
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
+    if let Some(eval) = &eval {
+        report.set_suppression(SuppressionReport::new(&problem, eval, &options, written));
+    }
     report.timings = Some(Timings {
         load_ms: load.as_secs_f64() * 1e3,
         search_ms: outcome.elapsed.as_secs_f64() * 1e3,
@@ -219,11 +228,15 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     });
     write_report(args.report.as_deref(), &report.to_json())?;
     if eval.is_none() {
-        anyhow::bail!(
-            "no transformation satisfies the privacy models within the limits ({} checks, stopped: {})",
-            outcome.checks,
-            outcome.stop.name()
-        );
+        return Err(super::Exit {
+            code: super::exit::NO_SOLUTION,
+            message: format!(
+                "no transformation satisfies the privacy models within the limits ({} checks, stopped: {})",
+                outcome.checks,
+                outcome.stop.name()
+            ),
+        }
+        .into());
     }
     Ok(())
 }

@@ -19,10 +19,10 @@ pub mod synth;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport};
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PrivacySpec,
-    QualitySpec,
+    QualitySpec, SuppressedSpec,
 };
 use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
@@ -124,12 +124,32 @@ pub struct ProblemArgs {
     /// shares; the report warns).
     #[arg(long, value_name = "POLICY", value_parser = parse_hierarchy_duplicates)]
     pub hierarchy_duplicates: Option<HierarchyDuplicates>,
+    /// What a suppressed record looks like in the output: `mask` (default: quasi-identifiers and
+    /// sensitive attributes become the marker), `remove` (left out) or `keep_sensitive` (ARX's
+    /// output; unsafe: the suppressed block can disclose sensitive values).
+    #[arg(long, value_name = "MODE", value_parser = parse_suppressed)]
+    pub suppressed: Option<SuppressedSpec>,
+    /// The text of suppressed values (default `*`); refused if a quasi-identifier or sensitive
+    /// column contains it.
+    #[arg(long, value_name = "TEXT")]
+    pub suppression_marker: Option<String>,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
 }
 
 /// Parses `--hierarchy-duplicates` (`reject` or `last`).
+fn parse_suppressed(text: &str) -> Result<SuppressedSpec, String> {
+    match text {
+        "mask" => Ok(SuppressedSpec::Mask),
+        "remove" => Ok(SuppressedSpec::Remove),
+        "keep_sensitive" => Ok(SuppressedSpec::KeepSensitive),
+        other => Err(format!(
+            "'{other}' is not a mode for suppressed records; expected mask, remove or keep_sensitive"
+        )),
+    }
+}
+
 fn parse_hierarchy_duplicates(text: &str) -> Result<HierarchyDuplicates, String> {
     match text {
         "reject" => Ok(HierarchyDuplicates::Reject),
@@ -153,7 +173,38 @@ pub struct EvaluateArgs {
     /// Write the JSON report here instead of stdout.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Write the CSV even if the transformation does not satisfy the privacy models (the exit
+    /// status still says so).
+    #[arg(long)]
+    pub force: bool,
 }
+
+/// Exit statuses of the command line (README, "Exit statuses").
+pub mod exit {
+    /// Bad input (flags, configuration, data, hierarchies) and every other error.
+    pub const BAD_INPUT: i32 = 2;
+    /// `deid anonymize`: no transformation satisfies the privacy models within the limits.
+    pub const NO_SOLUTION: i32 = 3;
+    /// `deid evaluate`: the transformation does not satisfy the privacy models.
+    pub const NOT_ANONYMOUS: i32 = 4;
+}
+
+/// An error that ends the process with a specific [`exit`] status.
+#[derive(Debug)]
+pub struct Exit {
+    /// The exit status.
+    pub code: i32,
+    /// What to tell the user.
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -242,6 +293,12 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     }
     if let Some(q) = args.quality {
         spec.quality = Some(QualitySpec::Name(q.name().to_string()));
+    }
+    if let Some(m) = args.suppressed {
+        spec.suppressed = Some(m);
+    }
+    if let Some(m) = &args.suppression_marker {
+        spec.suppression_marker = Some(m.clone());
     }
     if let Some(d) = args.hierarchy_duplicates {
         spec.hierarchy_duplicates = Some(d);
@@ -350,17 +407,45 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     };
     let checker = Checker::new(&problem);
     let eval = checker.evaluate(&levels);
-    if let Some(path) = &args.output {
+    let options = spec.output_options();
+    let anonymous = eval.result.anonymous;
+    let mut written = None;
+    if let Some(path) = &args.output
+        && (anonymous || args.force)
+    {
         let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
-        deid_engine::output::write_csv(&problem, &eval, BufWriter::new(f), d)?;
+        let mut w = BufWriter::new(f);
+        written = Some(deid_engine::output::write_csv(
+            &problem, &eval, &mut w, d, &options,
+        )?);
+        w.flush()?;
     }
-    let report = EvaluationReport::new(
+    let mut report = EvaluationReport::new(
         &problem,
         &eval,
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
-    write_report(args.report.as_deref(), &report.to_json())
+    report.suppression = Some(SuppressionReport::new(&problem, &eval, &options, written));
+    write_report(args.report.as_deref(), &report.to_json())?;
+    if !anonymous {
+        let csv = match (&args.output, written) {
+            (Some(_), Some(_)) => "the CSV was written anyway (--force)",
+            (Some(_), None) => "no CSV written (--force writes it anyway)",
+            (None, _) => "no CSV requested",
+        };
+        return Err(Exit {
+            code: exit::NOT_ANONYMOUS,
+            message: format!(
+                "the transformation does not satisfy the privacy models: {} records would have to \
+                 be suppressed, the limit is {}; {csv}",
+                eval.result.suppressed,
+                problem.max_suppressed()
+            ),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Writes a JSON report to a file or stdout.

@@ -24,7 +24,11 @@ pub fn build_problem(
     let duplicates = spec.duplicate_policy();
     let config = spec.problem_config(|c, s| resolve(frontend, Some(&table), c, s, duplicates))?;
     let config = in_table_order(config, &table);
-    Problem::new(table, config).map_err(SpecError::from)
+    let problem = Problem::new(table, config).map_err(SpecError::from)?;
+    spec.output_options()
+        .validate(&problem)
+        .map_err(SpecError::from)?;
+    Ok(problem)
 }
 
 /// `config` with the quasi-identifiers (lattice dimensions) and sensitive attributes in the
@@ -174,6 +178,9 @@ pub fn validate_service_job(
     match Problem::new(table, config) {
         Ok(problem) => {
             search.resolve(&problem).map_err(search_error)?;
+            spec.output_options()
+                .validate(&problem)
+                .map_err(SpecError::from)?;
             Ok(search)
         }
         // Checked on a small table: the error names the dataset's rows.

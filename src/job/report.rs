@@ -108,6 +108,47 @@ pub struct EvaluationReport {
     /// Warnings about the problem ([`problem_warnings`]); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// How the suppressed records were written, once the output is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppression: Option<SuppressionReport>,
+}
+
+/// What the output shows of the suppressed records.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuppressionReport {
+    /// `mask`, `remove` or `keep_sensitive`.
+    pub mode: &'static str,
+    /// The text of suppressed values.
+    pub marker: String,
+    /// Suppressed records left out of the output (`remove`).
+    pub removed_rows: usize,
+    /// Whether the block of suppressed records, read as one more class, satisfies the privacy
+    /// models ([`deid_engine::output::suppressed_block_holds`]).
+    pub block_satisfies_models: bool,
+}
+
+impl SuppressionReport {
+    /// The report of an output written with `options` (`written`: what was written, if it was).
+    pub fn new(
+        problem: &Problem,
+        eval: &Evaluation,
+        options: &deid_engine::output::OutputOptions,
+        written: Option<deid_engine::output::Written>,
+    ) -> SuppressionReport {
+        let removed = match (options.suppressed, written) {
+            (_, Some(w)) => w.removed,
+            (deid_engine::output::SuppressedRecords::Remove, None) => eval.result.suppressed,
+            _ => 0,
+        };
+        SuppressionReport {
+            mode: options.suppressed.name(),
+            marker: options.marker.clone(),
+            removed_rows: removed,
+            block_satisfies_models: deid_engine::output::suppressed_block_holds(
+                problem, eval, options,
+            ),
+        }
+    }
 }
 
 impl EvaluationReport {
@@ -144,6 +185,7 @@ impl EvaluationReport {
                 output: Some(RiskReport::output(eval, risk_threshold)),
             },
             warnings: problem_warnings(problem),
+            suppression: None,
         }
     }
 
@@ -268,6 +310,13 @@ pub fn peak_memory_bytes() -> Option<u64> {
 }
 
 impl SearchReport {
+    /// Records how the best transformation's suppressed records were written.
+    pub fn set_suppression(&mut self, suppression: SuppressionReport) {
+        if let Verdict::Best(report) = &mut self.verdict {
+            report.suppression = Some(suppression);
+        }
+    }
+
     /// The report of `outcome`; `best` is the evaluation of its best transformation.
     pub fn new(
         problem: &Problem,

@@ -352,6 +352,41 @@ pub struct JobSpec {
     /// rejected (default) or resolved as ARX does (`last`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hierarchy_duplicates: Option<HierarchyDuplicates>,
+    /// What a suppressed record looks like in the output (default `mask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<SuppressedSpec>,
+    /// The text of suppressed values (default `*`); must not occur in a quasi-identifier or
+    /// sensitive column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suppression_marker: Option<String>,
+}
+
+/// The `suppressed` setting of a job specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuppressedSpec {
+    /// Quasi-identifiers and sensitive attributes become the marker (the default).
+    Mask,
+    /// Suppressed records are left out.
+    Remove,
+    /// ARX's output: sensitive attributes are kept (unsafe, for compatibility).
+    KeepSensitive,
+}
+
+impl JobSpec {
+    /// How the output writes suppressed records.
+    pub fn output_options(&self) -> deid_engine::output::OutputOptions {
+        use deid_engine::output::{OutputOptions, SuppressedRecords};
+        let d = OutputOptions::default();
+        OutputOptions {
+            suppressed: match self.suppressed {
+                None | Some(SuppressedSpec::Mask) => SuppressedRecords::Mask,
+                Some(SuppressedSpec::Remove) => SuppressedRecords::Remove,
+                Some(SuppressedSpec::KeepSensitive) => SuppressedRecords::KeepSensitive,
+            },
+            marker: self.suppression_marker.clone().unwrap_or(d.marker),
+        }
+    }
 }
 
 /// The `hierarchy_duplicates` setting of a job specification.

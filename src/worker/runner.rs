@@ -36,7 +36,9 @@ use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
 use crate::job::problem::{build_problem, search_error};
 use crate::job::progress::JobPhase;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, JobInfo, SearchReport, Timings};
+use crate::job::report::{
+    DEFAULT_RISK_THRESHOLD, JobInfo, SearchReport, SuppressionReport, Timings,
+};
 use crate::job::spec::{JobSpec, SearchLimits};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
@@ -641,9 +643,19 @@ impl EngineJob {
             self.job_id.clone(),
             self.owner.clone(),
         );
-        let written = deid_engine::output::write_csv(&problem, &eval, &mut writer, delimiter)
-            .map_err(|e| e.to_string())
-            .and_then(|()| writer.finish().map_err(|e| e.to_string()));
+        let options = self.spec.output_options();
+        let written =
+            deid_engine::output::write_csv(&problem, &eval, &mut writer, delimiter, &options)
+                .map_err(|e| e.to_string())
+                .and_then(|w| {
+                    report.set_suppression(SuppressionReport::new(
+                        &problem,
+                        &eval,
+                        &options,
+                        Some(w),
+                    ));
+                    writer.finish().map_err(|e| e.to_string())
+                });
         let chunks = match written {
             Ok(n) => n,
             Err(_) if live.cause() == StopCause::LeaseLost || !self.lease_held() => {

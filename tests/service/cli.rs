@@ -91,7 +91,8 @@ fn evaluate_reports_and_writes_output() {
         "privacy": [{"model": "k-anonymity", "k": 2}], "levels": {"age": 0}}"#;
     std::fs::write(dir.join("job.json"), config).unwrap();
     let (code, stdout, stderr) = deid(&["evaluate", "--config", "job.json"], &dir);
-    assert_eq!(code, 0, "{stderr}");
+    // Not anonymous at level 0 without suppression: the report, and exit status 4.
+    assert_eq!(code, 4, "{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["anonymous"], false);
     assert_eq!(report["suppressed_rows"], 4);
@@ -177,6 +178,8 @@ fn hierarchy_duplicates_flag_and_config() {
             "last",
             "--output",
             "out.csv",
+            "--suppression-limit",
+            "0.25",
         ],
     );
     assert_eq!(code, 0, "{stderr}");
@@ -196,7 +199,7 @@ fn hierarchy_duplicates_flag_and_config() {
     warned(&serde_json::from_str(&stdout).unwrap());
     let config = r#"{"input": "data.csv", "attributes": {"age": {"type": "quasi_identifying",
         "hierarchy": {"file": "age.csv"}}, "name": {"type": "identifying"}},
-        "privacy": ["k-anonymity(k=2)"], "levels": {"age": 1},
+        "privacy": ["k-anonymity(k=2)"], "levels": {"age": 1}, "suppression_limit": 0.25,
         "hierarchy_duplicates": "last"}"#;
     std::fs::write(dir.join("job.json"), config).unwrap();
     let (code, stdout, stderr) = deid(&["evaluate", "--config", "job.json"], &dir);
@@ -466,7 +469,10 @@ fn unknown_names_are_rejected_with_the_valid_ones() {
         &["'jsno'", "text", "json"],
     );
     // Valid names are accepted (the alias too); they run as before.
-    let (code, stdout, stderr) = evaluate(&dir, &["--quality", "discernibility-star"]);
+    let (code, stdout, stderr) = evaluate(
+        &dir,
+        &["--quality", "discernibility-star", "--levels", "age=1"],
+    );
     assert_eq!(code, 0, "{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["quality_model"], "discernibility-star");
@@ -670,4 +676,184 @@ fn ctrl_c_writes_the_best_so_far_and_a_closed_pipe_is_no_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.to_lowercase().contains("broken pipe"), "{stderr}");
+}
+
+/// The issue's example: k=3 and distinct 2-diversity over `zip, sex` with an `hiv` column; the
+/// small town 990** has only `pos` records, all suppressed. Read from the output CSV alone,
+/// every group of identical published quasi-identifiers (the suppressed block included) must
+/// show at least 2 distinct hiv values or none at all.
+fn hiv_dir(name: &str) -> PathBuf {
+    let dir = tmp_dir(name);
+    let mut data = String::from("zip,sex,hiv\n");
+    for i in 0..12 {
+        let sex = if i % 2 == 0 { "m" } else { "f" };
+        let hiv = if i % 3 == 0 { "pos" } else { "neg" };
+        data.push_str(&format!("1000{},{sex},{hiv}\n", i % 4));
+    }
+    for i in 0..6 {
+        let sex = if i % 2 == 0 { "m" } else { "f" };
+        data.push_str(&format!("9900{},{sex},pos\n", i % 3));
+    }
+    std::fs::write(dir.join("data.csv"), data).unwrap();
+    let mut zip = String::new();
+    for z in ["10000", "10001", "10002", "10003"] {
+        zip.push_str(&format!("{z};100**;*\n"));
+    }
+    for z in ["99000", "99001", "99002"] {
+        zip.push_str(&format!("{z};990**;*\n"));
+    }
+    std::fs::write(dir.join("zip.csv"), zip).unwrap();
+    std::fs::write(dir.join("sex.csv"), "m;*\nf;*\n").unwrap();
+    dir
+}
+
+fn hiv_evaluate(dir: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut args = vec![
+        "evaluate",
+        "--input",
+        "data.csv",
+        "--hierarchy",
+        "zip=zip.csv",
+        "--hierarchy",
+        "sex=sex.csv",
+        "--sensitive",
+        "hiv",
+        "--privacy",
+        "k-anonymity(k=3)",
+        "--privacy",
+        "distinct-l-diversity(attribute=hiv,l=2)",
+        "--output",
+        "out.csv",
+    ];
+    // Defaults unless `extra` gives them.
+    for (flag, value) in [("--suppression-limit", "0.5"), ("--levels", "zip=1,sex=1")] {
+        if !extra.contains(&flag) {
+            args.extend([flag, value]);
+        }
+    }
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = deid(&args, dir);
+    let report = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (code, report, stderr)
+}
+
+/// Groups of rows with the same published `zip, sex` whose hiv values are visible but not
+/// 2-diverse (an attacker who places someone in the group learns their status).
+fn leaking_groups(csv: &str) -> Vec<String> {
+    let mut groups: std::collections::BTreeMap<
+        (String, String),
+        std::collections::BTreeSet<String>,
+    > = Default::default();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        groups
+            .entry((f[0].to_string(), f[1].to_string()))
+            .or_default()
+            .insert(f[2].to_string());
+    }
+    groups
+        .into_iter()
+        .filter(|(_, hiv)| hiv.len() < 2 && !hiv.contains("*"))
+        .map(|(k, hiv)| format!("{k:?} → {hiv:?}"))
+        .collect()
+}
+
+#[test]
+fn suppressed_records_leak_nothing_by_default() {
+    let dir = hiv_dir("hiv");
+    // Default (mask): the suppressed block shows `*;*;*`.
+    let (code, report, stderr) = hiv_evaluate(&dir, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["suppressed_rows"], 6);
+    assert_eq!(report["suppression"]["mode"], "mask");
+    assert_eq!(report["suppression"]["block_satisfies_models"], true);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert!(out.contains("*,*,*"), "{out}");
+    assert_eq!(leaking_groups(&out), Vec::<String>::new(), "{out}");
+    // ARX's output keeps the sensitive values: the block leaks, and the report says so.
+    let (code, report, _) = hiv_evaluate(&dir, &["--suppressed", "keep_sensitive"]);
+    assert_eq!(code, 0);
+    assert_eq!(report["suppression"]["block_satisfies_models"], false);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert_eq!(leaking_groups(&out).len(), 1, "{out}");
+    // remove: the suppressed records are not in the output.
+    let (code, report, _) = hiv_evaluate(&dir, &["--suppressed", "remove"]);
+    assert_eq!(code, 0);
+    assert_eq!(report["suppression"]["removed_rows"], 6);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert_eq!(out.lines().count(), 1 + 12);
+    assert!(!out.contains('*') || !out.contains("990"), "{out}");
+    assert_eq!(leaking_groups(&out), Vec::<String>::new());
+    // Another marker.
+    let (code, _, _) = hiv_evaluate(&dir, &["--suppression-marker", "[suppressed]"]);
+    assert_eq!(code, 0);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert!(
+        out.contains("[suppressed],[suppressed],[suppressed]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_marker_found_in_the_data_is_refused() {
+    let dir = hiv_dir("marker");
+    let data = std::fs::read_to_string(dir.join("data.csv")).unwrap();
+    std::fs::write(dir.join("data.csv"), data.replacen("neg", "*", 1)).unwrap();
+    let (code, _, stderr) = hiv_evaluate(&dir, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("suppression_marker") && stderr.contains("'hiv'") && stderr.contains("'*'"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = hiv_evaluate(&dir, &["--suppression-marker", "#"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// Exit statuses a pipeline can trust: 0 published, 2 bad input, 3 no solution, 4 not anonymous
+/// (and no CSV unless --force).
+#[test]
+fn exit_statuses_tell_a_pipeline_what_happened() {
+    let dir = hiv_dir("exit");
+    // Not anonymous: 6 + 12 records would have to be suppressed at level 0 with limit 0.
+    let not = ["--suppression-limit", "0"];
+    let _ = std::fs::remove_file(dir.join("out.csv"));
+    let (code, report, stderr) = hiv_evaluate(&dir, &not);
+    assert_eq!(code, 4, "{stderr}");
+    assert_eq!(report["anonymous"], false);
+    assert!(stderr.contains("no CSV written"), "{stderr}");
+    assert!(!dir.join("out.csv").exists());
+    let forced = [&not[..], &["--force"]].concat();
+    let (code, _, stderr) = hiv_evaluate(&dir, &forced);
+    assert_eq!(code, 4, "{stderr}");
+    assert!(dir.join("out.csv").exists());
+    // Bad input.
+    let (code, _, _) = hiv_evaluate(&dir, &["--suppression-limit", "2"]);
+    assert_eq!(code, 2);
+    // No solution: 3-anonymity cannot hold for 990** without suppression unless generalized,
+    // and 2-diversity needs the towns merged; with a check limit of 1 the bottom is all a
+    // search sees.
+    let (code, _, stderr) = deid(
+        &[
+            "anonymize",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "zip=zip.csv",
+            "--hierarchy",
+            "sex=sex.csv",
+            "--sensitive",
+            "hiv",
+            "--privacy",
+            "k-anonymity(k=3)",
+            "--privacy",
+            "distinct-l-diversity(attribute=hiv,l=2)",
+            "--algorithm",
+            "exhaustive",
+            "--check-limit",
+            "1",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("no transformation"), "{stderr}");
 }

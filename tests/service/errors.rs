@@ -284,6 +284,19 @@ async fn job_spec_errors() {
         "dataset_id",
     )
     .await;
+    // The suppression marker must not occur in a quasi-identifier or sensitive column.
+    field_error(
+        with(&|s| s["suppression_marker"] = json!("a")),
+        "invalid_spec",
+        "suppression_marker",
+    )
+    .await;
+    field_error(
+        with(&|s| s["suppressed"] = json!("hide")),
+        "invalid_spec",
+        "suppressed",
+    )
+    .await;
     field_error(
         with(&|s| s["dataset_id"] = json!("nope")),
         "invalid_spec",

@@ -69,10 +69,16 @@ async fn full_flow(kind: Db) {
     assert_eq!(report["transformation"], best["transformation"]);
     assert!(report["risk"]["input"].is_object() && report["risk"]["output"].is_object());
     assert!(report["checks"].as_u64().unwrap() > 0);
-    assert_eq!(
-        report["algorithm"], "flash",
-        "auto picks Flash for small spaces"
-    );
+    // auto: the portfolio's incumbent (BFS's diagonal search), then Flash on this small space.
+    assert_eq!(report["algorithm"], "auto");
+    for t in report["trace"].as_array().unwrap() {
+        assert!(
+            ["bfs", "flash"].contains(&t["strategy"].as_str().unwrap()),
+            "{t}"
+        );
+    }
+    assert_eq!(report["suppression"]["mode"], "mask");
+    assert_eq!(report["suppression"]["block_satisfies_models"], true);
     assert_eq!(report["optimal_proven"], true);
     assert!(!report["trace"].as_array().unwrap().is_empty());
 
@@ -92,11 +98,20 @@ async fn full_flow(kind: Db) {
         suppressed as u64,
         report["suppressed_rows"].as_u64().unwrap()
     );
-    // Non-QI columns are unchanged, row by row.
+    // Other columns are unchanged, row by row; the sensitive salary class of suppressed
+    // records is masked like their quasi-identifiers.
     let original = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
-    for (a, b) in original.lines().zip(csv.text.lines()).skip(1).take(200) {
-        assert_eq!(a.rsplit(';').next(), b.rsplit(';').next());
+    let mut masked = 0;
+    for (a, b) in original.lines().zip(csv.text.lines()).skip(1) {
+        let suppressed = b.split(';').take(5).all(|v| v == "*");
+        if suppressed {
+            masked += 1;
+            assert_eq!(b.rsplit(';').next(), Some("*"), "{b}");
+        } else {
+            assert_eq!(a.rsplit(';').next(), b.rsplit(';').next());
+        }
     }
+    assert_eq!(masked, suppressed);
 
     // The result stays downloadable after the dataset is deleted.
     let del = app

@@ -24,7 +24,7 @@ pub fn adult(privacy: Vec<PrivacyModel>, suppression_limit: f64) -> Problem {
 /// The anonymized CSV of an evaluation, as text (`;`-separated).
 pub fn output_csv(problem: &Problem, eval: &Evaluation) -> String {
     let mut buf = Vec::new();
-    deid_engine::output::write_csv(problem, eval, &mut buf, b';').unwrap();
+    deid_engine::output::write_csv(problem, eval, &mut buf, b';', &Default::default()).unwrap();
     String::from_utf8(buf).unwrap()
 }
 
