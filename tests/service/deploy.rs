@@ -120,6 +120,8 @@ fn openapi_job_spec_matches_the_parser() {
     for name in props.keys() {
         let mut spec = serde_json::Map::new();
         let value = match name.as_str() {
+            // Enumerations: their first value.
+            _ if props[name]["enum"].is_array() => props[name]["enum"][0].clone(),
             "attributes" | "genetic" => serde_json::json!({}),
             "privacy" => serde_json::json!([]),
             "suppression_limit" | "risk_threshold" => serde_json::json!(0.5),

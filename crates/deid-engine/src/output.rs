@@ -126,26 +126,32 @@ pub struct Written {
     pub removed: usize,
 }
 
-/// Streams the anonymized table as CSV with the given delimiter.
+/// Records per chunk that [`write_csv`] formats on one thread.
+const CHUNK_ROWS: usize = 1 << 15;
+
+/// What an output column holds.
+enum Cell {
+    /// The value as it is.
+    Copy,
+    /// Quasi-identifier i, generalized.
+    Qi(usize),
+    /// A sensitive attribute: copied, the marker for suppressed records.
+    Sensitive,
+}
+
+/// Streams the anonymized table as CSV with the given delimiter. Chunks of rows are formatted in
+/// parallel (a few at a time, so memory stays bounded) and written in row order: the bytes are
+/// the same as one row after the other.
 pub fn write_csv<W: Write>(
     problem: &Problem,
     evaluation: &Evaluation,
-    out: W,
+    mut out: W,
     delimiter: u8,
     options: &OutputOptions,
 ) -> Result<Written> {
+    use rayon::prelude::*;
     let table = problem.table();
-    let levels = &evaluation.result.levels;
     let masked = options.masked_columns(problem);
-    /// What an output column holds.
-    enum Cell {
-        /// The value as it is.
-        Copy,
-        /// Quasi-identifier i, generalized.
-        Qi(usize),
-        /// A sensitive attribute: copied, the marker for suppressed records.
-        Sensitive,
-    }
     let plan: Vec<(usize, Cell)> = (0..table.columns().len())
         .filter(|c| !problem.identifying_columns().contains(c))
         .map(|c| {
@@ -157,25 +163,70 @@ pub fn write_csv<W: Write>(
             (c, cell)
         })
         .collect();
+    let io = |e: csv::Error| EngineError::Output(e.to_string());
+    let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
+    let mut header = csv::WriterBuilder::new()
+        .delimiter(delimiter)
+        .from_writer(Vec::new());
+    header
+        .write_record(plan.iter().map(|(c, _)| table.column(*c).name.as_str()))
+        .map_err(io)?;
+    let header = header
+        .into_inner()
+        .map_err(|e| EngineError::Output(e.to_string()))?;
+    out.write_all(&header).map_err(write_err)?;
+    let rows = problem.rows();
+    let chunks = rows.div_ceil(CHUNK_ROWS);
+    let window = rayon::current_num_threads().max(1) * 2;
+    let mut written = Written::default();
+    for first in (0..chunks).step_by(window) {
+        let parts: Vec<Result<(Vec<u8>, Written)>> = (first..chunks.min(first + window))
+            .into_par_iter()
+            .map(|c| {
+                let range = c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS);
+                format_rows(problem, evaluation, &plan, options, delimiter, range)
+            })
+            .collect();
+        for part in parts {
+            let (bytes, w) = part?;
+            out.write_all(&bytes).map_err(write_err)?;
+            written.rows += w.rows;
+            written.removed += w.removed;
+        }
+    }
+    out.flush().map_err(write_err)?;
+    Ok(written)
+}
+
+/// The CSV text of the rows in `range` (no header).
+fn format_rows(
+    problem: &Problem,
+    evaluation: &Evaluation,
+    plan: &[(usize, Cell)],
+    options: &OutputOptions,
+    delimiter: u8,
+    range: std::ops::Range<usize>,
+) -> Result<(Vec<u8>, Written)> {
+    let table = problem.table();
+    let levels = &evaluation.result.levels;
     let q = levels.len();
+    let marker = options.marker.as_str();
     let mut w = csv::WriterBuilder::new()
         .delimiter(delimiter)
-        .from_writer(out);
-    let io = |e: csv::Error| EngineError::Output(e.to_string());
-    w.write_record(plan.iter().map(|(c, _)| table.column(*c).name.as_str()))
-        .map_err(io)?;
+        .has_headers(false)
+        .from_writer(Vec::with_capacity(range.len() * 64));
     let mut written = Written::default();
-    let marker = options.marker.as_str();
     let mut record: Vec<&str> = Vec::with_capacity(plan.len());
-    for (row, &base) in problem.row_groups().iter().enumerate() {
-        let class = evaluation.class_of_base[base as usize] as usize;
+    let row_groups = problem.row_groups();
+    for row in range {
+        let class = evaluation.class_of_base[row_groups[row] as usize] as usize;
         let suppressed = evaluation.suppressed[class];
         if suppressed && options.suppressed == SuppressedRecords::Remove {
             written.removed += 1;
             continue;
         }
         record.clear();
-        for (c, cell) in &plan {
+        for (c, cell) in plan {
             let value = match cell {
                 Cell::Qi(_) | Cell::Sensitive if suppressed => marker,
                 Cell::Copy | Cell::Sensitive => {
@@ -189,11 +240,14 @@ pub fn write_csv<W: Write>(
             };
             record.push(value);
         }
-        w.write_record(&record).map_err(io)?;
+        w.write_record(&record)
+            .map_err(|e| EngineError::Output(e.to_string()))?;
         written.rows += 1;
     }
-    w.flush().map_err(|e| EngineError::Output(e.to_string()))?;
-    Ok(written)
+    let bytes = w
+        .into_inner()
+        .map_err(|e| EngineError::Output(e.to_string()))?;
+    Ok((bytes, written))
 }
 
 /// Whether the block of suppressed records, read as one more class (every quasi-identifier
@@ -241,4 +295,118 @@ pub fn suppressed_block_holds(
         .map(|(v, f)| (v.as_slice(), f.as_slice()))
         .collect();
     problem.class_models.iter().all(|m| m.holds(count, &hists))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Checker;
+    use crate::config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};
+    use crate::data::Table;
+    use crate::hierarchy::Hierarchy;
+    use crate::privacy::PrivacyModel;
+
+    /// 70,000 rows (three chunks): an id, a quasi-identifier `g` (values 0–9, 9 rare), a
+    /// sensitive `s`. At level 0 with k = 100 only the rare value's class is suppressed.
+    fn problem() -> Problem {
+        let rows: Vec<Vec<String>> = (0..70_000)
+            .map(|i| {
+                let g = if i % 1000 == 999 { 9 } else { i % 9 };
+                vec![i.to_string(), g.to_string(), format!("s{}", i % 3)]
+            })
+            .collect();
+        let table = Table::from_rows(&["id", "g", "s"], &rows).unwrap();
+        let h = Hierarchy::from_rows(
+            (0..10)
+                .map(|v| vec![v.to_string(), "*".to_string()])
+                .collect(),
+            "g",
+        )
+        .unwrap();
+        let config = ProblemConfig {
+            quasi_identifiers: vec![QuasiIdentifier::new("g", h)],
+            sensitive: vec![SensitiveAttribute {
+                column: "s".into(),
+                hierarchy: None,
+            }],
+            privacy: vec![PrivacyModel::KAnonymity { k: 100 }],
+            suppression_limit: 0.01,
+            ..Default::default()
+        };
+        Problem::new(table, config).unwrap()
+    }
+
+    fn write(p: &Problem, options: &OutputOptions) -> (String, Written) {
+        let eval = Checker::new(p).evaluate(&[0]);
+        assert_eq!(eval.result.suppressed, 70);
+        let mut buf = Vec::new();
+        let w = write_csv(p, &eval, &mut buf, b',', options).unwrap();
+        (String::from_utf8(buf).unwrap(), w)
+    }
+
+    #[test]
+    fn rows_keep_their_order_across_chunks_and_suppressed_records_follow_the_mode() {
+        let p = problem();
+        let (mask, w) = write(&p, &OutputOptions::default());
+        assert_eq!((w.rows, w.removed), (70_000, 0));
+        let lines: Vec<&str> = mask.lines().collect();
+        assert_eq!(lines[0], "id,g,s");
+        for (i, line) in lines[1..].iter().enumerate() {
+            let expected = if i % 1000 == 999 {
+                format!("{i},*,*")
+            } else {
+                format!("{i},{},s{}", i % 9, i % 3)
+            };
+            assert_eq!(*line, expected);
+        }
+        let keep = OutputOptions {
+            suppressed: SuppressedRecords::KeepSensitive,
+            marker: "#".into(),
+        };
+        let (text, _) = write(&p, &keep);
+        assert_eq!(text.lines().nth(1000).unwrap(), "999,#,s0");
+        let remove = OutputOptions {
+            suppressed: SuppressedRecords::Remove,
+            ..OutputOptions::default()
+        };
+        let (text, w) = write(&p, &remove);
+        assert_eq!((w.rows, w.removed), (69_930, 70));
+        assert!(text.lines().all(|l| !l.contains('*')));
+        assert_eq!(text.lines().count(), 69_931);
+    }
+
+    #[test]
+    fn the_suppressed_block_and_the_marker_are_checked() {
+        let p = problem();
+        let eval = Checker::new(&p).evaluate(&[0]);
+        // 70 suppressed records ≥ k = 100? No: the block would be a class below k.
+        let keep = OutputOptions {
+            suppressed: SuppressedRecords::KeepSensitive,
+            ..OutputOptions::default()
+        };
+        assert!(!suppressed_block_holds(&p, &eval, &keep));
+        assert!(suppressed_block_holds(&p, &eval, &OutputOptions::default()));
+        // The marker must not be a value of a quasi-identifier or sensitive column.
+        let clash = OutputOptions {
+            marker: "s1".into(),
+            ..OutputOptions::default()
+        };
+        let err = clash.validate(&p).unwrap_err().to_string();
+        assert!(
+            err.contains("'s'") && err.contains("suppression_marker"),
+            "{err}"
+        );
+        // ... but may be one of an insensitive column.
+        let fine = OutputOptions {
+            marker: "5".into(),
+            ..OutputOptions::default()
+        };
+        assert!(fine.validate(&p).is_err(), "5 is a value of g");
+        let fine = OutputOptions {
+            marker: "12345".into(),
+            ..OutputOptions::default()
+        };
+        assert!(fine.validate(&p).is_ok(), "only id has 12345");
+        assert!(OutputOptions::default().validate(&p).is_ok());
+    }
 }
