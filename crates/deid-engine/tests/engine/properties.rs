@@ -204,6 +204,22 @@ proptest! {
             let csv = common::output_csv(&problem, &eval);
             let out = Output::parse(&csv, b';');
             let v = verify(&out, &["a", "b"], &models, c.limit);
+            // The default output differs only in the suppressed records: every cell but the
+            // insensitive ones is `*` there.
+            let masked = Output::parse(&common::output_csv_with(&problem, &eval, &Default::default()), b';');
+            prop_assert_eq!(masked.rows.len(), out.rows.len());
+            let suppressed_row = |k: &Vec<String>| {
+                k[out.col("a")] == "*"
+                    && k[out.col("b")] == "*"
+                    && (v.classes > 0 || r.suppressed == problem.rows())
+            };
+            for (m, k) in masked.rows.iter().zip(&out.rows) {
+                if suppressed_row(k) {
+                    prop_assert!(m[masked.col("s")] == "*", "sensitive value of a suppressed record published: {:?}", m);
+                } else {
+                    prop_assert_eq!(m, k);
+                }
+            }
             let published = eval.suppressed.iter().filter(|s| !**s).count();
             if v.classes > 0 {
                 prop_assert_eq!(v.violations.is_empty(), r.anonymous,

@@ -82,7 +82,7 @@ impl Output {
         Output { header, rows }
     }
 
-    fn col(&self, name: &str) -> usize {
+    pub fn col(&self, name: &str) -> usize {
         self.header
             .iter()
             .position(|h| h == name)

@@ -21,10 +21,26 @@ pub fn adult(privacy: Vec<PrivacyModel>, suppression_limit: f64) -> Problem {
     Problem::new(ds.table, config).expect("valid problem")
 }
 
-/// The anonymized CSV of an evaluation, as text (`;`-separated).
+/// The anonymized CSV of an evaluation, as text (`;`-separated), with the sensitive values of
+/// suppressed records kept: the independent verifier takes the global distribution of each
+/// sensitive attribute (t-closeness, δ-disclosure, β-likeness) from the output's column, which must
+/// then hold every record's value, as the engine's does.
 pub fn output_csv(problem: &Problem, eval: &Evaluation) -> String {
+    let options = deid_engine::output::OutputOptions {
+        suppressed: deid_engine::output::SuppressedRecords::KeepSensitive,
+        ..Default::default()
+    };
+    output_csv_with(problem, eval, &options)
+}
+
+/// The anonymized CSV of an evaluation with the given output options.
+pub fn output_csv_with(
+    problem: &Problem,
+    eval: &Evaluation,
+    options: &deid_engine::output::OutputOptions,
+) -> String {
     let mut buf = Vec::new();
-    deid_engine::output::write_csv(problem, eval, &mut buf, b';', &Default::default()).unwrap();
+    deid_engine::output::write_csv(problem, eval, &mut buf, b';', options).unwrap();
     String::from_utf8(buf).unwrap()
 }
 
