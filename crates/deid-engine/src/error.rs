@@ -151,6 +151,10 @@ pub enum EngineError {
     /// ended (e.g. a hierarchy build whose HTTP request was abandoned).
     #[error("cancelled before it ended")]
     Cancelled,
+    /// A safety check of the engine failed (a bug, never the user's input): the result was
+    /// discarded.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl EngineError {

@@ -16,7 +16,9 @@
 //! 6. [`problem`] (a validated, encoded problem);
 //! 7. [`check`] (decide and score one transformation);
 //! 8. [`mod@search`] (finds the best anonymous transformation), [`output`] (writes the
-//!    anonymized table) and [`risk`] (re-identification risks).
+//!    anonymized table) and [`risk`] (re-identification risks);
+//! 9. [`posthoc`] (quality measured on an output's records);
+//! 10. [`local`] (local generalization: a transformation per group of records).
 
 pub mod cancel;
 pub mod check;
@@ -26,7 +28,9 @@ pub mod dataset;
 pub mod error;
 pub mod hierarchy;
 pub mod lattice;
+pub mod local;
 pub mod output;
+pub mod posthoc;
 pub mod privacy;
 pub mod problem;
 pub mod profile;

@@ -126,6 +126,30 @@ pub struct Written {
     pub removed: usize,
 }
 
+/// How the records of each base group appear in an output: what [`write_csv`], the post-hoc
+/// quality (module `posthoc`) and [`suppressed_block_holds`] read. Implemented by an
+/// [`Evaluation`] (one transformation for every record) and by the outcome of local
+/// generalization (module `local`: a transformation per step).
+pub trait Recoding: Sync {
+    /// The levels and generalized codes (one per quasi-identifier) of the records of base group
+    /// `g` of the whole problem; `None` if they are suppressed.
+    fn recode(&self, g: usize) -> Option<(&[u8], &[u32])>;
+}
+
+impl Recoding for Evaluation {
+    fn recode(&self, g: usize) -> Option<(&[u8], &[u32])> {
+        let class = self.class_of_base[g] as usize;
+        if self.suppressed[class] {
+            return None;
+        }
+        let q = self.result.levels.len();
+        Some((
+            &self.result.levels,
+            &self.groups.codes[class * q..(class + 1) * q],
+        ))
+    }
+}
+
 /// Records per chunk that [`write_csv`] formats on one thread.
 const CHUNK_ROWS: usize = 1 << 15;
 
@@ -141,10 +165,11 @@ enum Cell {
 
 /// Streams the anonymized table as CSV with the given delimiter. Chunks of rows are formatted in
 /// parallel (a few at a time, so memory stays bounded) and written in row order: the bytes are
-/// the same as one row after the other.
-pub fn write_csv<W: Write>(
+/// the same as one row after the other. `problem` must be the whole (not a
+/// [restricted](Problem::restrict)) problem.
+pub fn write_csv<W: Write, R: Recoding + ?Sized>(
     problem: &Problem,
-    evaluation: &Evaluation,
+    recoding: &R,
     mut out: W,
     delimiter: u8,
     options: &OutputOptions,
@@ -175,7 +200,7 @@ pub fn write_csv<W: Write>(
         .into_inner()
         .map_err(|e| EngineError::Output(e.to_string()))?;
     out.write_all(&header).map_err(write_err)?;
-    let rows = problem.rows();
+    let rows = table.rows();
     let chunks = rows.div_ceil(CHUNK_ROWS);
     let window = rayon::current_num_threads().max(1) * 2;
     let mut written = Written::default();
@@ -184,7 +209,7 @@ pub fn write_csv<W: Write>(
             .into_par_iter()
             .map(|c| {
                 let range = c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS);
-                format_rows(problem, evaluation, &plan, options, delimiter, range)
+                format_rows(problem, recoding, &plan, options, delimiter, range)
             })
             .collect();
         for part in parts {
@@ -199,17 +224,15 @@ pub fn write_csv<W: Write>(
 }
 
 /// The CSV text of the rows in `range` (no header).
-fn format_rows(
+fn format_rows<R: Recoding + ?Sized>(
     problem: &Problem,
-    evaluation: &Evaluation,
+    recoding: &R,
     plan: &[(usize, Cell)],
     options: &OutputOptions,
     delimiter: u8,
     range: std::ops::Range<usize>,
 ) -> Result<(Vec<u8>, Written)> {
     let table = problem.table();
-    let levels = &evaluation.result.levels;
-    let q = levels.len();
     let marker = options.marker.as_str();
     let mut w = csv::WriterBuilder::new()
         .delimiter(delimiter)
@@ -219,8 +242,8 @@ fn format_rows(
     let mut record: Vec<&str> = Vec::with_capacity(plan.len());
     let row_groups = problem.row_groups();
     for row in range {
-        let class = evaluation.class_of_base[row_groups[row] as usize] as usize;
-        let suppressed = evaluation.suppressed[class];
+        let recoded = recoding.recode(row_groups[row] as usize);
+        let suppressed = recoded.is_none();
         if suppressed && options.suppressed == SuppressedRecords::Remove {
             written.removed += 1;
             continue;
@@ -234,8 +257,8 @@ fn format_rows(
                     col.dict.value(col.codes.get(row))
                 }
                 Cell::Qi(i) => {
-                    let code = evaluation.groups.codes[class * q + i];
-                    problem.hierarchies()[*i].label(levels[*i] as usize, code, table.column(*c))
+                    let (levels, codes) = recoded.expect("suppressed cells are the marker");
+                    problem.hierarchies()[*i].label(levels[*i] as usize, codes[*i], table.column(*c))
                 }
             };
             record.push(value);
@@ -257,24 +280,24 @@ fn format_rows(
 /// [`SuppressedRecords::KeepSensitive`] the block must have the minimal class size (unless it
 /// is empty) and satisfy every class-based model (ℓ-diversity, t-closeness, …) with the
 /// sensitive values it shows.
-pub fn suppressed_block_holds(
+pub fn suppressed_block_holds<R: Recoding + ?Sized>(
     problem: &Problem,
-    evaluation: &Evaluation,
+    recoding: &R,
     options: &OutputOptions,
 ) -> bool {
     if options.suppressed != SuppressedRecords::KeepSensitive {
         return true;
     }
-    let groups = &evaluation.groups;
+    let base = problem.base_groups();
     let mut count = 0u32;
-    let mut merged: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new(); groups.hists.len()];
-    for (c, &s) in evaluation.suppressed.iter().enumerate() {
-        if !s {
+    let mut merged: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new(); base.hists.len()];
+    for g in 0..base.len() {
+        if recoding.recode(g).is_some() {
             continue;
         }
-        count += groups.counts[c];
-        for (slot, h) in groups.hists.iter().enumerate() {
-            let (values, freqs) = h.get(c);
+        count += base.counts[g];
+        for (slot, h) in base.hists.iter().enumerate() {
+            let (values, freqs) = h.get(g);
             for (&v, &f) in values.iter().zip(freqs) {
                 *merged[slot].entry(v).or_default() += f;
             }

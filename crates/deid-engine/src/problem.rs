@@ -6,6 +6,7 @@
 //! (`super::check`) only has to regroup base groups or earlier results.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::config::{ProblemConfig, QuasiIdentifier};
 use crate::data::Table;
@@ -144,7 +145,10 @@ impl MemoryUsage {
 /// An encoded, validated problem.
 #[derive(Debug)]
 pub struct Problem {
-    table: Table,
+    table: Arc<Table>,
+    /// Records of the problem: the table's rows, or the records of the selected base groups of a
+    /// [restricted](Problem::restrict) problem.
+    n: usize,
     config: ProblemConfig,
     qi_columns: Vec<usize>,
     identifying_columns: Vec<usize>,
@@ -384,17 +388,7 @@ impl Problem {
             .max()
             .unwrap_or(1);
         let max_suppressed = (config.suppression_limit * n as f64).floor() as usize;
-        let all_monotone = config.privacy.iter().all(|m| {
-            let mono = m.monotonicity();
-            mono.generalization && (max_suppressed == 0 || mono.suppression)
-        });
-        let monotonicity = if all_monotone {
-            PrivacyMonotonicity::Full
-        } else if min_class_size > 1 {
-            PrivacyMonotonicity::Partial
-        } else {
-            PrivacyMonotonicity::None
-        };
+        let monotonicity = monotonicity_of(&config.privacy, max_suppressed, min_class_size);
         let weights: Vec<f64> = config.quasi_identifiers.iter().map(|q| q.weight).collect();
         let quality = PreparedQuality::prepare(
             config.quality,
@@ -406,7 +400,8 @@ impl Problem {
             &base.counts,
         );
         Ok(Problem {
-            table,
+            table: Arc::new(table),
+            n,
             config,
             qi_columns,
             identifying_columns,
@@ -432,9 +427,98 @@ impl Problem {
         &self.table
     }
 
-    /// Number of records.
+    /// Number of records (of the selected base groups, for a [restricted](Problem::restrict)
+    /// problem).
     pub fn rows(&self) -> usize {
-        self.table.rows()
+        self.n
+    }
+
+    /// Whether this is a [restricted](Problem::restrict) problem (a subset of the records).
+    pub fn is_restricted(&self) -> bool {
+        self.row_group.len() != self.table.rows()
+    }
+
+    /// The same problem on the records of the base groups with `include[g]` set, with another
+    /// suppression limit (and optionally another gs-factor): one step of local generalization
+    /// (`docs/definitions.md` §3.6). Hierarchies, level bounds, domain shares and the privacy
+    /// models' global distributions (t-closeness, δ-disclosure, β-likeness) stay those of the
+    /// whole table; the quality models' value frequencies are those of the subset. A restricted
+    /// problem has no row index ([`Problem::row_groups`] is empty): its transformations are
+    /// checked and evaluated, while output is written from the whole problem.
+    ///
+    /// # Panics
+    /// If `include` does not have one entry per base group, or the limits are outside [0, 1]
+    /// (callers validate them).
+    pub fn restrict(&self, include: &[bool], suppression_limit: f64, gs_factor: Option<f64>) -> Problem {
+        assert_eq!(include.len(), self.base.len(), "one flag per base group");
+        assert!((0.0..=1.0).contains(&suppression_limit));
+        let q = self.qi_columns.len();
+        let mut base = Groups {
+            hists: vec![Histograms::default(); self.base.hists.len()],
+            ..Groups::default()
+        };
+        for h in &mut base.hists {
+            h.offsets.push(0);
+        }
+        let mut qi_value_counts: Vec<Vec<u32>> =
+            self.qi_value_counts.iter().map(|c| vec![0; c.len()]).collect();
+        let mut n = 0usize;
+        for (g, _) in include.iter().enumerate().filter(|(_, i)| **i) {
+            let codes = &self.base.codes[g * q..(g + 1) * q];
+            let count = self.base.counts[g];
+            base.codes.extend_from_slice(codes);
+            base.counts.push(count);
+            base.reps.push(base.reps.len() as u32);
+            for (i, &c) in codes.iter().enumerate() {
+                qi_value_counts[i][c as usize] += count;
+            }
+            for (slot, h) in self.base.hists.iter().enumerate() {
+                let (values, freqs) = h.get(g);
+                let out = &mut base.hists[slot];
+                out.values.extend_from_slice(values);
+                out.freqs.extend_from_slice(freqs);
+                out.offsets.push(out.values.len() as u32);
+            }
+            n += count as usize;
+        }
+        let mut config = self.config.clone();
+        config.suppression_limit = suppression_limit;
+        if let Some(g) = gs_factor {
+            config.quality.gs_factor = g;
+        }
+        let max_suppressed = (suppression_limit * n as f64).floor() as usize;
+        let monotonicity = monotonicity_of(&config.privacy, max_suppressed, self.min_class_size);
+        let weights: Vec<f64> = config.quasi_identifiers.iter().map(|q| q.weight).collect();
+        let quality = PreparedQuality::prepare(
+            config.quality,
+            n,
+            &weights,
+            &self.hierarchies,
+            &qi_value_counts,
+            &base.codes,
+            &base.counts,
+        );
+        Problem {
+            table: Arc::clone(&self.table),
+            n,
+            config,
+            qi_columns: self.qi_columns.clone(),
+            identifying_columns: self.identifying_columns.clone(),
+            hierarchies: self.hierarchies.clone(),
+            lattice: self.lattice.clone(),
+            base,
+            row_group: Vec::new(),
+            qi_value_counts,
+            slot_columns: self.slot_columns.clone(),
+            domains: self.domains.clone(),
+            sensitive_hierarchies: self.sensitive_hierarchies.clone(),
+            class_models: self.class_models.clone(),
+            sample_models: self.sample_models.clone(),
+            min_class_size: self.min_class_size,
+            max_suppressed,
+            quality,
+            monotonicity,
+        }
     }
 
     /// The configuration the problem was built from. The hierarchy tables of the
@@ -479,7 +563,7 @@ impl Problem {
         &self.base
     }
 
-    /// Base group of every record.
+    /// Base group of every record (empty for a [restricted](Problem::restrict) problem).
     pub fn row_groups(&self) -> &[u32] {
         &self.row_group
     }
@@ -548,6 +632,25 @@ impl Problem {
                     .sum::<usize>(),
             index: self.base.heap_bytes() + vec_bytes(&self.row_group),
         }
+    }
+}
+
+/// Monotonicity of the combined models under a suppression limit of `max_suppressed` records.
+fn monotonicity_of(
+    privacy: &[PrivacyModel],
+    max_suppressed: usize,
+    min_class_size: u32,
+) -> PrivacyMonotonicity {
+    let all_monotone = privacy.iter().all(|m| {
+        let mono = m.monotonicity();
+        mono.generalization && (max_suppressed == 0 || mono.suppression)
+    });
+    if all_monotone {
+        PrivacyMonotonicity::Full
+    } else if min_class_size > 1 {
+        PrivacyMonotonicity::Partial
+    } else {
+        PrivacyMonotonicity::None
     }
 }
 

@@ -75,6 +75,20 @@ impl PreparedSampleModel {
     }
 }
 
+impl PreparedSampleModel {
+    /// Whether the condition holds for published classes of the given sizes.
+    pub(crate) fn holds_for_sizes(&self, sizes: &[u32]) -> bool {
+        let below = self.small_below();
+        let records: u64 = sizes.iter().map(|&s| s as u64).sum();
+        let small: u64 = sizes
+            .iter()
+            .filter(|&&s| s < below)
+            .map(|&s| s as u64)
+            .sum();
+        self.holds(sizes.len() as u64, records, small)
+    }
+}
+
 /// The smallest class size s with 1/s ≤ `highest` (records in smaller classes are at risk).
 pub fn safe_size(highest: f64) -> u32 {
     if highest.is_nan() || highest <= 0.0 {

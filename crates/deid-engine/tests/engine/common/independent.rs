@@ -273,6 +273,19 @@ fn class_ok(
 
 /// Verifies the output: recomputes classes over `qis` and checks every model.
 pub fn verify(out: &Output, qis: &[&str], models: &[Model], suppression_limit: f64) -> Verdict {
+    verify_marked(out, qis, models, suppression_limit, "*")
+}
+
+/// [`verify`] for an output whose suppressed records show `marker` in every quasi-identifier.
+/// With a marker other than `*`, rows whose quasi-identifiers are all `*` form an ordinary
+/// class (e.g. the top of every hierarchy in a step of local generalization).
+pub fn verify_marked(
+    out: &Output,
+    qis: &[&str],
+    models: &[Model],
+    suppression_limit: f64,
+    marker: &str,
+) -> Verdict {
     let n = out.rows.len();
     let qi_cols: Vec<usize> = qis.iter().map(|q| out.col(q)).collect();
     let mut global: HashMap<String, BTreeMap<String, usize>> = HashMap::new();
@@ -300,7 +313,7 @@ pub fn verify(out: &Output, qis: &[&str], models: &[Model], suppression_limit: f
     let mut starred: Vec<&Vec<String>> = Vec::new();
     for r in &out.rows {
         let key: Vec<&str> = qi_cols.iter().map(|&c| r[c].as_str()).collect();
-        if key.iter().all(|v| *v == "*") {
+        if key.iter().all(|v| *v == marker) {
             starred.push(r);
         } else {
             classes.entry(key).or_default().push(r);
@@ -317,7 +330,7 @@ pub fn verify(out: &Output, qis: &[&str], models: &[Model], suppression_limit: f
     }
     // Rows with every quasi-identifier `*` are suppressed records — unless every row is, which is
     // the fully generalized table: then they form one ordinary class.
-    let suppressed = if classes.is_empty() {
+    let suppressed = if classes.is_empty() && marker == "*" {
         for m in models {
             if let Err(e) = class_ok(m, &starred, out, &global, n) {
                 violations.push(format!("the single fully generalized class: {e}"));

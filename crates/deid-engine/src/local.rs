@@ -1,0 +1,421 @@
+//! Local generalization (`docs/definitions.md` §3.6): records of different groups are
+//! generalized differently. As in ARX (and its GigaScience paper), an iterative procedure of
+//! global searches: a first search on all records with the suppression limit 1 − 1/N, then steps
+//! that search again on the records still suppressed — with the same privacy models, judged
+//! against the whole table's distributions — each required to publish at least 1/N of all
+//! records, until nothing is suppressed, a step publishes nothing, N steps ran or the time is up.
+//! The quality model's gs-factor is 0 in every step by default (suppression costs nothing, so
+//! each step publishes what it can keep most precise and leaves the rest to the next step).
+//!
+//! Every step's published classes satisfy the models on their own. Classes of different steps
+//! with equal output labels merge in the output; every supported model is preserved by such a
+//! union (k-anonymity and the distinct/entropy/recursive ℓ-diversity, t-closeness, δ-disclosure
+//! and β-likeness conditions are convex in the class's distribution; average risk and the share
+//! of records at risk are preserved by the mediant inequality). [`local_search`] still checks
+//! the assembled output's classes, as a reader sees them, before returning it.
+
+use std::time::{Duration, Instant};
+
+use crate::cancel::CancelFlag;
+use crate::check::Checker;
+use crate::error::{EngineError, Result};
+use crate::lattice::Levels;
+use crate::output::Recoding;
+use crate::posthoc::OutputClasses;
+use crate::privacy::PrivacyModel;
+use crate::problem::Problem;
+use crate::search::{
+    Algorithm, Improvement, Progress, ProgressObserver, SearchConfig, StopReason, search,
+};
+
+/// Settings of local generalization.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LocalConfig {
+    /// N: at most N steps, each publishing at least 1/N of the records (default 100).
+    pub iterations: u32,
+    /// gs-factor of the quality model in every step (default 0: only generalization counts).
+    pub gs_factor: f64,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        LocalConfig {
+            iterations: 100,
+            gs_factor: 0.0,
+        }
+    }
+}
+
+/// Largest accepted [`LocalConfig::iterations`].
+pub const MAX_LOCAL_ITERATIONS: u32 = 10_000;
+
+impl LocalConfig {
+    /// Checks the settings and that every privacy model of `problem` supports local
+    /// generalization. Errors name `local.iterations`, `local.gs_factor` or `privacy[i]`.
+    pub fn validate(&self, problem: &Problem) -> Result<()> {
+        if !(1..=MAX_LOCAL_ITERATIONS).contains(&self.iterations) {
+            return Err(EngineError::config(
+                "local.iterations",
+                format!(
+                    "expected a number of steps in 1..={MAX_LOCAL_ITERATIONS}, got {}",
+                    self.iterations
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.gs_factor) {
+            return Err(EngineError::config(
+                "local.gs_factor",
+                format!("expected a number in [0, 1], got {}", self.gs_factor),
+            ));
+        }
+        for (i, m) in problem.config().privacy.iter().enumerate() {
+            let supported = matches!(
+                m,
+                PrivacyModel::KAnonymity { .. }
+                    | PrivacyModel::DistinctLDiversity { .. }
+                    | PrivacyModel::EntropyLDiversity { .. }
+                    | PrivacyModel::RecursiveCLDiversity { .. }
+                    | PrivacyModel::TCloseness { .. }
+                    | PrivacyModel::DeltaDisclosure { .. }
+                    | PrivacyModel::BasicBetaLikeness { .. }
+                    | PrivacyModel::EnhancedBetaLikeness { .. }
+                    | PrivacyModel::AverageRisk { .. }
+            );
+            if !supported {
+                return Err(EngineError::config(
+                    format!("privacy[{i}]"),
+                    format!(
+                        "{} does not support local generalization (supported: k-anonymity, \
+                         ℓ-diversity, t-closeness, δ-disclosure, β-likeness, average risk)",
+                        m.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One step of local generalization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalStep {
+    /// Step number (0: the first search, on all records).
+    pub index: usize,
+    /// The transformation of the records this step published.
+    pub levels: Levels,
+    /// Records the step worked on (those still suppressed before it).
+    pub candidates: usize,
+    /// Records it published.
+    pub published: usize,
+    /// The step's suppression limit (share of its candidates).
+    pub suppression_limit: f64,
+    /// The algorithm that ran.
+    pub algorithm: Algorithm,
+    /// Checks of the step's search.
+    pub checks: u64,
+    /// Duration of the step.
+    pub elapsed: Duration,
+    /// Why the step's search ended.
+    pub stop: StopReason,
+    /// True if the step's search proved its transformation optimal for its records.
+    pub optimal_proven: bool,
+}
+
+/// Why local generalization ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalStop {
+    /// Every record is published.
+    Complete,
+    /// The records still suppressed are fewer than the smallest class the models allow, or no
+    /// transformation publishes enough of them.
+    NoProgress,
+    /// N steps ran.
+    Iterations,
+    /// The time limit was reached.
+    TimeLimit,
+    /// The check limit was reached.
+    CheckLimit,
+    /// The cancel flag was set.
+    Cancelled,
+}
+
+impl LocalStop {
+    /// Stable name (`complete`, `no-progress`, `iterations`, `time-limit`, `check-limit`,
+    /// `cancelled`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalStop::Complete => "complete",
+            LocalStop::NoProgress => "no-progress",
+            LocalStop::Iterations => "iterations",
+            LocalStop::TimeLimit => "time-limit",
+            LocalStop::CheckLimit => "check-limit",
+            LocalStop::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The result of local generalization: a transformation per step and which records each step
+/// published. Implements [`Recoding`] for output and post-hoc quality.
+#[derive(Debug, Clone)]
+pub struct LocalOutcome {
+    /// The steps that published records, in order.
+    pub steps: Vec<LocalStep>,
+    /// Records no step published (suppressed in the output).
+    pub suppressed: usize,
+    /// Why it ended.
+    pub stop: LocalStop,
+    /// Checks of all steps.
+    pub checks: u64,
+    /// Total time.
+    pub elapsed: Duration,
+    /// Step of every base group (`u32::MAX`: suppressed).
+    step_of_base: Vec<u32>,
+    /// Generalized codes of every base group (`q` per group; meaningless if suppressed).
+    codes: Vec<u32>,
+    q: usize,
+}
+
+impl LocalOutcome {
+    /// True if some step published records.
+    pub fn has_solution(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    /// Step that published base group `g` (`None`: suppressed).
+    pub fn step_of(&self, g: usize) -> Option<usize> {
+        let s = self.step_of_base[g];
+        (s != u32::MAX).then_some(s as usize)
+    }
+}
+
+impl Recoding for LocalOutcome {
+    fn recode(&self, g: usize) -> Option<(&[u8], &[u32])> {
+        let s = self.step_of(g)?;
+        Some((
+            &self.steps[s].levels,
+            &self.codes[g * self.q..(g + 1) * self.q],
+        ))
+    }
+}
+
+/// Receives what happens during local generalization.
+pub trait LocalObserver: Sync {
+    /// A progress snapshot of step `step` (checks and time count from the start of the whole
+    /// procedure).
+    fn progress(&self, step: usize, progress: &Progress) {
+        let _ = (step, progress);
+    }
+
+    /// A better transformation for the records of step `step`.
+    fn step_improved(&self, step: usize, improvement: &Improvement) {
+        let _ = (step, improvement);
+    }
+
+    /// Step `step.index` finished and published `step.published` records.
+    fn step_done(&self, step: &LocalStep, suppressed_left: usize) {
+        let _ = (step, suppressed_left);
+    }
+}
+
+/// Forwards a step's search events with the procedure's clock and check count.
+struct StepObserver<'a> {
+    inner: &'a dyn LocalObserver,
+    step: usize,
+    checks_before: u64,
+    start: Instant,
+}
+
+impl ProgressObserver for StepObserver<'_> {
+    fn progress(&self, progress: &Progress) {
+        let mut p = progress.clone();
+        p.checks += self.checks_before;
+        p.elapsed = self.start.elapsed();
+        self.inner.progress(self.step, &p);
+    }
+
+    fn improved(&self, improvement: &Improvement) {
+        let mut i = improvement.clone();
+        i.checks += self.checks_before;
+        i.found_at = self.start.elapsed();
+        self.inner.step_improved(self.step, &i);
+    }
+}
+
+/// Runs local generalization on `problem` (the whole problem) with the search settings `search`
+/// (algorithm, seed, threads; the time and check limits cover all steps and are shared out
+/// among the steps still possible). Deterministic for a given seed when limited by checks.
+///
+/// Errors: invalid settings ([`LocalConfig::validate`], [`search`]); an internal error if the
+/// assembled output's classes did not satisfy the models (never expected: a safety net).
+pub fn local_search(
+    problem: &Problem,
+    local: &LocalConfig,
+    search_config: &SearchConfig,
+    cancel: &CancelFlag,
+    observer: &dyn LocalObserver,
+) -> Result<LocalOutcome> {
+    local.validate(problem)?;
+    let start = Instant::now();
+    let base = problem.base_groups();
+    let q = problem.qi_columns().len();
+    let n = problem.rows();
+    let r = 1.0 / local.iterations as f64;
+    let mut step_of_base = vec![u32::MAX; base.len()];
+    let mut codes = vec![0u32; base.len() * q];
+    let mut remaining: Vec<bool> = vec![true; base.len()];
+    let mut left = n;
+    let mut steps: Vec<LocalStep> = Vec::new();
+    let mut checks = 0u64;
+    let mut stop = LocalStop::Iterations;
+    for step in 0..local.iterations as usize {
+        if left == 0 {
+            stop = LocalStop::Complete;
+            break;
+        }
+        if left < problem.min_class_size() as usize {
+            stop = LocalStop::NoProgress;
+            break;
+        }
+        if cancel.is_cancelled() {
+            stop = LocalStop::Cancelled;
+            break;
+        }
+        // Steps still possible: each publishes ≥ n/N records.
+        let possible = (local.iterations as usize - step)
+            .min(((left as f64) / (r * n as f64)).ceil().max(1.0) as usize);
+        let Some(time) = search_config.time_limit.checked_sub(start.elapsed()) else {
+            stop = LocalStop::TimeLimit;
+            break;
+        };
+        let mut config = search_config.clone();
+        config.time_limit = (time / possible as u32).max(Duration::from_millis(1));
+        if let Some(limit) = search_config.check_limit {
+            let Some(left_checks) = limit.checked_sub(checks).filter(|c| *c > 0) else {
+                stop = LocalStop::CheckLimit;
+                break;
+            };
+            config.check_limit = Some((left_checks / possible as u64).max(1));
+        }
+        let suppression_limit = if step == 0 {
+            1.0 - r
+        } else {
+            1.0 - (r * n as f64 / left as f64).clamp(0.0, 1.0)
+        };
+        let sub = problem.restrict(&remaining, suppression_limit, Some(local.gs_factor));
+        let members: Vec<usize> = (0..base.len()).filter(|&g| remaining[g]).collect();
+        let step_observer = StepObserver {
+            inner: observer,
+            step,
+            checks_before: checks,
+            start,
+        };
+        let outcome = search(&sub, &config, cancel, &step_observer)?;
+        checks += outcome.checks;
+        let Some(best) = outcome.best else {
+            stop = match outcome.stop {
+                StopReason::Cancelled => LocalStop::Cancelled,
+                StopReason::TimeLimit => LocalStop::TimeLimit,
+                StopReason::CheckLimit => LocalStop::CheckLimit,
+                StopReason::Completed => LocalStop::NoProgress,
+            };
+            break;
+        };
+        let eval = Checker::new(&sub).evaluate(&best.levels);
+        let mut published = 0usize;
+        for (j, &g) in members.iter().enumerate() {
+            let class = eval.class_of_base[j] as usize;
+            if eval.suppressed[class] {
+                continue;
+            }
+            step_of_base[g] = steps.len() as u32;
+            codes[g * q..(g + 1) * q].copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
+            remaining[g] = false;
+            published += base.counts[g] as usize;
+        }
+        if published == 0 {
+            stop = LocalStop::NoProgress;
+            break;
+        }
+        left -= published;
+        let done = LocalStep {
+            index: steps.len(),
+            levels: best.levels,
+            candidates: sub.rows(),
+            published,
+            suppression_limit,
+            algorithm: outcome.algorithm,
+            checks: outcome.checks,
+            elapsed: outcome.elapsed,
+            stop: outcome.stop,
+            optimal_proven: outcome.optimal_proven,
+        };
+        observer.step_done(&done, left);
+        steps.push(done);
+        if left == 0 {
+            stop = LocalStop::Complete;
+        }
+    }
+    let outcome = LocalOutcome {
+        steps,
+        suppressed: left,
+        stop,
+        checks,
+        elapsed: start.elapsed(),
+        step_of_base,
+        codes,
+        q,
+    };
+    verify_output(problem, &outcome)?;
+    Ok(outcome)
+}
+
+/// Checks the classes of the assembled output, as a reader sees them (equal labels), against
+/// the minimal class size, the class-based models and the sample-based models.
+fn verify_output(problem: &Problem, outcome: &LocalOutcome) -> Result<()> {
+    let classes = OutputClasses::of(problem, outcome);
+    let base = problem.base_groups();
+    let slots = base.hists.len();
+    // Merge the base groups' histograms per output class.
+    let mut hists: Vec<Vec<std::collections::BTreeMap<u32, u32>>> =
+        vec![vec![std::collections::BTreeMap::new(); slots]; classes.counts.len()];
+    for g in 0..base.len() {
+        let c = classes.class_of_base[g];
+        if c == u32::MAX {
+            continue;
+        }
+        for (slot, h) in base.hists.iter().enumerate() {
+            let (values, freqs) = h.get(g);
+            for (&v, &f) in values.iter().zip(freqs) {
+                *hists[c as usize][slot].entry(v).or_default() += f;
+            }
+        }
+    }
+    let fail = |what: String| {
+        Err(EngineError::Internal(format!(
+            "local generalization assembled an output that does not satisfy the privacy models \
+             ({what}); nothing was written"
+        )))
+    };
+    for (c, &count) in classes.counts.iter().enumerate() {
+        if count < problem.min_class_size() {
+            return fail(format!("a class of {count} records"));
+        }
+        let columns: Vec<(Vec<u32>, Vec<u32>)> = hists[c]
+            .iter()
+            .map(|m| (m.keys().copied().collect(), m.values().copied().collect()))
+            .collect();
+        let view: Vec<(&[u32], &[u32])> = columns
+            .iter()
+            .map(|(v, f)| (v.as_slice(), f.as_slice()))
+            .collect();
+        if !problem.class_models.iter().all(|m| m.holds(count, &view)) {
+            return fail(format!("a class of {count} records"));
+        }
+    }
+    for m in &problem.sample_models {
+        if !m.holds_for_sizes(&classes.counts) {
+            return fail("the distribution of class sizes".to_string());
+        }
+    }
+    Ok(())
+}
