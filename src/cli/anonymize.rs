@@ -12,13 +12,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::job::hierarchy::delimiter_byte;
-use crate::job::report::{
-    DEFAULT_RISK_THRESHOLD, SearchReport, SuppressionReport, Timings, peak_memory_bytes,
-};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings, peak_memory_bytes};
+use crate::job::run::anonymize;
 use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
-use deid_engine::{
-    Algorithm, CancelFlag, Checker, Improvement, NoObserver, Progress, ProgressObserver, search,
-};
+use deid_engine::{Algorithm, CancelFlag, Improvement, NoObserver, Progress, ProgressObserver};
 
 /// Flags of `deid anonymize`.
 #[derive(Debug, Args)]
@@ -41,6 +38,13 @@ pub struct AnonymizeArgs {
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Local generalization with at most N steps, each publishing ≥ 1/N of the records
+    /// (the specification's `local.iterations`; 100 is ARX's default).
+    #[arg(long, value_name = "N")]
+    pub local_iterations: Option<u32>,
+    /// Local generalization: the quality model's gs-factor in every step (default 0).
+    #[arg(long, value_name = "G", requires = "local_iterations")]
+    pub local_gs_factor: Option<f64>,
     /// Genetic algorithm: generations (the stop with `--stop-after-iterations`, else the
     /// stagnation window before re-seeding).
     #[arg(long)]
@@ -164,6 +168,12 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     spec.check_limit = args.check_limit.or(spec.check_limit);
     spec.seed = args.seed.or(spec.seed);
     spec.threads = args.threads.or(spec.threads);
+    if args.local_iterations.is_some() || args.local_gs_factor.is_some() {
+        let mut local = spec.local.unwrap_or_default();
+        local.iterations = args.local_iterations.or(local.iterations);
+        local.gs_factor = args.local_gs_factor.or(local.gs_factor);
+        spec.local = Some(local);
+    }
     let mut g: GeneticSpec = spec.genetic.unwrap_or_default();
     g.iterations = args.iterations.or(g.iterations);
     if args.stop_after_iterations {
@@ -190,50 +200,50 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         Some(bar) => bar,
         None => &NoObserver,
     };
-    let outcome = search(&problem, &config, &cancel, observer);
+    let result = anonymize(&problem, spec.local_config(), &config, &cancel, observer);
     if let Some(bar) = &bar {
         bar.finish();
     }
-    let outcome = outcome?;
+    let result = result?;
     let output_started = Instant::now();
-    let eval = outcome
-        .best
-        .as_ref()
-        .map(|b| Checker::new(&problem).evaluate(&b.levels));
     let options = spec.output_options();
     let mut written = None;
-    if let (Some(path), Some(eval)) = (&args.output, &eval) {
+    if let (Some(path), Some(recoding)) = (&args.output, result.recoding()) {
         let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
         let mut w = BufWriter::new(f);
         written = Some(deid_engine::output::write_csv(
-            &problem, eval, &mut w, d, &options,
+            &problem, recoding, &mut w, d, &options,
         )?);
         w.flush()?;
     }
-    let mut report = SearchReport::new(
+    let mut report = result.report(
         &problem,
-        &outcome,
-        eval.as_ref(),
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
-    if let Some(eval) = &eval {
-        report.set_suppression(SuppressionReport::new(&problem, eval, &options, written));
+    if let Some(recoding) = result.recoding() {
+        report.set_suppression(SuppressionReport::new(
+            &problem,
+            recoding,
+            result.suppressed(),
+            &options,
+            written,
+        ));
     }
+    let summary = result.summary();
     report.timings = Some(Timings {
         load_ms: load.as_secs_f64() * 1e3,
-        search_ms: outcome.elapsed.as_secs_f64() * 1e3,
+        search_ms: summary.elapsed.as_secs_f64() * 1e3,
         output_ms: output_started.elapsed().as_secs_f64() * 1e3,
         peak_memory_bytes: peak_memory_bytes(),
     });
     write_report(args.report.as_deref(), &report.to_json())?;
-    if eval.is_none() {
+    if !summary.found {
         return Err(super::Exit {
             code: super::exit::NO_SOLUTION,
             message: format!(
                 "no transformation satisfies the privacy models within the limits ({} checks, stopped: {})",
-                outcome.checks,
-                outcome.stop.name()
+                summary.checks, summary.stop
             ),
         }
         .into());

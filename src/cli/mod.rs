@@ -426,7 +426,13 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
         &eval,
         spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
     );
-    report.suppression = Some(SuppressionReport::new(&problem, &eval, &options, written));
+    report.suppression = Some(SuppressionReport::new(
+        &problem,
+        &eval,
+        eval.result.suppressed,
+        &options,
+        written,
+    ));
     write_report(args.report.as_deref(), &report.to_json())?;
     if !anonymous {
         let csv = match (&args.output, written) {

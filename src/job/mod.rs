@@ -9,6 +9,7 @@
 //!   the service's validation before a job is queued;
 //! - [`progress`]: the one progress type from the engine's reports to the client;
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
+//! - [`run`]: one global search or local generalization, for the command line and the worker;
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
@@ -22,5 +23,6 @@ pub mod id;
 pub mod problem;
 pub mod progress;
 pub mod report;
+pub mod run;
 pub mod spec;
 pub mod view;

@@ -28,6 +28,9 @@ pub fn build_problem(
     spec.output_options()
         .validate(&problem)
         .map_err(SpecError::from)?;
+    if let Some(local) = spec.local_config() {
+        local.validate(&problem).map_err(SpecError::from)?;
+    }
     Ok(problem)
 }
 
@@ -171,6 +174,11 @@ pub fn validate_service_job(
         resolve(Frontend::Service, kept.then_some(&table), c, s, duplicates)
     })?;
     check_distinct_values(&models, facts)?;
+    if let Some(local) = spec.local_config() {
+        local.validate_settings().map_err(SpecError::from)?;
+        deid_engine::local::LocalConfig::validate_models(&config.privacy)
+            .map_err(SpecError::from)?;
+    }
     if !complete {
         return Ok(search);
     }

@@ -99,6 +99,10 @@ pub struct BestView {
     /// before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
+    /// The step of local generalization whose records it transforms (absent for a global
+    /// search; its score and suppressed records are those of the step's records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
 }
 
 impl BestView {
@@ -112,6 +116,7 @@ impl BestView {
             elapsed_ms: best.found_at.as_millis() as u64,
             checks: best.checks,
             strategy: Some(best.strategy.name().to_string()),
+            step: best.step,
         }
     }
 }

@@ -13,6 +13,10 @@ use deid_engine::Problem;
 use deid_engine::SearchOutcome;
 use deid_engine::check::Evaluation;
 use deid_engine::hierarchy::list_duplicates;
+use deid_engine::local::LocalOutcome;
+use deid_engine::output::Recoding;
+use deid_engine::posthoc::{OutputClasses, OutputQuality, output_quality};
+use deid_engine::quality::QualityModel;
 use deid_engine::risk::RiskReport;
 
 use super::id::{DatasetId, JobId};
@@ -111,6 +115,9 @@ pub struct EvaluationReport {
     /// How the suppressed records were written, once the output is known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppression: Option<SuppressionReport>,
+    /// Quality measured on the output's records (post-hoc measures, comparable between global
+    /// and local outputs; `docs/definitions.md` §3.7).
+    pub output_quality: OutputQuality,
 }
 
 /// What the output shows of the suppressed records.
@@ -128,16 +135,18 @@ pub struct SuppressionReport {
 }
 
 impl SuppressionReport {
-    /// The report of an output written with `options` (`written`: what was written, if it was).
-    pub fn new(
+    /// The report of an output (`recoding`, suppressing `suppressed` records) written with
+    /// `options` (`written`: what was written, if it was).
+    pub fn new<R: Recoding + ?Sized>(
         problem: &Problem,
-        eval: &Evaluation,
+        recoding: &R,
+        suppressed: usize,
         options: &deid_engine::output::OutputOptions,
         written: Option<deid_engine::output::Written>,
     ) -> SuppressionReport {
         let removed = match (options.suppressed, written) {
             (_, Some(w)) => w.removed,
-            (deid_engine::output::SuppressedRecords::Remove, None) => eval.result.suppressed,
+            (deid_engine::output::SuppressedRecords::Remove, None) => suppressed,
             _ => 0,
         };
         SuppressionReport {
@@ -145,7 +154,7 @@ impl SuppressionReport {
             marker: options.marker.clone(),
             removed_rows: removed,
             block_satisfies_models: deid_engine::output::suppressed_block_holds(
-                problem, eval, options,
+                problem, recoding, options,
             ),
         }
     }
@@ -186,6 +195,82 @@ impl EvaluationReport {
             },
             warnings: problem_warnings(problem),
             suppression: None,
+            output_quality: output_quality(problem, eval),
+        }
+    }
+
+    /// The report of the mixed output of local generalization (at least one step). Its
+    /// `transformation` is the first step's (every step is in [`SearchReport::local`]); `score`,
+    /// `utility`, `quality` and `per_attribute` are the post-hoc measures (for the configured
+    /// model: the post-hoc measure of the same kind, granularity where there is none; the score
+    /// is its loss); the output's risks are those of its classes as a reader sees them.
+    pub fn local(
+        problem: &Problem,
+        outcome: &LocalOutcome,
+        risk_threshold: f64,
+    ) -> EvaluationReport {
+        let measured = output_quality(problem, outcome);
+        let classes = OutputClasses::of(problem, outcome);
+        let configured = match problem.quality_config().model {
+            QualityModel::Precision => &measured.generalization_intensity,
+            QualityModel::Entropy | QualityModel::NormalizedEntropy => {
+                &measured.non_uniform_entropy
+            }
+            QualityModel::Discernibility | QualityModel::DiscernibilityStar => {
+                &measured.discernibility
+            }
+            QualityModel::Aecs => &measured.aecs,
+            QualityModel::Ambiguity => &measured.ambiguity,
+            _ => &measured.granularity,
+        };
+        let posthoc = |m: &deid_engine::posthoc::Measure| ModelQuality {
+            score: m.loss,
+            utility: m.quality,
+        };
+        let first = &outcome.steps[0];
+        EvaluationReport {
+            anonymous: true,
+            transformation: transformation_json(problem, &first.levels),
+            suppressed_rows: outcome.suppressed,
+            rows: problem.rows(),
+            classes: measured.classes,
+            quality_model: problem.quality_config().model.name(),
+            score: configured.loss,
+            lower_bound: configured.loss,
+            quality: [
+                ("granularity", posthoc(&measured.granularity)),
+                (
+                    "generalization-intensity",
+                    posthoc(&measured.generalization_intensity),
+                ),
+                (
+                    "non-uniform-entropy",
+                    posthoc(&measured.non_uniform_entropy),
+                ),
+                ("discernibility", posthoc(&measured.discernibility)),
+                ("aecs", posthoc(&measured.aecs)),
+                ("ambiguity", posthoc(&measured.ambiguity)),
+            ]
+            .into_iter()
+            .collect(),
+            per_attribute: problem
+                .quasi_identifiers()
+                .iter()
+                .zip(measured.granularity.attributes.iter().flatten())
+                .map(|(q, v)| (q.column.clone(), *v))
+                .collect(),
+            utility: configured.quality,
+            risk: Risks {
+                input: RiskReport::input(problem, risk_threshold),
+                output: Some(RiskReport::from_class_sizes(
+                    classes.counts.iter().copied(),
+                    outcome.suppressed,
+                    risk_threshold,
+                )),
+            },
+            warnings: problem_warnings(problem),
+            suppression: None,
+            output_quality: measured,
         }
     }
 
@@ -212,6 +297,25 @@ pub struct TraceEntry {
     pub levels: Vec<u8>,
     /// The algorithm that found it (for `auto`: the portfolio member).
     pub strategy: &'static str,
+    /// The step of local generalization it belongs to (absent for a global search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+}
+
+impl TraceEntry {
+    /// The entry of an improvement.
+    pub fn from_improvement(i: &deid_engine::Improvement) -> TraceEntry {
+        TraceEntry {
+            time_ms: i.found_at.as_secs_f64() * 1e3,
+            score: i.score,
+            utility: i.utility,
+            suppressed_rows: i.suppressed,
+            checks: i.checks,
+            levels: i.levels.clone(),
+            strategy: i.strategy.name(),
+            step: i.step,
+        }
+    }
 }
 
 /// What a report says when the search found no anonymous transformation.
@@ -283,6 +387,49 @@ pub struct SearchReport {
     /// Where the time went (and the memory peak), when the caller measured it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timings: Option<Timings>,
+    /// The steps of local generalization (absent for a global search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalReport>,
+}
+
+/// What local generalization did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LocalReport {
+    /// The setting N (at most N steps, each publishing ≥ 1/N of the records).
+    pub iterations: u32,
+    /// The gs-factor of every step.
+    pub gs_factor: f64,
+    /// Records no step published (suppressed in the output).
+    pub suppressed_rows: usize,
+    /// The steps that published records, in order.
+    pub steps: Vec<LocalStepReport>,
+}
+
+/// One step of local generalization.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LocalStepReport {
+    /// Step number (0: the search on all records).
+    pub step: usize,
+    /// Column → level of the records it published.
+    pub transformation: Value,
+    /// The same levels in the order of the quasi-identifiers.
+    pub levels: Vec<u8>,
+    /// Records it worked on (those still suppressed before it).
+    pub candidate_rows: usize,
+    /// Records it published.
+    pub published_rows: usize,
+    /// Its suppression limit (share of its candidates).
+    pub suppression_limit: f64,
+    /// The algorithm that ran.
+    pub algorithm: &'static str,
+    /// Its checks.
+    pub checks: u64,
+    /// Its duration.
+    pub elapsed_ms: f64,
+    /// Why its search ended.
+    pub stop: &'static str,
+    /// Whether its transformation is proven optimal for its records.
+    pub optimal_proven: bool,
 }
 
 /// Time spent per stage of a run and the process's memory peak (`deid anonymize`; jobs report
@@ -355,19 +502,77 @@ impl SearchReport {
             trace: outcome
                 .trace
                 .iter()
-                .map(|i| TraceEntry {
-                    time_ms: i.found_at.as_secs_f64() * 1e3,
-                    score: i.score,
-                    utility: i.utility,
-                    suppressed_rows: i.suppressed,
-                    checks: i.checks,
-                    levels: i.levels.clone(),
-                    strategy: i.strategy.name(),
-                })
+                .map(TraceEntry::from_improvement)
                 .collect(),
             job: None,
             warnings: problem_warnings(problem),
             timings: None,
+            local: None,
+        }
+    }
+
+    /// The report of local generalization: `trace` holds every step's improvements (the
+    /// caller's, in order, with their step), `local` the steps.
+    pub fn local(
+        problem: &Problem,
+        outcome: &LocalOutcome,
+        settings: &deid_engine::local::LocalConfig,
+        trace: Vec<TraceEntry>,
+        risk_threshold: f64,
+    ) -> SearchReport {
+        let verdict = if outcome.has_solution() {
+            let mut report = EvaluationReport::local(problem, outcome, risk_threshold);
+            report.warnings.clear();
+            Verdict::Best(Box::new(report))
+        } else {
+            Verdict::None(NoSolution {
+                anonymous: false,
+                transformation: None,
+                rows: problem.rows(),
+                risk: Risks {
+                    input: RiskReport::input(problem, risk_threshold),
+                    output: None,
+                },
+            })
+        };
+        let first = outcome.steps.first();
+        SearchReport {
+            verdict,
+            algorithm: first.map_or("auto", |s| s.algorithm.name()),
+            levels: first.map(|s| s.levels.clone()),
+            checks: outcome.checks,
+            expansions: outcome.steps.iter().map(|s| s.expansions).sum(),
+            elapsed_ms: outcome.elapsed.as_secs_f64() * 1e3,
+            best_found_ms: None,
+            optimal_proven: false,
+            stop: outcome.stop.name(),
+            solution_space: problem.lattice().size_string(),
+            trace,
+            job: None,
+            warnings: problem_warnings(problem),
+            timings: None,
+            local: Some(LocalReport {
+                iterations: settings.iterations,
+                gs_factor: settings.gs_factor,
+                suppressed_rows: outcome.suppressed,
+                steps: outcome
+                    .steps
+                    .iter()
+                    .map(|s| LocalStepReport {
+                        step: s.index,
+                        transformation: transformation_json(problem, &s.levels),
+                        levels: s.levels.clone(),
+                        candidate_rows: s.candidates,
+                        published_rows: s.published,
+                        suppression_limit: s.suppression_limit,
+                        algorithm: s.algorithm.name(),
+                        checks: s.checks,
+                        elapsed_ms: s.elapsed.as_secs_f64() * 1e3,
+                        stop: s.stop.name(),
+                        optimal_proven: s.optimal_proven,
+                    })
+                    .collect(),
+            }),
         }
     }
 

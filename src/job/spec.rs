@@ -359,6 +359,36 @@ pub struct JobSpec {
     /// sensitive column.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suppression_marker: Option<String>,
+    /// Local generalization (a transformation per group of records) instead of one global
+    /// transformation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalSpec>,
+}
+
+/// The `local` setting of a job specification: local generalization with at most `iterations`
+/// steps (each publishing ≥ 1/iterations of the records); unset fields keep the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSpec {
+    /// N: at most N steps, each publishing at least 1/N of the records (1 to 10,000; default
+    /// 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// The quality model's gs-factor in every step (default 0: suppression is free, so each
+    /// step publishes what it can keep most precise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gs_factor: Option<f64>,
+}
+
+impl LocalSpec {
+    /// The engine's settings.
+    pub fn config(&self) -> deid_engine::local::LocalConfig {
+        let d = deid_engine::local::LocalConfig::default();
+        deid_engine::local::LocalConfig {
+            iterations: self.iterations.unwrap_or(d.iterations),
+            gs_factor: self.gs_factor.unwrap_or(d.gs_factor),
+        }
+    }
 }
 
 /// The `suppressed` setting of a job specification.
@@ -374,6 +404,11 @@ pub enum SuppressedSpec {
 }
 
 impl JobSpec {
+    /// Local generalization's settings, if it is asked for.
+    pub fn local_config(&self) -> Option<deid_engine::local::LocalConfig> {
+        self.local.as_ref().map(LocalSpec::config)
+    }
+
     /// How the output writes suppressed records.
     pub fn output_options(&self) -> deid_engine::output::OutputOptions {
         use deid_engine::output::{OutputOptions, SuppressedRecords};

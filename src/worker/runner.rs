@@ -36,15 +36,14 @@ use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
 use crate::job::problem::{build_problem, search_error};
 use crate::job::progress::JobPhase;
-use crate::job::report::{
-    DEFAULT_RISK_THRESHOLD, JobInfo, SearchReport, SuppressionReport, Timings,
-};
+use crate::job::report::{DEFAULT_RISK_THRESHOLD, JobInfo, SuppressionReport, Timings};
+use crate::job::run::{Summary, anonymize};
 use crate::job::spec::{JobSpec, SearchLimits};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
-use deid_engine::search::{SearchConfig, SearchOutcome};
-use deid_engine::{Checker, CsvOptions, Table, search};
+use deid_engine::search::SearchConfig;
+use deid_engine::{CsvOptions, Table};
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]
@@ -91,7 +90,7 @@ pub struct Runner {
 enum Processed {
     /// The search ended (completed, limits or user cancel) and the result was written.
     Finished {
-        outcome: SearchOutcome,
+        summary: Summary,
         report: Option<String>,
         chunks: Option<i64>,
     },
@@ -386,10 +385,10 @@ impl Runner {
         let _ = beat.await;
 
         let mut progress = live.progress();
-        if let Ok(Processed::Finished { outcome, .. }) = &result {
-            progress.counters.checks = outcome.checks;
-            progress.counters.elapsed_ms = outcome.elapsed.as_millis() as u64;
-            if outcome.optimal_proven {
+        if let Ok(Processed::Finished { summary, .. }) = &result {
+            progress.counters.checks = summary.checks;
+            progress.counters.elapsed_ms = summary.elapsed.as_millis() as u64;
+            if summary.optimal_proven {
                 progress.counters.explored_share = 1.0;
             }
         }
@@ -454,7 +453,7 @@ impl Runner {
             }
             (
                 Ok(Processed::Finished {
-                    outcome,
+                    summary,
                     report,
                     chunks,
                 }),
@@ -462,7 +461,7 @@ impl Runner {
             ) => {
                 if cause == StopCause::User {
                     (JobStatus::Cancelled, report.as_deref(), *chunks, None)
-                } else if outcome.best.is_some() {
+                } else if summary.found {
                     (JobStatus::Succeeded, report.as_deref(), *chunks, None)
                 } else {
                     let f = Failure {
@@ -470,10 +469,9 @@ impl Runner {
                         message: format!(
                             "no transformation satisfies the privacy models within the suppression limit \
                              (search {}, {} checks)",
-                            outcome.stop.name(),
-                            outcome.checks
+                            summary.stop, summary.checks
                         ),
-                        details: serde_json::json!({"stop": outcome.stop.name(), "optimal_proven": outcome.optimal_proven}),
+                        details: serde_json::json!({"stop": summary.stop, "optimal_proven": summary.optimal_proven}),
                         retryable: false,
                     };
                     (
@@ -604,8 +602,9 @@ impl EngineJob {
         let load = started.elapsed();
         // 3. The search.
         let live = &self.live;
-        let outcome = search(
+        let result = anonymize(
             &problem,
+            self.spec.local_config(),
             &self.settings,
             &live.cancel,
             &live.observer(&problem),
@@ -614,22 +613,19 @@ impl EngineJob {
         if matches!(live.cause(), StopCause::Shutdown | StopCause::LeaseLost) {
             return Ok(Processed::Aborted);
         }
-        // 4. Report and anonymized CSV of the best transformation.
-        let Some(best) = &outcome.best else {
+        let summary = result.summary();
+        // 4. Report and anonymized CSV of the result.
+        let Some(recoding) = result.recoding() else {
             return Ok(Processed::Finished {
-                outcome,
+                summary,
                 report: None,
                 chunks: None,
             });
         };
         live.set_phase(JobPhase::Writing);
         let output_started = std::time::Instant::now();
-        let checker = Checker::new(&problem);
-        let eval = checker.evaluate(&best.levels);
-        let mut report = SearchReport::new(
+        let mut report = result.report(
             &problem,
-            &outcome,
-            Some(&eval),
             self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
         );
         report.job = Some(JobInfo {
@@ -645,12 +641,13 @@ impl EngineJob {
         );
         let options = self.spec.output_options();
         let written =
-            deid_engine::output::write_csv(&problem, &eval, &mut writer, delimiter, &options)
+            deid_engine::output::write_csv(&problem, recoding, &mut writer, delimiter, &options)
                 .map_err(|e| e.to_string())
                 .and_then(|w| {
                     report.set_suppression(SuppressionReport::new(
                         &problem,
-                        &eval,
+                        recoding,
+                        result.suppressed(),
                         &options,
                         Some(w),
                     ));
@@ -665,13 +662,13 @@ impl EngineJob {
         };
         report.timings = Some(Timings {
             load_ms: load.as_secs_f64() * 1e3,
-            search_ms: outcome.elapsed.as_secs_f64() * 1e3,
+            search_ms: summary.elapsed.as_secs_f64() * 1e3,
             output_ms: output_started.elapsed().as_secs_f64() * 1e3,
             // The server's memory is shared by every job; its peak says nothing about this one.
             peak_memory_bytes: None,
         });
         Ok(Processed::Finished {
-            outcome,
+            summary,
             report: Some(report.to_json().to_string()),
             chunks: Some(chunks),
         })

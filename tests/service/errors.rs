@@ -297,6 +297,34 @@ async fn job_spec_errors() {
         "suppressed",
     )
     .await;
+    // Local generalization: its settings and the models it supports.
+    field_error(
+        with(&|s| s["local"] = json!({"iterations": 0})),
+        "invalid_spec",
+        "local.iterations",
+    )
+    .await;
+    field_error(
+        with(&|s| s["local"] = json!({"gs_factor": 2})),
+        "invalid_spec",
+        "local.gs_factor",
+    )
+    .await;
+    field_error(
+        with(&|s| s["local"] = json!({"steps": 3})),
+        "invalid_spec",
+        "local.steps",
+    )
+    .await;
+    field_error(
+        with(&|s| {
+            s["local"] = json!({});
+            s["privacy"] = json!(["k-anonymity(k=2)", "sample-uniqueness(threshold=0.1)"]);
+        }),
+        "invalid_spec",
+        "privacy[1]",
+    )
+    .await;
     field_error(
         with(&|s| s["dataset_id"] = json!("nope")),
         "invalid_spec",

@@ -53,6 +53,12 @@ impl LocalConfig {
     /// Checks the settings and that every privacy model of `problem` supports local
     /// generalization. Errors name `local.iterations`, `local.gs_factor` or `privacy[i]`.
     pub fn validate(&self, problem: &Problem) -> Result<()> {
+        self.validate_settings()?;
+        Self::validate_models(&problem.config().privacy)
+    }
+
+    /// Checks `iterations` and `gs_factor` (errors name `local.iterations`, `local.gs_factor`).
+    pub fn validate_settings(&self) -> Result<()> {
         if !(1..=MAX_LOCAL_ITERATIONS).contains(&self.iterations) {
             return Err(EngineError::config(
                 "local.iterations",
@@ -68,7 +74,12 @@ impl LocalConfig {
                 format!("expected a number in [0, 1], got {}", self.gs_factor),
             ));
         }
-        for (i, m) in problem.config().privacy.iter().enumerate() {
+        Ok(())
+    }
+
+    /// Checks that every model supports local generalization (errors name `privacy[i]`).
+    pub fn validate_models(privacy: &[PrivacyModel]) -> Result<()> {
+        for (i, m) in privacy.iter().enumerate() {
             let supported = matches!(
                 m,
                 PrivacyModel::KAnonymity { .. }
@@ -113,6 +124,8 @@ pub struct LocalStep {
     pub algorithm: Algorithm,
     /// Checks of the step's search.
     pub checks: u64,
+    /// Expansions of the step's search.
+    pub expansions: u64,
     /// Duration of the step.
     pub elapsed: Duration,
     /// Why the step's search ended.
@@ -217,6 +230,20 @@ pub trait LocalObserver: Sync {
     }
 }
 
+/// A [`LocalObserver`] that passes progress and every step's improvements (with
+/// [`Improvement::step`] set) to a [`ProgressObserver`].
+pub struct Forward<'a>(pub &'a dyn ProgressObserver);
+
+impl LocalObserver for Forward<'_> {
+    fn progress(&self, _step: usize, progress: &Progress) {
+        self.0.progress(progress);
+    }
+
+    fn step_improved(&self, _step: usize, improvement: &Improvement) {
+        self.0.improved(improvement);
+    }
+}
+
 /// Forwards a step's search events with the procedure's clock and check count.
 struct StepObserver<'a> {
     inner: &'a dyn LocalObserver,
@@ -237,6 +264,7 @@ impl ProgressObserver for StepObserver<'_> {
         let mut i = improvement.clone();
         i.checks += self.checks_before;
         i.found_at = self.start.elapsed();
+        i.step = Some(self.step);
         self.inner.step_improved(self.step, &i);
     }
 }
@@ -328,7 +356,8 @@ pub fn local_search(
                 continue;
             }
             step_of_base[g] = steps.len() as u32;
-            codes[g * q..(g + 1) * q].copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
+            codes[g * q..(g + 1) * q]
+                .copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
             remaining[g] = false;
             published += base.counts[g] as usize;
         }
@@ -345,6 +374,7 @@ pub fn local_search(
             suppression_limit,
             algorithm: outcome.algorithm,
             checks: outcome.checks,
+            expansions: outcome.expansions,
             elapsed: outcome.elapsed,
             stop: outcome.stop,
             optimal_proven: outcome.optimal_proven,

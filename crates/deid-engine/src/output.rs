@@ -258,7 +258,11 @@ fn format_rows<R: Recoding + ?Sized>(
                 }
                 Cell::Qi(i) => {
                     let (levels, codes) = recoded.expect("suppressed cells are the marker");
-                    problem.hierarchies()[*i].label(levels[*i] as usize, codes[*i], table.column(*c))
+                    problem.hierarchies()[*i].label(
+                        levels[*i] as usize,
+                        codes[*i],
+                        table.column(*c),
+                    )
                 }
             };
             record.push(value);

@@ -449,7 +449,12 @@ impl Problem {
     /// # Panics
     /// If `include` does not have one entry per base group, or the limits are outside [0, 1]
     /// (callers validate them).
-    pub fn restrict(&self, include: &[bool], suppression_limit: f64, gs_factor: Option<f64>) -> Problem {
+    pub fn restrict(
+        &self,
+        include: &[bool],
+        suppression_limit: f64,
+        gs_factor: Option<f64>,
+    ) -> Problem {
         assert_eq!(include.len(), self.base.len(), "one flag per base group");
         assert!((0.0..=1.0).contains(&suppression_limit));
         let q = self.qi_columns.len();
@@ -460,8 +465,11 @@ impl Problem {
         for h in &mut base.hists {
             h.offsets.push(0);
         }
-        let mut qi_value_counts: Vec<Vec<u32>> =
-            self.qi_value_counts.iter().map(|c| vec![0; c.len()]).collect();
+        let mut qi_value_counts: Vec<Vec<u32>> = self
+            .qi_value_counts
+            .iter()
+            .map(|c| vec![0; c.len()])
+            .collect();
         let mut n = 0usize;
         for (g, _) in include.iter().enumerate().filter(|(_, i)| **i) {
             let codes = &self.base.codes[g * q..(g + 1) * q];

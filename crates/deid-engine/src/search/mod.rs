@@ -460,6 +460,9 @@ pub struct Improvement {
     /// The strategy that found it: the algorithm itself, or for [`Algorithm::Auto`] the
     /// portfolio member that was running.
     pub strategy: Algorithm,
+    /// The step of local generalization whose records it transforms (`None`: a global
+    /// search; see the module `local`).
+    pub step: Option<usize>,
 }
 
 /// Receives progress and improvements. Called from the search thread and from a progress ticker
@@ -1156,6 +1159,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             found_at,
             checks: self.checker.checks(),
             strategy: self.strategy,
+            step: None,
         };
         self.best = Some(r.clone());
         self.best_found_at = Some(found_at);

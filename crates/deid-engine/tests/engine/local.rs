@@ -34,7 +34,10 @@ fn problem(privacy: &[&str], limit: f64) -> Problem {
             column: "occupation".into(),
             hierarchy: None,
         }],
-        privacy: privacy.iter().map(|p| PrivacyModel::parse(p).unwrap()).collect(),
+        privacy: privacy
+            .iter()
+            .map(|p| PrivacyModel::parse(p).unwrap())
+            .collect(),
         suppression_limit: limit,
         ..Default::default()
     };
@@ -77,8 +80,9 @@ fn csv<R: deid_engine::output::Recoding>(p: &Problem, r: &R) -> Output {
 fn granularity_from_csv(out: &Output, qis: &[&str]) -> f64 {
     let mut total = 0.0;
     for qi in qis {
-        let text = std::fs::read_to_string(format!("../../examples/adult/adult_hierarchy_{qi}.csv"))
-            .unwrap();
+        let text =
+            std::fs::read_to_string(format!("../../examples/adult/adult_hierarchy_{qi}.csv"))
+                .unwrap();
         let rows: Vec<Vec<&str>> = text
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -206,7 +210,10 @@ fn k_anonymity() {
 #[test]
 fn distinct_l_diversity() {
     check(
-        &["k-anonymity(k=5)", "distinct-l-diversity(attribute=occupation, l=2)"],
+        &[
+            "k-anonymity(k=5)",
+            "distinct-l-diversity(attribute=occupation, l=2)",
+        ],
         &[
             Model::K(5),
             Model::DistinctL {
@@ -219,7 +226,10 @@ fn distinct_l_diversity() {
 
 #[test]
 fn unsupported_models_and_bad_settings_are_refused() {
-    let p = problem(&["k-anonymity(k=5)", "sample-uniqueness(threshold=0.01)"], 0.0);
+    let p = problem(
+        &["k-anonymity(k=5)", "sample-uniqueness(threshold=0.01)"],
+        0.0,
+    );
     let err = local_search(
         &p,
         &LocalConfig::default(),

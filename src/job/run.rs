@@ -1,0 +1,158 @@
+//! Running a job's anonymization — one global search, or local generalization when the
+//! specification asks for it — the same way for the command line and the worker.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use deid_engine::check::Evaluation;
+use deid_engine::local::{Forward, LocalConfig, LocalOutcome, local_search};
+use deid_engine::output::Recoding;
+use deid_engine::{
+    CancelFlag, Checker, EngineError, Improvement, Problem, Progress, ProgressObserver,
+    SearchConfig, SearchOutcome, search,
+};
+
+use super::report::{SearchReport, TraceEntry};
+
+/// What an anonymization produced.
+#[derive(Debug)]
+pub enum Anonymized {
+    /// One transformation for every record; `eval` is the best one's evaluation.
+    Global {
+        /// The search.
+        outcome: SearchOutcome,
+        /// The best transformation, evaluated (`None`: no solution).
+        eval: Option<Evaluation>,
+    },
+    /// Local generalization.
+    Local {
+        /// The steps and which records each published.
+        outcome: LocalOutcome,
+        /// Its settings.
+        settings: LocalConfig,
+        /// Every step's improvements, in order.
+        trace: Vec<TraceEntry>,
+    },
+}
+
+/// What the end of a job needs to know of an anonymization.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Whether there is an output.
+    pub found: bool,
+    /// Checks performed.
+    pub checks: u64,
+    /// Duration.
+    pub elapsed: Duration,
+    /// Whether the result is proven optimal.
+    pub optimal_proven: bool,
+    /// Why it ended.
+    pub stop: &'static str,
+}
+
+/// Records every improvement as a trace entry and passes everything on.
+struct Recorder<'a> {
+    inner: &'a dyn ProgressObserver,
+    trace: Mutex<Vec<TraceEntry>>,
+}
+
+impl ProgressObserver for Recorder<'_> {
+    fn progress(&self, progress: &Progress) {
+        self.inner.progress(progress);
+    }
+
+    fn improved(&self, improvement: &Improvement) {
+        if let Ok(mut t) = self.trace.lock() {
+            t.push(TraceEntry::from_improvement(improvement));
+        }
+        self.inner.improved(improvement);
+    }
+}
+
+/// Runs the search `spec` asks for: local generalization with `local`, else one global search
+/// whose best transformation is evaluated.
+pub fn anonymize(
+    problem: &Problem,
+    local: Option<LocalConfig>,
+    config: &SearchConfig,
+    cancel: &CancelFlag,
+    observer: &dyn ProgressObserver,
+) -> Result<Anonymized, EngineError> {
+    match local {
+        None => {
+            let outcome = search(problem, config, cancel, observer)?;
+            let eval = outcome
+                .best
+                .as_ref()
+                .map(|b| Checker::new(problem).evaluate(&b.levels));
+            Ok(Anonymized::Global { outcome, eval })
+        }
+        Some(settings) => {
+            let recorder = Recorder {
+                inner: observer,
+                trace: Mutex::new(Vec::new()),
+            };
+            let outcome = local_search(problem, &settings, config, cancel, &Forward(&recorder))?;
+            let trace = recorder.trace.into_inner().unwrap_or_default();
+            Ok(Anonymized::Local {
+                outcome,
+                settings,
+                trace,
+            })
+        }
+    }
+}
+
+impl Anonymized {
+    /// The output's recoding (`None`: no solution).
+    pub fn recoding(&self) -> Option<&dyn Recoding> {
+        match self {
+            Anonymized::Global { eval, .. } => eval.as_ref().map(|e| e as &dyn Recoding),
+            Anonymized::Local { outcome, .. } => {
+                outcome.has_solution().then_some(outcome as &dyn Recoding)
+            }
+        }
+    }
+
+    /// Records the output suppresses.
+    pub fn suppressed(&self) -> usize {
+        match self {
+            Anonymized::Global { eval, .. } => eval.as_ref().map_or(0, |e| e.result.suppressed),
+            Anonymized::Local { outcome, .. } => outcome.suppressed,
+        }
+    }
+
+    /// Counters for the end of the job.
+    pub fn summary(&self) -> Summary {
+        match self {
+            Anonymized::Global { outcome, .. } => Summary {
+                found: outcome.best.is_some(),
+                checks: outcome.checks,
+                elapsed: outcome.elapsed,
+                optimal_proven: outcome.optimal_proven,
+                stop: outcome.stop.name(),
+            },
+            Anonymized::Local { outcome, .. } => Summary {
+                found: outcome.has_solution(),
+                checks: outcome.checks,
+                elapsed: outcome.elapsed,
+                optimal_proven: false,
+                stop: outcome.stop.name(),
+            },
+        }
+    }
+
+    /// The search report.
+    pub fn report(&self, problem: &Problem, risk_threshold: f64) -> SearchReport {
+        match self {
+            Anonymized::Global { outcome, eval } => {
+                SearchReport::new(problem, outcome, eval.as_ref(), risk_threshold)
+            }
+            Anonymized::Local {
+                outcome,
+                settings,
+                trace,
+            } => SearchReport::local(problem, outcome, settings, trace.clone(), risk_threshold),
+        }
+    }
+}
