@@ -274,6 +274,10 @@ def run(args: argparse.Namespace) -> int:
 
 def anonymize(deid: Client, args: argparse.Namespace, dataset_id: str, sources: dict[str, Path | None]) -> int:
     ds = deid.get_dataset(dataset_id)
+    columns = {c.name for c in ds.columns}
+    unknown = [c for c in [*args.qi, *args.sensitive, *args.identifying] if c not in columns]
+    if unknown:
+        raise Stop(BAD_INPUT, f"no such column in {args.input.name}: {', '.join(unknown)}")
     attributes: dict[str, Attribute] = {}
     for col, path in sources.items():
         if path is not None:

@@ -304,6 +304,23 @@ def test_wait_follows_a_running_job(client: Client, patients: Dataset) -> None:
     assert client.get_result(job.id).stop == "time-limit"
 
 
+def test_a_failed_job_carries_the_api_error(client: Client, adult: Dataset) -> None:
+    from deid_client import JobFailedError
+
+    impossible = adult_job(
+        adult.id,
+        privacy=["k-anonymity(k=5)", "recursive-l-diversity(attribute=salary-class,c=2,l=2)"],
+        suppression_limit=0,
+    )
+    job = client.submit_job(impossible)
+    failed = client.wait(job, progress=False)
+    assert failed.status == "failed" and failed.error is not None
+    assert failed.error.code == "no_solution" and failed.error.details["optimal_proven"] is True
+    with pytest.raises(JobFailedError) as e:
+        client.wait(job, progress=False, raise_on_failure=True)
+    assert e.value.code == "no_solution" and e.value.job.id == job.id
+
+
 def test_wait_by_polling(client: Client, patients: Dataset) -> None:
     job = client.submit_job(long_job(patients, "1500ms"))
     polls: list[JobEvent] = []

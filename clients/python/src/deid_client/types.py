@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JobStatusName",
+    "ErrorCode",
     "TERMINAL_STATUSES",
     "Status",
     "Column",
@@ -48,6 +49,38 @@ __all__ = [
 ]
 
 JobStatusName = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+ErrorCode = Literal[
+    "malformed_json",
+    "invalid_query",
+    "invalid_request",
+    "upload_interrupted",
+    "unauthorized",
+    "route_not_found",
+    "dataset_not_found",
+    "job_not_found",
+    "column_not_found",
+    "hierarchy_not_found",
+    "method_not_allowed",
+    "request_timeout",
+    "dataset_in_use",
+    "job_finished",
+    "result_not_available",
+    "payload_too_large",
+    "too_many_rows",
+    "too_many_columns",
+    "invalid_spec",
+    "invalid_csv",
+    "invalid_hierarchy",
+    "hierarchy_missing_values",
+    "no_solution",
+    "queue_full",
+    "internal_error",
+    "storage_error",
+    "dataset_unreadable",
+    "worker_lost",
+    "not_ready",
+]
+"""The API's error codes (``ErrorCode`` in openapi.yaml); a newer service may send others."""
 TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 
 T = TypeVar("T")
@@ -247,7 +280,7 @@ class ErrorInfo:
     """The ``error`` object of an error answer or of a failed job."""
 
     SCHEMA: ClassVar[str] = "Error.error"
-    code: str
+    code: ErrorCode
     message: str
     details: dict[str, Any]
     raw: dict[str, Any] = _raw()
