@@ -152,13 +152,16 @@ def test_hierarchies_from_path_frame_rows_and_builders(client: Client, patients:
     hr = client.put_hierarchy(ds.id, "race", [["White", "*"], ["Black", "*"], ["Asian-Pac-Islander", "*"],
                                               ["Amer-Indian-Eskimo", "*"], ["Other", "*"]])
     assert hr.rows == 5
+    with open(ADULT / "adult_hierarchy_marital-status.csv", "rb") as f:
+        hm = client.put_hierarchy(ds.id, "marital-status", f)
+    assert (hm.kind, hm.levels, hm.rows) == ("csv", 3, 7)
     spec = order([3], order="lexicographic")
     hb = client.put_hierarchy(ds.id, "education", spec)
     assert hb.kind == "builder" and hb.rows == 16
 
     got = client.get_dataset(ds.id)
-    assert got.hierarchies == {"age": 5, "sex": 2, "race": 2, "education": hb.levels}
-    assert got.hierarchy_kinds == {"age": "csv", "sex": "csv", "race": "csv", "education": "builder"}
+    assert got.hierarchies == {"age": 5, "sex": 2, "race": 2, "marital-status": 3, "education": hb.levels}
+    assert got.hierarchy_kinds == {"age": "csv", "sex": "csv", "race": "csv", "marital-status": "csv", "education": "builder"}
 
     table = client.get_hierarchy(ds.id, "age")
     assert isinstance(table, HierarchyTable) and table.kind == "csv" and table.levels == 5
