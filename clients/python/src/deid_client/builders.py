@@ -1,0 +1,439 @@
+"""Small typed builders for job specifications and hierarchy builder specifications.
+
+A job can also be submitted as a plain dict (the JSON of ``POST /v1/jobs``); these classes only
+spell the same JSON with names and types an editor and mypy can check::
+
+    spec = JobSpec(
+        dataset_id=ds.id,
+        attributes={
+            "age": Attribute.quasi_identifying(),           # the stored hierarchy
+            "zip": Attribute.quasi_identifying(masking()),  # a builder specification
+            "disease": Attribute.sensitive(),
+        },
+        privacy=[KAnonymity(5), DistinctLDiversity("disease", 2)],
+        suppression_limit=0.02,
+        quality=Quality("loss"),
+        time_limit="30s",
+    )
+    job = client.submit_job(spec)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Mapping, Sequence, TypedDict, Union
+
+__all__ = [
+    "Json",
+    "HierarchySpec",
+    "Interval",
+    "interval",
+    "order",
+    "masking",
+    "date",
+    "suppression",
+    "StoredHierarchy",
+    "InlineHierarchy",
+    "HierarchySource",
+    "Attribute",
+    "PrivacyModel",
+    "KAnonymity",
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "RecursiveLDiversity",
+    "TCloseness",
+    "DeltaDisclosure",
+    "BasicBetaLikeness",
+    "EnhancedBetaLikeness",
+    "AverageRisk",
+    "SampleUniqueness",
+    "Quality",
+    "GeneticParams",
+    "JobSpec",
+    "Algorithm",
+    "to_json",
+]
+
+Json = Any
+Decimal = Union[int, float, str]
+GroupSizes = Union[int, Sequence[int]]
+Algorithm = Literal[
+    "auto", "flash", "lightning", "top-down", "genetic", "bfs", "datafly", "improved-greedy", "exhaustive"
+]
+
+
+class Interval(TypedDict, total=False):
+    """One explicit interval of an ``interval`` hierarchy: [from, to[ with an optional label."""
+
+    # "from" is a keyword: build it as a dict, e.g. {"from": 0, "to": 18, "label": "minor"}.
+    to: Decimal
+    label: str
+
+
+class HierarchySpec(TypedDict, total=False):
+    """A hierarchy builder specification (``HierarchySpec`` in openapi.yaml), selected by ``type``."""
+
+    type: Literal["interval", "order", "masking", "date", "suppression"]
+    width: Decimal
+    start: Decimal
+    intervals: list[dict[str, Any]]
+    bottom_coding: Decimal
+    top_coding: Decimal
+    min: Decimal
+    max: Decimal
+    levels: list[Any]
+    missing: list[str]
+    order: Literal["auto", "numeric", "lexicographic"]
+    values: list[str]
+    labels: Literal["range", "set"]
+    redact_from: Literal["left", "right"]
+    pad_side: Literal["left", "right"]
+    pad_char: str
+    redaction_char: str
+    alphabet_size: int
+    domain_size: int
+    format: str
+
+
+def _spec(kind: str, **params: Any) -> HierarchySpec:
+    out: dict[str, Any] = {"type": kind}
+    out.update({k: v for k, v in params.items() if v is not None})
+    return out  # type: ignore[return-value]
+
+
+def interval(
+    width: Decimal | None = None,
+    *,
+    start: Decimal | None = None,
+    intervals: Sequence[Mapping[str, Any]] | None = None,
+    levels: Sequence[GroupSizes] | None = None,
+    bottom_coding: Decimal | None = None,
+    top_coding: Decimal | None = None,
+    min: Decimal | None = None,
+    max: Decimal | None = None,
+    missing: Sequence[str] | None = None,
+    labels: Literal["range", "set"] | None = None,
+) -> HierarchySpec:
+    """``interval``: [lo, hi[ intervals of ``width`` (from ``start``) or explicit ``intervals``
+    (``{"from": 0, "to": 18, "label": "minor"}``), grouped per level by ``levels``, then ``*``."""
+    return _spec(
+        "interval",
+        width=width,
+        start=start,
+        intervals=[dict(i) for i in intervals] if intervals is not None else None,
+        levels=list(levels) if levels is not None else None,
+        bottom_coding=bottom_coding,
+        top_coding=top_coding,
+        min=min,
+        max=max,
+        missing=list(missing) if missing is not None else None,
+        labels=labels,
+    )
+
+
+def order(
+    levels: Sequence[GroupSizes] | None = None,
+    *,
+    values: Sequence[str] | None = None,
+    order: Literal["auto", "numeric", "lexicographic"] | None = None,
+    labels: Literal["range", "set"] | None = None,
+) -> HierarchySpec:
+    """``order``: runs of consecutive values (in ``values``' order, or numeric/lexicographic)."""
+    return _spec(
+        "order",
+        levels=list(levels) if levels is not None else None,
+        values=list(values) if values is not None else None,
+        order=order,
+        labels=labels,
+    )
+
+
+def masking(
+    *,
+    redact_from: Literal["left", "right"] | None = None,
+    pad_side: Literal["left", "right"] | None = None,
+    pad_char: str | None = None,
+    redaction_char: str | None = None,
+    alphabet_size: int | None = None,
+    domain_size: int | None = None,
+) -> HierarchySpec:
+    """``masking``: one more character redacted per level (``81667`` → ``8166*`` → …)."""
+    return _spec(
+        "masking",
+        redact_from=redact_from,
+        pad_side=pad_side,
+        pad_char=pad_char,
+        redaction_char=redaction_char,
+        alphabet_size=alphabet_size,
+        domain_size=domain_size,
+    )
+
+
+def date(
+    levels: Sequence[Literal["day", "week", "month", "quarter", "year", "decade", "century"]],
+    *,
+    format: str | None = None,
+    missing: Sequence[str] | None = None,
+) -> HierarchySpec:
+    """``date``: calendar granularities (e.g. ``["month", "year"]``), then ``*``."""
+    return _spec("date", levels=list(levels), format=format, missing=list(missing) if missing is not None else None)
+
+
+def suppression() -> HierarchySpec:
+    """``suppression``: value → ``*``."""
+    return _spec("suppression")
+
+
+class StoredHierarchy(TypedDict):
+    """Use the column's stored hierarchy (the default for quasi-identifiers that have one)."""
+
+    stored: bool
+
+
+class _InlineBase(TypedDict):
+    csv: str
+
+
+class InlineHierarchy(_InlineBase, total=False):
+    """An ARX-format table given inline."""
+
+    delimiter: str
+
+
+HierarchySource = Union[HierarchySpec, StoredHierarchy, InlineHierarchy, Mapping[str, Any]]
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass
+class Attribute:
+    """A column's role in a job (``Attribute`` in openapi.yaml)."""
+
+    type: Literal["identifying", "quasi_identifying", "sensitive", "insensitive"]
+    hierarchy: HierarchySource | None = None
+    min_level: int | None = None
+    max_level: int | None = None
+    weight: float | None = None
+
+    @classmethod
+    def quasi_identifying(
+        cls,
+        hierarchy: HierarchySource | None = None,
+        *,
+        min_level: int | None = None,
+        max_level: int | None = None,
+        weight: float | None = None,
+    ) -> Attribute:
+        """A quasi-identifier; without ``hierarchy`` the column's stored hierarchy is used."""
+        return cls("quasi_identifying", hierarchy, min_level, max_level, weight)
+
+    @classmethod
+    def sensitive(cls, hierarchy: HierarchySource | None = None) -> Attribute:
+        """A sensitive attribute (a hierarchy is needed only by hierarchical t-closeness)."""
+        return cls("sensitive", hierarchy)
+
+    @classmethod
+    def identifying(cls) -> Attribute:
+        """An identifier: removed from the output."""
+        return cls("identifying")
+
+    @classmethod
+    def insensitive(cls) -> Attribute:
+        """Kept as it is (the default for columns not named)."""
+        return cls("insensitive")
+
+    def to_json(self) -> dict[str, Any]:
+        out = _drop_none({f.name: getattr(self, f.name) for f in fields(self)})
+        if "hierarchy" in out:
+            out["hierarchy"] = dict(out["hierarchy"])
+        return out
+
+
+class PrivacyModel:
+    """Base of the privacy model builders: ``to_json()`` gives the object form
+    ``{"model": name, parameter: value, …}``, ``str()`` the compact text syntax."""
+
+    model: str = ""
+
+    def params(self) -> dict[str, Any]:
+        return _drop_none({f.name: getattr(self, f.name) for f in fields(self)})  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, **self.params()}
+
+    def __str__(self) -> str:
+        inner = ",".join(f"{k}={v}" for k, v in self.params().items())
+        return f"{self.model}({inner})"
+
+
+@dataclass
+class KAnonymity(PrivacyModel):
+    """Every class has at least ``k`` records."""
+
+    k: int
+    model = "k-anonymity"
+
+
+@dataclass
+class DistinctLDiversity(PrivacyModel):
+    """Every class has at least ``l`` distinct values of ``attribute``."""
+
+    attribute: str
+    l: int  # noqa: E741 - the model's parameter name
+    model = "distinct-l-diversity"
+
+
+@dataclass
+class EntropyLDiversity(PrivacyModel):
+    """The entropy of ``attribute`` in every class is at least ln ``l``."""
+
+    attribute: str
+    l: float  # noqa: E741
+    estimator: Literal["shannon", "grassberger"] | None = None
+    model = "entropy-l-diversity"
+
+
+@dataclass
+class RecursiveLDiversity(PrivacyModel):
+    """Recursive (c, ℓ)-diversity of ``attribute``."""
+
+    attribute: str
+    c: float
+    l: int  # noqa: E741
+    model = "recursive-l-diversity"
+
+
+@dataclass
+class TCloseness(PrivacyModel):
+    """The distance between ``attribute``'s distribution in every class and in the table is ≤ t."""
+
+    attribute: str
+    t: float
+    distance: Literal["equal", "ordered", "hierarchical"] | None = None
+    model = "t-closeness"
+
+
+@dataclass
+class DeltaDisclosure(PrivacyModel):
+    attribute: str
+    delta: float
+    model = "delta-disclosure"
+
+
+@dataclass
+class BasicBetaLikeness(PrivacyModel):
+    attribute: str
+    beta: float
+    model = "basic-beta-likeness"
+
+
+@dataclass
+class EnhancedBetaLikeness(PrivacyModel):
+    attribute: str
+    beta: float
+    model = "enhanced-beta-likeness"
+
+
+@dataclass
+class AverageRisk(PrivacyModel):
+    """Average prosecutor risk at most ``threshold`` (optionally: at most ``records_at_risk``
+    of the records with a risk above ``highest``)."""
+
+    threshold: float
+    highest: float | None = None
+    records_at_risk: float | None = None
+    model = "average-risk"
+
+
+@dataclass
+class SampleUniqueness(PrivacyModel):
+    """At most ``threshold`` of the published records are unique."""
+
+    threshold: float
+    model = "sample-uniqueness"
+
+
+@dataclass
+class Quality:
+    """The quality model the search minimises (``loss``, ``aecs``, ``discernibility``, …)."""
+
+    model: str = "loss"
+    gs_factor: float | None = None
+    aggregate: Literal["sum", "maximum", "arithmetic_mean", "geometric_mean"] | None = None
+
+    def to_json(self) -> str | dict[str, Any]:
+        if self.gs_factor is None and self.aggregate is None:
+            return self.model
+        return _drop_none({"model": self.model, "gs_factor": self.gs_factor, "aggregate": self.aggregate})
+
+
+@dataclass
+class GeneticParams:
+    """Parameters of the genetic algorithm (unset ones keep the service's defaults)."""
+
+    iterations: int | None = None
+    stop_after_iterations: bool | None = None
+    subpopulation_size: int | None = None
+    elite_fraction: float | None = None
+    crossover_fraction: float | None = None
+    production_fraction: float | None = None
+    mutation_probability: float | None = None
+    immigration_interval: int | None = None
+    immigration_fraction: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _drop_none({f.name: getattr(self, f.name) for f in fields(self)})
+
+
+@dataclass
+class JobSpec:
+    """A job specification (``JobSpec`` in openapi.yaml); ``to_json()`` is the body of ``POST /v1/jobs``.
+
+    ``attributes`` and ``privacy`` take builders or plain JSON (dicts, compact model strings).
+    """
+
+    dataset_id: str
+    attributes: Mapping[str, Attribute | Mapping[str, Any]]
+    privacy: Sequence[PrivacyModel | str | Mapping[str, Any]]
+    suppression_limit: float | None = None
+    quality: Quality | str | Mapping[str, Any] | None = None
+    algorithm: Algorithm | None = None
+    flash_max_space: int | None = None
+    time_limit: int | str | None = None
+    check_limit: int | None = None
+    seed: int | None = None
+    threads: int | None = None
+    genetic: GeneticParams | Mapping[str, Any] | None = None
+    risk_threshold: float | None = None
+    suppressed: Literal["mask", "remove", "keep_sensitive"] | None = None
+    suppression_marker: str | None = None
+    hierarchy_duplicates: Literal["reject", "last"] | None = None
+    callback_url: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Further properties sent as they are (for service features newer than this client)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = to_json(value)
+        out.update(self.extra)
+        return out
+
+
+def to_json(value: Any) -> Any:
+    """The JSON of a builder (or of containers holding builders); other values as they are."""
+    if hasattr(value, "to_json") and callable(value.to_json):
+        return value.to_json()
+    if isinstance(value, PrivacyModel):  # pragma: no cover - covered by to_json above
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value

@@ -1,0 +1,438 @@
+"""The API's response types, written by hand after ``openapi.yaml`` (``components/schemas``).
+
+Each class is a dataclass whose fields are the schema's properties, with the JSON names
+(``Job.links.self`` is ``JobLinks.self_``); required properties are fields without a default,
+optional ones default to ``None`` (or an empty container). ``tests/test_openapi_types.py``
+checks every modelled schema against these classes in both directions, so a property added to
+or removed from ``openapi.yaml`` fails the tests until the types follow.
+
+Unknown properties in answers are ignored (a newer service may add some), and every object
+keeps its JSON as ``raw``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types as _pytypes
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "JobStatusName",
+    "ErrorCode",
+    "TERMINAL_STATUSES",
+    "Status",
+    "Column",
+    "Dataset",
+    "DatasetPage",
+    "HierarchySummary",
+    "HierarchyTable",
+    "Best",
+    "Progress",
+    "JobLinks",
+    "ErrorInfo",
+    "Job",
+    "JobPage",
+    "QualityScore",
+    "Risk",
+    "Suppression",
+    "Timings",
+    "TraceEntry",
+    "Report",
+    "JobEvent",
+    "from_json",
+]
+
+JobStatusName = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+ErrorCode = Literal[
+    "malformed_json",
+    "invalid_query",
+    "invalid_request",
+    "upload_interrupted",
+    "unauthorized",
+    "route_not_found",
+    "dataset_not_found",
+    "job_not_found",
+    "column_not_found",
+    "hierarchy_not_found",
+    "method_not_allowed",
+    "request_timeout",
+    "dataset_in_use",
+    "job_finished",
+    "result_not_available",
+    "payload_too_large",
+    "too_many_rows",
+    "too_many_columns",
+    "invalid_spec",
+    "invalid_csv",
+    "invalid_hierarchy",
+    "hierarchy_missing_values",
+    "no_solution",
+    "queue_full",
+    "internal_error",
+    "storage_error",
+    "dataset_unreadable",
+    "worker_lost",
+    "not_ready",
+]
+"""The API's error codes (``ErrorCode`` in openapi.yaml); a newer service may send others."""
+TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+T = TypeVar("T")
+
+
+def _json_name(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("json", f.name))
+
+
+def _parse_datetime(value: str) -> datetime:
+    # fromisoformat accepts "Z" only from Python 3.11 on.
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    return datetime.fromisoformat(value)
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = get_origin(tp)
+    if origin is Union or (sys.version_info >= (3, 10) and origin is _pytypes.UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if len(members) == 1:
+            return _decode(members[0], value)
+        return value
+    if origin is list:
+        (item,) = get_args(tp)
+        return [_decode(item, v) for v in value]
+    if origin is dict:
+        _, item = get_args(tp)
+        return {k: _decode(item, v) for k, v in value.items()}
+    if origin is Literal:
+        return value
+    if tp is Any or tp is object:
+        return value
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_json(tp, value)
+    if tp is datetime:
+        return _parse_datetime(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def from_json(cls: type[T], data: Any) -> T:
+    """Builds a response dataclass from the decoded JSON of an answer."""
+    if not isinstance(data, dict):
+        raise TypeError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name == "raw":
+            continue
+        name = _json_name(f)
+        if name in data:
+            kwargs[f.name] = _decode(hints[f.name], data[name])
+    obj = cls(**kwargs)
+    object.__setattr__(obj, "raw", data)
+    return obj
+
+
+def _raw() -> Any:
+    return field(default_factory=dict, repr=False, compare=False, metadata={"json": None})
+
+
+@dataclass
+class Status:
+    """``/healthz`` and ``/readyz``."""
+
+    SCHEMA: ClassVar[str] = "Status"
+    status: str
+    database: str | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Column:
+    """A column profile of a dataset."""
+
+    SCHEMA: ClassVar[str] = "Column"
+    name: str
+    detected_type: Literal["integer", "decimal", "date", "code", "text"]
+    distinct_count: int
+    date_format: str | None = None
+    code_length: int | None = None
+    missing: list[str] = field(default_factory=list)
+    suggested_hierarchy: dict[str, Any] | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Dataset:
+    """An uploaded dataset with its column profiles and stored hierarchies."""
+
+    SCHEMA: ClassVar[str] = "Dataset"
+    id: str
+    name: str
+    delimiter: str
+    header: bool
+    size_bytes: int
+    rows: int
+    columns: list[Column]
+    hierarchies: dict[str, int]
+    created_at: datetime
+    hierarchy_kinds: dict[str, Literal["csv", "builder"]] = field(default_factory=dict)
+    raw: dict[str, Any] = _raw()
+
+    def column(self, name: str) -> Column:
+        """The profile of one column (KeyError if there is none)."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+@dataclass
+class DatasetPage:
+    SCHEMA: ClassVar[str] = "DatasetPage"
+    items: list[Dataset]
+    next_cursor: str | None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class HierarchySummary:
+    """The answer of storing a hierarchy."""
+
+    SCHEMA: ClassVar[str] = "HierarchySummary"
+    column: str
+    kind: Literal["csv", "builder"]
+    levels: int
+    rows: int
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class HierarchyTable:
+    """A hierarchy as a table (a stored one in JSON form, or a preview)."""
+
+    SCHEMA: ClassVar[str] = "HierarchyTable"
+    column: str
+    kind: Literal["csv", "builder"]
+    levels: int
+    rows: list[list[str]]
+    spec: dict[str, Any] | None = None
+    shares: list[list[float]] | None = None
+    total_rows: int | None = None
+    raw: dict[str, Any] = _raw()
+
+    def to_frame(self) -> pd.DataFrame:
+        """The table as a DataFrame of strings, one column per level (``level0`` = the values)."""
+        from ._pandas import require_pandas
+
+        pandas = require_pandas()
+        width = max((len(r) for r in self.rows), default=self.levels)
+        frame: pd.DataFrame = pandas.DataFrame(self.rows, columns=[f"level{i}" for i in range(width)], dtype=str)
+        return frame
+
+
+@dataclass
+class Best:
+    """A transformation found by a search (a job's best so far, an ``improvement`` event)."""
+
+    SCHEMA: ClassVar[str] = "Best"
+    transformation: dict[str, int]
+    score: float
+    utility: float
+    suppressed_rows: int
+    elapsed_ms: int
+    checks: int
+    strategy: str | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Progress:
+    SCHEMA: ClassVar[str] = "Progress"
+    phase: str
+    checks: int
+    elapsed_ms: int
+    explored_share: float
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class JobLinks:
+    SCHEMA: ClassVar[str] = "Job.links"
+    self_: str | None = field(default=None, metadata={"json": "self"})
+    events: str | None = None
+    result: str | None = None
+    result_csv: str | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class ErrorInfo:
+    """The ``error`` object of an error answer or of a failed job."""
+
+    SCHEMA: ClassVar[str] = "Error.error"
+    code: ErrorCode
+    message: str
+    details: dict[str, Any]
+    raw: dict[str, Any] = _raw()
+
+    @property
+    def field(self) -> str | None:
+        value = self.details.get("field")
+        return value if isinstance(value, str) else None
+
+
+@dataclass
+class Job:
+    """A job: status, progress, best transformation so far, error."""
+
+    SCHEMA: ClassVar[str] = "Job"
+    id: str
+    dataset_id: str
+    status: JobStatusName
+    attempts: int
+    max_attempts: int
+    cancel_requested: bool
+    progress: Progress
+    best: Best | None
+    error: ErrorInfo | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    links: JobLinks
+    webhook: Literal["pending", "delivered", "failed"] | None = None
+    raw: dict[str, Any] = _raw()
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job has ended (succeeded, failed or cancelled)."""
+        return self.status in TERMINAL_STATUSES
+
+
+@dataclass
+class JobPage:
+    SCHEMA: ClassVar[str] = "JobPage"
+    items: list[Job]
+    next_cursor: str | None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class QualityScore:
+    """One quality model's score and utility in a report."""
+
+    score: float
+    utility: float
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Risk:
+    """Re-identification risks before (``input``) and after (``output``) anonymization."""
+
+    SCHEMA: ClassVar[str] = "Report.risk"
+    input: dict[str, Any] | None = None
+    output: dict[str, Any] | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Suppression:
+    """How suppressed records were written to the result CSV."""
+
+    SCHEMA: ClassVar[str] = "Report.suppression"
+    mode: Literal["mask", "remove", "keep_sensitive"] | None = None
+    marker: str | None = None
+    removed_rows: int | None = None
+    block_satisfies_models: bool | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Timings:
+    SCHEMA: ClassVar[str] = "Report.timings"
+    load_ms: float | None = None
+    search_ms: float | None = None
+    output_ms: float | None = None
+    peak_memory_bytes: int | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class TraceEntry:
+    """One improvement of the best transformation (utility over time)."""
+
+    SCHEMA: ClassVar[str] = "Report.trace[]"
+    time_ms: float | None = None
+    score: float | None = None
+    utility: float | None = None
+    suppressed_rows: int | None = None
+    checks: int | None = None
+    levels: list[int] | None = None
+    strategy: str | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Report:
+    """The report of a job's result."""
+
+    SCHEMA: ClassVar[str] = "Report"
+    anonymous: bool
+    transformation: dict[str, int]
+    rows: int
+    risk: Risk
+    algorithm: str
+    levels: list[int]
+    checks: int
+    elapsed_ms: float
+    optimal_proven: bool
+    stop: Literal["completed", "time-limit", "check-limit", "cancelled"]
+    solution_space: str
+    trace: list[TraceEntry]
+    job_id: str | None = None
+    dataset_id: str | None = None
+    suppressed_rows: int | None = None
+    classes: int | None = None
+    quality_model: str | None = None
+    score: float | None = None
+    lower_bound: float | None = None
+    quality: dict[str, QualityScore] | None = None
+    per_attribute: dict[str, float] | None = None
+    utility: float | None = None
+    expansions: int | None = None
+    best_found_ms: float | None = None
+    time_limit_ms: int | None = None
+    suppression: Suppression | None = None
+    timings: Timings | None = None
+    warnings: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class JobEvent:
+    """One Server-Sent Event of ``GET /v1/jobs/{id}/events``.
+
+    ``event`` is ``progress``, ``improvement``, ``done``, ``failed`` or ``cancelled``; ``job``
+    is set for every event but ``improvement``, which carries ``best``. ``id`` counts the
+    improvements sent (for ``Last-Event-ID``).
+    """
+
+    event: str
+    id: int | None
+    job: Job | None = None
+    best: Best | None = None
+    data: Any = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.event in ("done", "failed", "cancelled")

@@ -1,0 +1,405 @@
+"""Every call of the synchronous client against a real deid."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ACME_KEY, ADULT, ADULT_QIS, GLOBEX_KEY, Server, adult_job, long_job
+from deid_client import (
+    Attribute,
+    Client,
+    ConflictError,
+    Dataset,
+    DistinctLDiversity,
+    HierarchyTable,
+    Job,
+    JobEvent,
+    JobSpec,
+    KAnonymity,
+    NotFoundError,
+    Quality,
+    Report,
+    WaitTimeoutError,
+    interval,
+    masking,
+    order,
+    suppression,
+)
+
+
+def test_service_endpoints(client: Client) -> None:
+    assert client.health().status == "ok"
+    ready = client.ready()
+    assert ready.status == "ready" and ready.database == "sqlite"
+    assert "deid_http_requests_total" in client.metrics()
+    doc = yaml.safe_load(client.openapi())
+    assert doc["openapi"].startswith("3.") and "/v1/jobs" in doc["paths"]
+
+
+# ------------------------------------------------------------------ datasets
+
+SMALL = "age,zip,disease\n34,81667,flu\n45,81675,asthma\n34,81667,ulcer\n"
+
+
+def test_upload_from_path_file_objects_and_bytes(client: Client, tmp_path: Path) -> None:
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL)
+    from_path = client.upload_dataset(path)
+    assert from_path.name == "small" and from_path.rows == 3 and from_path.delimiter == ","
+    assert [c.name for c in from_path.columns] == ["age", "zip", "disease"]
+    assert from_path.column("age").detected_type == "integer"
+    assert from_path.column("zip").distinct_count == 2
+    assert from_path.size_bytes == len(SMALL)
+    assert from_path.created_at.tzinfo is not None
+
+    with open(path, "rb") as f:
+        binary = client.upload_dataset(f, name="binary")
+    assert binary.name == "binary" and binary.rows == 3
+
+    text = client.upload_dataset(io.StringIO(SMALL.replace(",", ";")), name="text")
+    assert text.delimiter == ";" and text.rows == 3
+
+    raw = client.upload_dataset(SMALL.encode(), name="raw", delimiter=",", header=True)
+    assert raw.rows == 3 and raw.header is True
+
+    no_header = client.upload_dataset(b"1,2\n3,4\n", name="noheader", header=False)
+    assert no_header.header is False and no_header.rows == 2
+
+
+def test_upload_streams_a_large_file(client: Client) -> None:
+    """adult.csv (2.5 MB) is sent in chunks: the stored size is the file's."""
+    ds = client.upload_dataset(ADULT / "adult.csv")
+    assert ds.rows == 30162 and ds.size_bytes == (ADULT / "adult.csv").stat().st_size
+    assert ds.delimiter == ";"
+    client.delete_dataset(ds.id)
+
+
+def test_list_get_delete_datasets(client: Client) -> None:
+    ids = [client.upload_dataset(SMALL.encode(), name=f"page-{i}").id for i in range(3)]
+    page = client.list_datasets(limit=2)
+    assert len(page.items) == 2 and page.next_cursor
+    assert [d.id for d in page.items] == ids[::-1][:2]  # newest first
+    second = client.list_datasets(limit=2, cursor=page.next_cursor)
+    assert second.items[0].id == ids[0]
+    every = [d.id for d in client.iter_datasets(page_size=2)]
+    assert set(ids) <= set(every) and len(every) == len(set(every))
+
+    got = client.get_dataset(ids[1])
+    assert isinstance(got, Dataset) and got.name == "page-1" and got.raw["id"] == ids[1]
+    client.delete_dataset(ids[1])
+    with pytest.raises(NotFoundError) as e:
+        client.get_dataset(ids[1])
+    assert e.value.code == "dataset_not_found" and e.value.status == 404
+    assert ids[1] not in [d.id for d in client.iter_datasets()]
+
+
+def test_dataframe_upload_and_result_round_trip(client: Client) -> None:
+    df = pd.DataFrame(
+        {
+            "age": [34, 45, 34, 45, 52, 52, 34, 45],
+            "sex": ["F", "M", "F", "M", "F", "F", "F", "M"],
+            "city": ["Köln, Nord", "Bonn", "Köln, Nord", "Bonn", 'Essen "Süd"', 'Essen "Süd"', "Köln, Nord", "Bonn"],
+            "disease": ["flu", "asthma", "ulcer", "flu", "flu", "asthma", "asthma", "ulcer"],
+        }
+    )
+    ds = client.upload_dataset(df, name="frame")
+    assert ds.rows == 8 and [c.name for c in ds.columns] == list(df.columns)
+    assert ds.column("city").distinct_count == 3  # quoting survived the CSV
+    job = client.submit_job(
+        JobSpec(
+            ds.id,
+            {
+                "age": Attribute.quasi_identifying(interval(10)),
+                "sex": Attribute.quasi_identifying(suppression()),
+                "city": Attribute.quasi_identifying(suppression()),
+                "disease": Attribute.insensitive(),
+            },
+            [KAnonymity(2)],
+            time_limit="10s",
+        )
+    )
+    job = client.wait(job, progress=False)
+    assert job.status == "succeeded"
+    out = client.result_frame(job.id)
+    assert list(out.columns) == list(df.columns) and len(out) == 8
+    # Insensitive values come back unchanged, as text, in the same order.
+    assert out["disease"].tolist() == df["disease"].tolist()
+    report = client.get_result(job.id)
+    if report.transformation["city"] == 0:
+        assert sorted(set(out["city"])) == sorted(set(df["city"]) | ({"*"} if report.suppressed_rows else set()))
+    # Every class of the output has at least 2 records.
+    assert out.groupby(["age", "sex", "city"]).size().min() >= 2
+
+
+# ------------------------------------------------------------------ hierarchies
+
+
+def test_hierarchies_from_path_frame_rows_and_builders(client: Client, patients: Dataset) -> None:
+    ds = client.upload_dataset(ADULT / "adult.csv", name="adult-h")
+    h = client.put_hierarchy(ds.id, "age", ADULT / "adult_hierarchy_age.csv")
+    assert (h.column, h.kind, h.levels, h.rows) == ("age", "csv", 5, 100)
+
+    sex = pd.read_csv(ADULT / "adult_hierarchy_sex.csv", sep=";", header=None, dtype=str)
+    hs = client.put_hierarchy(ds.id, "sex", sex)
+    assert (hs.kind, hs.levels, hs.rows) == ("csv", 2, 2)
+    hr = client.put_hierarchy(ds.id, "race", [["White", "*"], ["Black", "*"], ["Asian-Pac-Islander", "*"],
+                                              ["Amer-Indian-Eskimo", "*"], ["Other", "*"]])
+    assert hr.rows == 5
+    with open(ADULT / "adult_hierarchy_marital-status.csv", "rb") as f:
+        hm = client.put_hierarchy(ds.id, "marital-status", f)
+    assert (hm.kind, hm.levels, hm.rows) == ("csv", 3, 7)
+    spec = order([3], order="lexicographic")
+    hb = client.put_hierarchy(ds.id, "education", spec)
+    assert hb.kind == "builder" and hb.rows == 16
+
+    got = client.get_dataset(ds.id)
+    assert got.hierarchies == {"age": 5, "sex": 2, "race": 2, "marital-status": 3, "education": hb.levels}
+    assert got.hierarchy_kinds == {"age": "csv", "sex": "csv", "race": "csv", "marital-status": "csv", "education": "builder"}
+
+    table = client.get_hierarchy(ds.id, "age")
+    assert isinstance(table, HierarchyTable) and table.kind == "csv" and table.levels == 5
+    assert table.rows[0] == ["1", "0-4", "0-9", "0-19", "*"]
+    csv_text = client.get_hierarchy_csv(ds.id, "age")
+    assert csv_text.splitlines()[0] == "1;0-4;0-9;0-19;*"
+    frame = client.get_hierarchy_frame(ds.id, "sex")
+    assert frame.shape == (2, 2) and set(frame["level0"]) == {"Male", "Female"}
+    built = client.get_hierarchy(ds.id, "education")
+    assert built.kind == "builder" and built.spec is not None and built.spec["type"] == "order"
+    assert len(built.rows) == 16
+
+    with pytest.raises(NotFoundError) as e:
+        client.get_hierarchy(ds.id, "occupation")
+    assert e.value.code == "hierarchy_not_found"
+    client.delete_dataset(ds.id)
+
+
+def test_hierarchy_previews(client: Client, patients: Dataset) -> None:
+    spec = interval(10, levels=[2], top_coding=80)
+    p = client.preview_hierarchy(patients.id, "age", spec)
+    assert p.kind == "builder" and p.levels == 4 and p.total_rows == 73 and len(p.rows) == 73
+    assert p.rows[0] == ["18", "[10, 20[", "[0, 20[", "*"]
+    assert p.spec is not None and p.spec["top_coding"] == 80
+    assert p.shares is not None and p.shares[0][-1] == 1.0
+    cut = client.preview_hierarchy(patients.id, "age", spec, limit=3)
+    assert len(cut.rows) == 3 and cut.total_rows == 73
+    text = client.preview_hierarchy_csv(patients.id, "age", spec, limit=2)
+    assert text.splitlines() == ["18;[10, 20[;[0, 20[;*", "19;[10, 20[;[0, 20[;*"]
+    tabbed = client.preview_hierarchy_csv(patients.id, "zip", masking(), limit=1, delimiter="\t")
+    first = tabbed.splitlines()[0].split("\t")
+    assert len(first[0]) == 5 and first[1] == first[0][:4] + "*" and first[-1] == "*****"  # 10003 → 1000* → … → *****
+    # Nothing was stored.
+    assert client.get_dataset(patients.id).hierarchies == {}
+
+
+# ------------------------------------------------------------------ jobs
+
+
+def test_job_from_dict_and_from_builders_agree(client: Client, adult: Dataset) -> None:
+    from_dict = client.submit_job(adult_job(adult.id))
+    assert isinstance(from_dict, Job) and from_dict.dataset_id == adult.id
+    assert from_dict.status in ("queued", "running")
+    assert from_dict.links.self_ == f"/v1/jobs/{from_dict.id}"
+    assert from_dict.links.result_csv == f"/v1/jobs/{from_dict.id}/result.csv"
+    spec = JobSpec(
+        dataset_id=adult.id,
+        attributes={**{c: Attribute.quasi_identifying() for c in ADULT_QIS}, "salary-class": Attribute.sensitive()},
+        privacy=[KAnonymity(5), DistinctLDiversity("salary-class", 2)],
+        suppression_limit=0.02,
+        quality=Quality("loss"),
+        time_limit="30s",
+    )
+    from_builders = client.submit_job(spec)
+    a = client.wait(from_dict, progress=False)
+    b = client.wait(from_builders, progress=False)
+    assert a.status == b.status == "succeeded"
+    assert a.best is not None and b.best is not None
+    # The README's walkthrough result.
+    assert a.best.transformation == b.best.transformation == {"age": 4, "education": 1, "marital-status": 1, "race": 0, "sex": 0}
+    assert a.best.suppressed_rows == 335
+    assert a.finished_at is not None and a.started_at is not None and a.finished_at >= a.started_at
+
+
+def test_list_and_get_jobs(client: Client, adult: Dataset) -> None:
+    job = client.wait(client.submit_job(adult_job(adult.id)), progress=False)
+    page = client.list_jobs(limit=1)
+    assert len(page.items) == 1 and page.next_cursor
+    succeeded = list(client.iter_jobs(status="succeeded", page_size=2))
+    assert job.id in [j.id for j in succeeded] and all(j.status == "succeeded" for j in succeeded)
+    assert job.id not in [j.id for j in client.list_jobs(status="failed").items]
+    got = client.get_job(job.id)
+    assert got.status == "succeeded" and got.progress.phase == "finished" and got.progress.explored_share == 1.0
+    assert got.attempts == 1 and got.max_attempts >= 1 and got.cancel_requested is False and got.error is None
+
+
+def test_typed_report_and_result_csv(client: Client, adult: Dataset, tmp_path: Path) -> None:
+    job = client.wait(client.submit_job(adult_job(adult.id)), progress=False)
+    report = client.get_result(job.id)
+    assert isinstance(report, Report)
+    assert report.anonymous is True and report.job_id == job.id and report.dataset_id == adult.id
+    assert report.rows == 30162 and report.suppressed_rows == 335
+    assert report.optimal_proven is True and report.stop == "completed"
+    assert report.quality_model == "loss" and report.quality is not None
+    assert report.quality["loss"].score == pytest.approx(report.score)
+    assert report.quality["loss"].utility == pytest.approx(report.utility)
+    assert report.suppression is not None
+    assert (report.suppression.mode, report.suppression.marker) == ("mask", "*")
+    assert report.suppression.block_satisfies_models is True
+    assert report.risk.input is not None and report.risk.output is not None
+    assert report.risk.output["min_class_size"] >= 5
+    assert report.trace and report.trace[-1].utility == pytest.approx(report.utility)
+    assert report.trace[-1].strategy is not None and len(report.trace[-1].levels or []) == len(ADULT_QIS)
+    assert report.timings is not None and report.timings.search_ms is not None
+    assert report.time_limit_ms == 30000 and report.warnings == []
+
+    path = tmp_path / "out" / "adult.csv"
+    path.parent.mkdir()
+    client.download_result(job.id, path)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "sex;age;race;marital-status;education;native-country;workclass;occupation;salary-class"
+    assert len(lines) == 30163
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+    buf = io.BytesIO()
+    client.download_result(job.id, buf)
+    assert buf.getvalue() == path.read_bytes()
+
+    df = client.result_frame(job.id)
+    assert len(df) == 30162 and list(df.columns) == lines[0].split(";")
+    masked = df[(df[ADULT_QIS] == "*").all(axis=1)]
+    assert len(masked) == 335 and (masked["salary-class"] == "*").all()
+
+
+def test_events_of_a_finished_job_replay_everything(client: Client, adult: Dataset) -> None:
+    job = client.wait(client.submit_job(adult_job(adult.id)), progress=False)
+    events = list(client.events(job.id))
+    kinds = [e.event for e in events]
+    assert kinds[0] == "progress" and kinds[-1] == "done"
+    improvements = [e for e in events if e.event == "improvement"]
+    report = client.get_result(job.id)
+    assert len(improvements) == len(report.trace)
+    assert [e.id for e in improvements] == list(range(1, len(improvements) + 1))
+    assert improvements[-1].best is not None and improvements[-1].best.utility == pytest.approx(report.utility)
+    assert events[-1].job is not None and events[-1].job.status == "succeeded" and events[-1].terminal
+    # Resuming after the second improvement replays only the later ones.
+    later = [e for e in client.events(job.id, last_event_id=2) if e.event == "improvement"]
+    assert [e.id for e in later] == list(range(3, len(improvements) + 1))
+
+
+def test_wait_follows_a_running_job(client: Client, patients: Dataset) -> None:
+    job = client.submit_job(long_job(patients, "3s"))
+    seen: list[JobEvent] = []
+    bar = io.StringIO()
+    started = time.monotonic()
+    done = client.wait(job, progress=True, progress_file=bar, on_event=seen.append)
+    elapsed = time.monotonic() - started
+    assert done.status == "succeeded" and done.finished
+    assert elapsed >= 2.0  # it really waited for the search
+    running = [e for e in seen if e.event == "progress" and e.job is not None and e.job.status == "running"]
+    assert len(running) >= 3  # about four progress events a second
+    assert any(e.event == "improvement" for e in seen) and seen[-1].event == "done"
+    assert f"job {job.id[:13]}" in bar.getvalue() and "utility=" in bar.getvalue()
+    assert client.get_result(job.id).stop == "time-limit"
+
+
+def test_a_failed_job_carries_the_api_error(client: Client, adult: Dataset) -> None:
+    from deid_client import JobFailedError
+
+    impossible = adult_job(
+        adult.id,
+        privacy=["k-anonymity(k=5)", "recursive-l-diversity(attribute=salary-class,c=2,l=2)"],
+        suppression_limit=0,
+    )
+    job = client.submit_job(impossible)
+    failed = client.wait(job, progress=False)
+    assert failed.status == "failed" and failed.error is not None
+    assert failed.error.code == "no_solution" and failed.error.details["optimal_proven"] is True
+    with pytest.raises(JobFailedError) as e:
+        client.wait(job, progress=False, raise_on_failure=True)
+    assert e.value.code == "no_solution" and e.value.job.id == job.id
+
+
+def test_wait_by_polling(client: Client, patients: Dataset) -> None:
+    job = client.submit_job(long_job(patients, "1500ms"))
+    polls: list[JobEvent] = []
+    done = client.wait(job.id, events=False, poll_interval=0.2, progress=False, on_event=polls.append)
+    assert done.status == "succeeded"
+    assert len(polls) >= 3 and all(p.event == "progress" and p.job is not None for p in polls)
+    assert polls[-1].job is not None and polls[-1].job.status == "succeeded"
+
+
+def test_wait_falls_back_to_polling_when_the_stream_breaks(server: Server, patients: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deid_client import DeidConnectionError
+
+    with Client(server.url, api_key=ACME_KEY) as c:
+        job = c.submit_job(long_job(patients, "1s"))
+        opened: list[str] = []
+
+        def broken_events(job_id: str, **_: object) -> object:
+            opened.append(job_id)
+            raise DeidConnectionError("stream refused by a proxy")
+            yield  # pragma: no cover
+
+        monkeypatch.setattr(c, "events", broken_events)
+        done = c.wait(job, poll_interval=0.2, progress=False)
+        assert opened == [job.id] and done.status == "succeeded"
+
+
+def test_wait_timeout_and_cancel(client: Client, patients: Dataset) -> None:
+    job = client.submit_job(long_job(patients, "120s"))
+    with pytest.raises(WaitTimeoutError) as e:
+        client.wait(job, timeout=1.5, progress=False)
+    assert e.value.job.id == job.id and e.value.job.status in ("queued", "running")
+    cancelled = client.cancel_job(job.id)
+    assert cancelled.cancel_requested is True
+    final = client.wait(job, progress=False, timeout=30)
+    assert final.status == "cancelled"
+    report = client.get_result(job.id)
+    assert report.stop == "cancelled"
+    with pytest.raises(ConflictError) as c:
+        client.cancel_job(job.id)
+    assert c.value.code == "job_finished" and c.value.status == 409
+
+
+def test_cancel_while_waiting_in_another_thread(client: Client, patients: Dataset) -> None:
+    job = client.submit_job(long_job(patients, "120s"))
+    result: dict[str, Job] = {}
+    t = threading.Thread(target=lambda: result.setdefault("job", client.wait(job, progress=False)))
+    t.start()
+    time.sleep(1.0)
+    client.cancel_job(job.id)
+    t.join(timeout=30)
+    assert not t.is_alive() and result["job"].status == "cancelled"
+
+
+def test_delete_a_dataset_in_use_is_a_conflict(client: Client, patients_csv: Path) -> None:
+    ds = client.upload_dataset(patients_csv)
+    job = client.submit_job(long_job(ds, "60s"))
+    try:
+        with pytest.raises(ConflictError) as e:
+            client.delete_dataset(ds.id)
+        assert e.value.code == "dataset_in_use"
+    finally:
+        client.cancel_job(job.id)
+        client.wait(job, progress=False, timeout=30)
+    client.delete_dataset(ds.id)
+
+
+def test_tenants_do_not_see_each_other(server: Server, adult: Dataset) -> None:
+    with Client(server.url, api_key=GLOBEX_KEY) as globex:
+        with pytest.raises(NotFoundError):
+            globex.get_dataset(adult.id)
+        assert adult.id not in [d.id for d in globex.iter_datasets()]
+
+
+def test_api_key_from_the_environment(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEID_API_KEY", ACME_KEY)
+    monkeypatch.setenv("DEID_URL", server.url)
+    with Client() as c:
+        assert c.base_url == server.url
+        assert c.list_datasets(limit=1).items  # acme's datasets
