@@ -27,7 +27,7 @@ SCHEMAS = DOC["components"]["schemas"]
 RESPONSE_TYPES = [
     t.Status, t.Column, t.Dataset, t.DatasetPage, t.HierarchySummary, t.HierarchyTable, t.Best,
     t.Progress, t.JobLinks, t.ErrorInfo, t.Job, t.JobPage, t.Risk, t.Suppression, t.Timings,
-    t.TraceEntry, t.Report,
+    t.TraceEntry, t.Report, t.Measure, t.OutputQuality, t.LocalStep, t.LocalReport,
 ]
 
 
@@ -177,6 +177,7 @@ REQUEST_TYPES = [
     (builders.JobSpec, "JobSpec", {"extra"}),
     (builders.Attribute, "Attribute", set()),
     (builders.GeneticParams, "JobSpec.genetic", set()),
+    (builders.LocalGeneralization, "JobSpec.local", set()),
 ]
 
 

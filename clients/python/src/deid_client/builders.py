@@ -388,6 +388,19 @@ class GeneticParams:
 
 
 @dataclass
+class LocalGeneralization:
+    """Local generalization (``local`` in the job specification): at most ``iterations`` steps,
+    each publishing at least 1/iterations of the records; unset fields keep the defaults
+    (100 steps, gs-factor 0)."""
+
+    iterations: int | None = None
+    gs_factor: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _drop_none({f.name: getattr(self, f.name) for f in fields(self)})
+
+
+@dataclass
 class JobSpec:
     """A job specification (``JobSpec`` in openapi.yaml); ``to_json()`` is the body of ``POST /v1/jobs``.
 
@@ -411,6 +424,7 @@ class JobSpec:
     suppression_marker: str | None = None
     hierarchy_duplicates: Literal["reject", "last"] | None = None
     callback_url: str | None = None
+    local: LocalGeneralization | Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further properties sent as they are (for service features newer than this client)."""
 

@@ -252,6 +252,7 @@ class Best:
     elapsed_ms: int
     checks: int
     strategy: str | None = None
+    step: int | None = None
     raw: dict[str, Any] = _raw()
 
 
@@ -379,6 +380,67 @@ class TraceEntry:
     checks: int | None = None
     levels: list[int] | None = None
     strategy: str | None = None
+    step: int | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Measure:
+    """One post-hoc quality measure of an output: raw value, loss in [0, 1], 1 − loss."""
+
+    SCHEMA: ClassVar[str] = "Report.output_quality.granularity"
+    value: float | None = None
+    loss: float | None = None
+    quality: float | None = None
+    attributes: list[float] | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class OutputQuality:
+    """Quality measured on the output's records (comparable between global and local)."""
+
+    SCHEMA: ClassVar[str] = "Report.output_quality"
+    records: int | None = None
+    suppressed: int | None = None
+    classes: int | None = None
+    granularity: Measure | None = None
+    generalization_intensity: Measure | None = None
+    non_uniform_entropy: Measure | None = None
+    discernibility: Measure | None = None
+    aecs: Measure | None = None
+    ambiguity: Measure | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class LocalStep:
+    """One step of local generalization."""
+
+    SCHEMA: ClassVar[str] = "Report.local.steps[]"
+    step: int | None = None
+    transformation: dict[str, int] | None = None
+    levels: list[int] | None = None
+    candidate_rows: int | None = None
+    published_rows: int | None = None
+    suppression_limit: float | None = None
+    algorithm: str | None = None
+    checks: int | None = None
+    elapsed_ms: float | None = None
+    stop: Literal["completed", "time-limit", "check-limit", "cancelled"] | None = None
+    optimal_proven: bool | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class LocalReport:
+    """What local generalization did."""
+
+    SCHEMA: ClassVar[str] = "Report.local"
+    iterations: int | None = None
+    gs_factor: float | None = None
+    suppressed_rows: int | None = None
+    steps: list[LocalStep] = field(default_factory=list)
     raw: dict[str, Any] = _raw()
 
 
@@ -396,7 +458,15 @@ class Report:
     checks: int
     elapsed_ms: float
     optimal_proven: bool
-    stop: Literal["completed", "time-limit", "check-limit", "cancelled"]
+    stop: Literal[
+        "completed",
+        "time-limit",
+        "check-limit",
+        "cancelled",
+        "complete",
+        "no-progress",
+        "iterations",
+    ]
     solution_space: str
     trace: list[TraceEntry]
     job_id: str | None = None
@@ -414,6 +484,8 @@ class Report:
     time_limit_ms: int | None = None
     suppression: Suppression | None = None
     timings: Timings | None = None
+    output_quality: OutputQuality | None = None
+    local: LocalReport | None = None
     warnings: list[str] = field(default_factory=list)
     raw: dict[str, Any] = _raw()
 
