@@ -116,7 +116,7 @@ pub struct EvaluationReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppression: Option<SuppressionReport>,
     /// Quality measured on the output's records (post-hoc measures, comparable between global
-    /// and local outputs; `docs/definitions.md` §3.7).
+    /// and local outputs; `docs/definitions.md` §4.7).
     pub output_quality: OutputQuality,
 }
 

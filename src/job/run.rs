@@ -14,8 +14,9 @@ use deid_engine::{
 
 use super::report::{SearchReport, TraceEntry};
 
-/// What an anonymization produced.
+/// What an anonymization produced (one value per run: the size of its variants does not matter).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Anonymized {
     /// One transformation for every record; `eval` is the best one's evaluation.
     Global {

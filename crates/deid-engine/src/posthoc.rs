@@ -1,5 +1,5 @@
 //! Quality measured on an output's records (ARX's post-hoc measures, `docs/definitions.md`
-//! §3.7): works for any [`Recoding`] — one global transformation or the mixed output of local
+//! §4.7): works for any [`Recoding`] — one global transformation or the mixed output of local
 //! generalization — so both compare directly.
 //!
 //! The output's classes are the records with equal generalized *labels* (what a reader of the
