@@ -107,6 +107,11 @@ pub struct ProblemArgs {
     /// A sensitive column. Repeatable.
     #[arg(long = "sensitive", value_name = "COLUMN")]
     pub sensitive: Vec<String>,
+    /// `COLUMN=FUNCTION[@DATE_FORMAT]`: makes COLUMN a quasi-identifier whose values are
+    /// replaced by an aggregate of their class (`arithmetic_mean`, `geometric_mean`, `median`,
+    /// `mode`, `interval`, `set`; dates with a format such as `dd.MM.yyyy`). Repeatable.
+    #[arg(long = "microaggregate", value_name = "COLUMN=FUNCTION")]
+    pub microaggregate: Vec<String>,
     /// An identifying column (removed from the output). Repeatable.
     #[arg(long = "identifying", value_name = "COLUMN")]
     pub identifying: Vec<String>,
@@ -264,11 +269,42 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
                 min_level: None,
                 max_level: None,
                 weight: None,
+                microaggregation: None,
             });
         entry.kind = AttributeType::QuasiIdentifying;
         entry.hierarchy = Some(HierarchySource::File {
             file: file.into(),
             delimiter: None,
+        });
+    }
+    for m in &args.microaggregate {
+        let (col, rest) = m.split_once('=').with_context(|| {
+            format!("--microaggregate expects COLUMN=FUNCTION[@DATE_FORMAT], got '{m}'")
+        })?;
+        let (function, date_format) = match rest.split_once('@') {
+            Some((f, d)) => (f, Some(d.to_string())),
+            None => (rest, None),
+        };
+        let entry = spec
+            .attributes
+            .entry(col.to_string())
+            .or_insert(AttributeSpec {
+                kind: AttributeType::QuasiIdentifying,
+                hierarchy: None,
+                min_level: None,
+                max_level: None,
+                weight: None,
+                microaggregation: None,
+            });
+        entry.kind = AttributeType::QuasiIdentifying;
+        entry.hierarchy = None;
+        entry.microaggregation = Some(crate::job::spec::MicroaggregationSpec {
+            function: function.to_string(),
+            missing: entry
+                .microaggregation
+                .as_ref()
+                .and_then(|m| m.missing.clone()),
+            date_format,
         });
     }
     for (cols, kind) in [
@@ -282,6 +318,7 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
                 min_level: None,
                 max_level: None,
                 weight: None,
+                microaggregation: None,
             });
             entry.kind = kind;
         }

@@ -14,8 +14,9 @@ use deid_engine::SearchOutcome;
 use deid_engine::check::Evaluation;
 use deid_engine::hierarchy::list_duplicates;
 use deid_engine::local::LocalOutcome;
+use deid_engine::output::OutputClasses;
 use deid_engine::output::Recoding;
-use deid_engine::posthoc::{OutputClasses, OutputQuality, output_quality};
+use deid_engine::posthoc::{OutputQuality, output_quality};
 use deid_engine::quality::QualityModel;
 use deid_engine::risk::RiskReport;
 

@@ -97,6 +97,62 @@ pub struct AttributeSpec {
     /// Weight in the quality model (default 0.5; only ratios matter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
+    /// Microaggregation instead of a hierarchy (quasi-identifiers only): the column's values
+    /// are replaced by an aggregate of their class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microaggregation: Option<MicroaggregationSpec>,
+}
+
+/// The `microaggregation` setting of a quasi-identifier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicroaggregationSpec {
+    /// `arithmetic_mean`, `geometric_mean`, `median`, `mode`, `interval` or `set`.
+    pub function: String,
+    /// `ignore` (default: aggregate the other values) or `keep` missing (empty) values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// The values are dates in this format (e.g. `dd.MM.yyyy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_format: Option<String>,
+}
+
+impl MicroaggregationSpec {
+    /// The engine's setting for `column`; errors name `field`'s `function` or `missing`.
+    pub fn parse(
+        &self,
+        column: &str,
+        field: &str,
+    ) -> Result<deid_engine::aggregate::Microaggregation, SpecError> {
+        use deid_engine::aggregate::{AggregateFunction, Microaggregation, MissingValues};
+        let function = AggregateFunction::parse(&self.function).ok_or_else(|| {
+            let names: Vec<&str> = AggregateFunction::ALL.iter().map(|f| f.name()).collect();
+            SpecError::new(
+                format!("{field}.function"),
+                format!(
+                    "unknown function '{}'; expected one of {}",
+                    self.function,
+                    names.join(", ")
+                ),
+            )
+        })?;
+        let missing = match self.missing.as_deref() {
+            None | Some("ignore") => MissingValues::Ignore,
+            Some("keep") => MissingValues::Keep,
+            Some(other) => {
+                return Err(SpecError::new(
+                    format!("{field}.missing"),
+                    format!("unknown value '{other}'; expected ignore or keep"),
+                ));
+            }
+        };
+        Ok(Microaggregation {
+            column: column.to_string(),
+            function,
+            missing,
+            date_format: self.date_format.clone(),
+        })
+    }
 }
 
 /// A privacy model: compact text (`"k-anonymity(k=5)"`) or an object (`{"model": "k-anonymity", "k": 5}`).
@@ -623,7 +679,9 @@ impl JobSpec {
                         "must be true (or give the hierarchy inline)",
                     ));
                 }
-                None => attr.kind == AttributeType::QuasiIdentifying,
+                None => {
+                    attr.kind == AttributeType::QuasiIdentifying && attr.microaggregation.is_none()
+                }
                 Some(_) => false,
             };
             if stored {
@@ -671,8 +729,28 @@ impl JobSpec {
                     "min_level, max_level and weight apply to quasi-identifiers only",
                 ));
             }
-            match attr.kind {
-                AttributeType::QuasiIdentifying => {
+            if attr.microaggregation.is_some() && attr.kind != AttributeType::QuasiIdentifying {
+                return Err(SpecError::new(
+                    format!("{field}.microaggregation"),
+                    "microaggregation applies to quasi-identifiers only",
+                ));
+            }
+            match (attr.kind, &attr.microaggregation) {
+                (AttributeType::QuasiIdentifying, Some(m)) => {
+                    if attr.hierarchy.is_some()
+                        || attr.min_level.is_some()
+                        || attr.max_level.is_some()
+                    {
+                        return Err(SpecError::new(
+                            format!("{field}.microaggregation"),
+                            "a microaggregated attribute has no hierarchy and no levels",
+                        ));
+                    }
+                    config
+                        .microaggregated
+                        .push(m.parse(name, &format!("{field}.microaggregation"))?);
+                }
+                (AttributeType::QuasiIdentifying, None) => {
                     let hierarchy = load(name, attr.hierarchy.as_ref())?;
                     config.quasi_identifiers.push(QuasiIdentifier {
                         column: name.clone(),
@@ -682,7 +760,7 @@ impl JobSpec {
                         weight: attr.weight.unwrap_or(0.5),
                     });
                 }
-                AttributeType::Sensitive => {
+                (AttributeType::Sensitive, _) => {
                     let hierarchy = match &attr.hierarchy {
                         Some(src) => Some(load(name, Some(src))?),
                         None => None,
@@ -692,8 +770,8 @@ impl JobSpec {
                         hierarchy,
                     });
                 }
-                AttributeType::Identifying => config.identifying.push(name.clone()),
-                AttributeType::Insensitive => {}
+                (AttributeType::Identifying, _) => config.identifying.push(name.clone()),
+                (AttributeType::Insensitive, _) => {}
             }
         }
         for (i, p) in self.privacy.iter().enumerate() {

@@ -2,6 +2,7 @@
 //! (with hierarchies), sensitive or identifying, the privacy models, the suppression limit and the
 //! quality model. The service's job specification is parsed into these types.
 
+use crate::aggregate::Microaggregation;
 use crate::hierarchy::Hierarchy;
 use crate::privacy::PrivacyModel;
 use crate::quality::QualityConfig;
@@ -52,6 +53,8 @@ pub struct ProblemConfig {
     pub sensitive: Vec<SensitiveAttribute>,
     /// Identifying columns (removed from the output).
     pub identifying: Vec<String>,
+    /// Quasi-identifiers without a hierarchy whose values are aggregated within each class.
+    pub microaggregated: Vec<Microaggregation>,
     /// Privacy models; all must hold.
     pub privacy: Vec<PrivacyModel>,
     /// Share of records that may be suppressed, in [0, 1].
@@ -66,6 +69,7 @@ impl Default for ProblemConfig {
             quasi_identifiers: Vec::new(),
             sensitive: Vec::new(),
             identifying: Vec::new(),
+            microaggregated: Vec::new(),
             privacy: Vec::new(),
             suppression_limit: 0.0,
             quality: QualityConfig::default(),

@@ -10,7 +10,8 @@
 //! 3. [`hierarchy`] (generalization hierarchies; [`hierarchy::builder`] creates them from small
 //!    specifications) and [`profile`] (column profiles: type detection with a suggested
 //!    hierarchy, the streaming profile of a CSV table);
-//! 4. [`privacy`] and [`quality`] models, each compiled against the data by the layer above;
+//! 4. [`privacy`] and [`quality`] models, each compiled against the data by the layer above,
+//!    and [`aggregate`] (microaggregation functions);
 //! 5. [`config`] (what the user asks for) and [`dataset`] (loads datasets in the layout of ARX's
 //!    benchmark files);
 //! 6. [`problem`] (a validated, encoded problem);
@@ -20,6 +21,7 @@
 //! 9. [`posthoc`] (quality measured on an output's records);
 //! 10. [`local`] (local generalization: a transformation per group of records).
 
+pub mod aggregate;
 pub mod cancel;
 pub mod check;
 pub mod config;

@@ -20,8 +20,7 @@ use crate::cancel::CancelFlag;
 use crate::check::Checker;
 use crate::error::{EngineError, Result};
 use crate::lattice::Levels;
-use crate::output::Recoding;
-use crate::posthoc::OutputClasses;
+use crate::output::{OutputClasses, Recoding};
 use crate::privacy::PrivacyModel;
 use crate::problem::Problem;
 use crate::search::{

@@ -5,7 +5,7 @@
 //! suppressed records discloses nothing (ARX keeps their sensitive values: whoever knows that a
 //! neighbour's records were suppressed would learn them). Streams row by row.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use crate::check::Evaluation;
@@ -97,19 +97,23 @@ impl OutputOptions {
         Ok(())
     }
 
-    /// The columns a suppressed record masks → quasi-identifier index (`None`: a sensitive
-    /// attribute, masked in [`SuppressedRecords::Mask`] mode only).
-    fn masked_columns(&self, problem: &Problem) -> BTreeMap<usize, Option<usize>> {
-        let mut columns: BTreeMap<usize, Option<usize>> = problem
+    /// The columns a suppressed record masks, with what they hold otherwise: generalized
+    /// quasi-identifiers, microaggregated columns and (except in
+    /// [`SuppressedRecords::KeepSensitive`] mode) sensitive attributes.
+    fn masked_columns(&self, problem: &Problem) -> BTreeMap<usize, Cell> {
+        let mut columns: BTreeMap<usize, Cell> = problem
             .qi_columns()
             .iter()
             .enumerate()
-            .map(|(i, &c)| (c, Some(i)))
+            .map(|(i, &c)| (c, Cell::Qi(i)))
             .collect();
+        for (k, m) in problem.microaggregated().iter().enumerate() {
+            columns.insert(m.column, Cell::Aggregated(k));
+        }
         if self.suppressed != SuppressedRecords::KeepSensitive {
             for s in &problem.config().sensitive {
                 if let Some(c) = problem.table().column_index(&s.column) {
-                    columns.entry(c).or_insert(None);
+                    columns.entry(c).or_insert(Cell::Sensitive);
                 }
             }
         }
@@ -150,17 +154,134 @@ impl Recoding for Evaluation {
     }
 }
 
+/// The classes an output's reader sees.
+#[derive(Debug, Clone)]
+pub struct OutputClasses {
+    /// Class of every base group of the problem (`u32::MAX`: suppressed).
+    pub class_of_base: Vec<u32>,
+    /// Records per class.
+    pub counts: Vec<u32>,
+    /// Label id of every base group's value, per quasi-identifier (`u32::MAX`: suppressed):
+    /// `labels[g * q + i]`. Equal ids ⇔ equal output text.
+    pub labels: Vec<u32>,
+    /// Per quasi-identifier, the label id of a suppressed cell: the id of the text `*` (shared
+    /// with published cells showing `*`, the top of most hierarchies) or an id of its own.
+    pub suppressed_labels: Vec<u32>,
+}
+
+impl OutputClasses {
+    /// Groups the base groups of `problem` (the whole problem) by their output labels.
+    pub fn of<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> OutputClasses {
+        const NONE: u32 = u32::MAX;
+        let q = problem.qi_columns().len();
+        let base = problem.base_groups();
+        let table = problem.table();
+        // Per quasi-identifier: label text → id, and a memo (level, code) → id.
+        let mut text_ids: Vec<HashMap<&str, u32>> = vec![HashMap::new(); q];
+        let mut memo: Vec<Vec<Vec<u32>>> = problem
+            .hierarchies()
+            .iter()
+            .map(|h| (0..h.height()).map(|_| Vec::new()).collect())
+            .collect();
+        let mut labels = vec![NONE; base.len() * q];
+        let mut class_ids: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut class_of_base = vec![NONE; base.len()];
+        let mut counts: Vec<u32> = Vec::new();
+        let mut key = vec![0u32; q];
+        for g in 0..base.len() {
+            let Some((levels, codes)) = recoding.recode(g) else {
+                continue;
+            };
+            for i in 0..q {
+                let (level, code) = (levels[i] as usize, codes[i]);
+                let m = &mut memo[i][level];
+                if m.len() <= code as usize {
+                    m.resize(code as usize + 1, NONE);
+                }
+                if m[code as usize] == NONE {
+                    let h = &problem.hierarchies()[i];
+                    let text = h.label(level, code, table.column(problem.qi_columns()[i]));
+                    let next = text_ids[i].len() as u32;
+                    m[code as usize] = *text_ids[i].entry(text).or_insert(next);
+                }
+                key[i] = m[code as usize];
+            }
+            labels[g * q..(g + 1) * q].copy_from_slice(&key);
+            let next = counts.len() as u32;
+            let c = *class_ids.entry(key.clone()).or_insert(next);
+            if c == next {
+                counts.push(0);
+            }
+            counts[c as usize] += base.counts[g];
+            class_of_base[g] = c;
+        }
+        let suppressed_labels = text_ids
+            .iter()
+            .map(|ids| ids.get(SUPPRESSED).copied().unwrap_or(ids.len() as u32))
+            .collect();
+        OutputClasses {
+            class_of_base,
+            counts,
+            labels,
+            suppressed_labels,
+        }
+    }
+}
+
 /// Records per chunk that [`write_csv`] formats on one thread.
 const CHUNK_ROWS: usize = 1 << 15;
 
 /// What an output column holds.
+#[derive(Debug, Clone, Copy)]
 enum Cell {
     /// The value as it is.
     Copy,
     /// Quasi-identifier i, generalized.
     Qi(usize),
+    /// Microaggregated column k: its class's aggregate.
+    Aggregated(usize),
     /// A sensitive attribute: copied, the marker for suppressed records.
     Sensitive,
+}
+
+/// The merged distribution of a tracked column (`slot`) in every class of `classes`:
+/// (value codes ascending, frequencies).
+pub fn class_distributions(
+    problem: &Problem,
+    classes: &OutputClasses,
+    slot: usize,
+) -> Vec<(Vec<u32>, Vec<u32>)> {
+    let base = problem.base_groups();
+    let mut merged: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new(); classes.counts.len()];
+    for g in 0..base.len() {
+        let c = classes.class_of_base[g];
+        if c == u32::MAX {
+            continue;
+        }
+        let (values, freqs) = base.hists[slot].get(g);
+        for (&v, &f) in values.iter().zip(freqs) {
+            *merged[c as usize].entry(v).or_default() += f;
+        }
+    }
+    merged
+        .into_iter()
+        .map(|m| (m.keys().copied().collect(), m.values().copied().collect()))
+        .collect()
+}
+
+/// The aggregates of every microaggregated column (outer) in every class (inner).
+fn aggregates(problem: &Problem, classes: &OutputClasses) -> Vec<Vec<String>> {
+    problem
+        .microaggregated()
+        .iter()
+        .map(|m| {
+            let column = problem.table().column(m.column);
+            class_distributions(problem, classes, m.slot)
+                .iter()
+                .map(|(codes, freqs)| m.prepared.aggregate(codes, freqs, column))
+                .collect()
+        })
+        .collect()
 }
 
 /// Streams the anonymized table as CSV with the given delimiter. Chunks of rows are formatted in
@@ -179,15 +300,14 @@ pub fn write_csv<W: Write, R: Recoding + ?Sized>(
     let masked = options.masked_columns(problem);
     let plan: Vec<(usize, Cell)> = (0..table.columns().len())
         .filter(|c| !problem.identifying_columns().contains(c))
-        .map(|c| {
-            let cell = match masked.get(&c) {
-                Some(Some(i)) => Cell::Qi(*i),
-                Some(None) => Cell::Sensitive,
-                None => Cell::Copy,
-            };
-            (c, cell)
-        })
+        .map(|c| (c, masked.get(&c).copied().unwrap_or(Cell::Copy)))
         .collect();
+    // Microaggregation: the aggregate of each class as the output's reader sees it.
+    let micro = (!problem.microaggregated().is_empty()).then(|| {
+        let classes = OutputClasses::of(problem, recoding);
+        let values = aggregates(problem, &classes);
+        (classes.class_of_base, values)
+    });
     let io = |e: csv::Error| EngineError::Output(e.to_string());
     let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
     let mut header = csv::WriterBuilder::new()
@@ -209,7 +329,15 @@ pub fn write_csv<W: Write, R: Recoding + ?Sized>(
             .into_par_iter()
             .map(|c| {
                 let range = c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS);
-                format_rows(problem, recoding, &plan, options, delimiter, range)
+                format_rows(
+                    problem,
+                    recoding,
+                    &plan,
+                    micro.as_ref(),
+                    options,
+                    delimiter,
+                    range,
+                )
             })
             .collect();
         for part in parts {
@@ -228,6 +356,7 @@ fn format_rows<R: Recoding + ?Sized>(
     problem: &Problem,
     recoding: &R,
     plan: &[(usize, Cell)],
+    micro: Option<&(Vec<u32>, Vec<Vec<String>>)>,
     options: &OutputOptions,
     delimiter: u8,
     range: std::ops::Range<usize>,
@@ -242,7 +371,8 @@ fn format_rows<R: Recoding + ?Sized>(
     let mut record: Vec<&str> = Vec::with_capacity(plan.len());
     let row_groups = problem.row_groups();
     for row in range {
-        let recoded = recoding.recode(row_groups[row] as usize);
+        let group = row_groups[row] as usize;
+        let recoded = recoding.recode(group);
         let suppressed = recoded.is_none();
         if suppressed && options.suppressed == SuppressedRecords::Remove {
             written.removed += 1;
@@ -251,7 +381,11 @@ fn format_rows<R: Recoding + ?Sized>(
         record.clear();
         for (c, cell) in plan {
             let value = match cell {
-                Cell::Qi(_) | Cell::Sensitive if suppressed => marker,
+                Cell::Qi(_) | Cell::Sensitive | Cell::Aggregated(_) if suppressed => marker,
+                Cell::Aggregated(k) => {
+                    let (class_of_base, values) = micro.expect("aggregates computed");
+                    values[*k][class_of_base[group] as usize].as_str()
+                }
                 Cell::Copy | Cell::Sensitive => {
                     let col = table.column(*c);
                     col.dict.value(col.codes.get(row))

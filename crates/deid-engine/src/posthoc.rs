@@ -16,6 +16,9 @@
 //! | AECS | n / classes (the suppressed block counts as one class) | the same for the input | n |
 //! | ambiguity | Σ over records of ∏ leaves under each output value | n | n · ∏ domain sizes |
 //!
+//! Microaggregated attributes have a measure of their own (`microaggregation`: the share of the
+//! column's range each record's class spans), the others cover the generalized attributes.
+//!
 //! Column-oriented measures (granularity, intensity, entropy) average the attributes' losses
 //! arithmetically. P(x ∣ y) is the share of input value x among the cells whose output is y, so
 //! a value generalized differently in different steps is handled exactly; for one global
@@ -23,7 +26,7 @@
 
 use std::collections::HashMap;
 
-use crate::output::{Recoding, SUPPRESSED};
+use crate::output::{OutputClasses, Recoding, class_distributions};
 use crate::problem::Problem;
 
 /// One post-hoc measure.
@@ -94,80 +97,11 @@ pub struct OutputQuality {
     pub aecs: Measure,
     /// Ambiguity.
     pub ambiguity: Measure,
-}
-
-/// The classes an output's reader sees.
-#[derive(Debug, Clone)]
-pub struct OutputClasses {
-    /// Class of every base group of the problem (`u32::MAX`: suppressed).
-    pub class_of_base: Vec<u32>,
-    /// Records per class.
-    pub counts: Vec<u32>,
-    /// Label id of every base group's value, per quasi-identifier (`u32::MAX`: suppressed):
-    /// `labels[g * q + i]`. Equal ids ⇔ equal output text.
-    pub labels: Vec<u32>,
-    /// Per quasi-identifier, the label id of a suppressed cell: the id of the text `*` (shared
-    /// with published cells showing `*`, the top of most hierarchies) or an id of its own.
-    pub suppressed_labels: Vec<u32>,
-}
-
-impl OutputClasses {
-    /// Groups the base groups of `problem` (the whole problem) by their output labels.
-    pub fn of<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> OutputClasses {
-        const NONE: u32 = u32::MAX;
-        let q = problem.qi_columns().len();
-        let base = problem.base_groups();
-        let table = problem.table();
-        // Per quasi-identifier: label text → id, and a memo (level, code) → id.
-        let mut text_ids: Vec<HashMap<&str, u32>> = vec![HashMap::new(); q];
-        let mut memo: Vec<Vec<Vec<u32>>> = problem
-            .hierarchies()
-            .iter()
-            .map(|h| (0..h.height()).map(|_| Vec::new()).collect())
-            .collect();
-        let mut labels = vec![NONE; base.len() * q];
-        let mut class_ids: HashMap<Vec<u32>, u32> = HashMap::new();
-        let mut class_of_base = vec![NONE; base.len()];
-        let mut counts: Vec<u32> = Vec::new();
-        let mut key = vec![0u32; q];
-        for g in 0..base.len() {
-            let Some((levels, codes)) = recoding.recode(g) else {
-                continue;
-            };
-            for i in 0..q {
-                let (level, code) = (levels[i] as usize, codes[i]);
-                let m = &mut memo[i][level];
-                if m.len() <= code as usize {
-                    m.resize(code as usize + 1, NONE);
-                }
-                if m[code as usize] == NONE {
-                    let h = &problem.hierarchies()[i];
-                    let text = h.label(level, code, table.column(problem.qi_columns()[i]));
-                    let next = text_ids[i].len() as u32;
-                    m[code as usize] = *text_ids[i].entry(text).or_insert(next);
-                }
-                key[i] = m[code as usize];
-            }
-            labels[g * q..(g + 1) * q].copy_from_slice(&key);
-            let next = counts.len() as u32;
-            let c = *class_ids.entry(key.clone()).or_insert(next);
-            if c == next {
-                counts.push(0);
-            }
-            counts[c as usize] += base.counts[g];
-            class_of_base[g] = c;
-        }
-        let suppressed_labels = text_ids
-            .iter()
-            .map(|ids| ids.get(SUPPRESSED).copied().unwrap_or(ids.len() as u32))
-            .collect();
-        OutputClasses {
-            class_of_base,
-            counts,
-            labels,
-            suppressed_labels,
-        }
-    }
+    /// Microaggregated attributes (absent without them): per record the share of the column's
+    /// range its class's values span (suppressed records 1), averaged over the records and
+    /// then the attributes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub microaggregation: Option<Measure>,
 }
 
 /// Measures the output `recoding` makes of `problem` (the whole problem).
@@ -252,6 +186,21 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
         n / base.len() as f64
     };
     let domains: f64 = hierarchies.iter().map(|h| h.domain_size as f64).product();
+    let microaggregation = (!problem.microaggregated().is_empty()).then(|| {
+        let parts: Vec<(f64, f64, f64)> = problem
+            .microaggregated()
+            .iter()
+            .map(|m| {
+                let shares: f64 = class_distributions(problem, &classes, m.slot)
+                    .iter()
+                    .zip(&classes.counts)
+                    .map(|((codes, _), &count)| count as f64 * m.prepared.range_share(codes))
+                    .sum();
+                ((shares + suppressed as f64) / n, 0.0, 1.0)
+            })
+            .collect();
+        Measure::columns(&parts)
+    });
     OutputQuality {
         records: problem.rows(),
         suppressed,
@@ -262,5 +211,6 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
         discernibility: Measure::new(disc, disc_min, n * n),
         aecs: Measure::new(aecs, aecs_min, n),
         ambiguity: Measure::new(ambiguity, n, n * domains),
+        microaggregation,
     }
 }

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::aggregate::PreparedAggregate;
 use crate::config::{ProblemConfig, QuasiIdentifier};
 use crate::data::Table;
 use crate::error::{EngineError, Result};
@@ -167,6 +168,18 @@ pub struct Problem {
     max_suppressed: usize,
     quality: PreparedQuality,
     monotonicity: PrivacyMonotonicity,
+    aggregates: Vec<MicroColumn>,
+}
+
+/// A microaggregated column of a problem.
+#[derive(Debug, Clone)]
+pub struct MicroColumn {
+    /// Table column index.
+    pub column: usize,
+    /// Its tracked distribution ([`Groups::hists`] index).
+    pub slot: usize,
+    /// The compiled aggregate.
+    pub prepared: PreparedAggregate,
 }
 
 impl Problem {
@@ -215,6 +228,12 @@ impl Problem {
                     .identifying
                     .iter()
                     .map(|c| (c.as_str(), "identifying")),
+            )
+            .chain(
+                config
+                    .microaggregated
+                    .iter()
+                    .map(|m| (m.column.as_str(), "microaggregated")),
             );
         for (name, role) in named {
             table.require_column(name, "attributes")?;
@@ -318,6 +337,27 @@ impl Problem {
             model_slots.push(slot);
         }
 
+        // Microaggregated columns: their per-class distributions are tracked like a sensitive
+        // attribute's, to aggregate them in the output.
+        let mut aggregates = Vec::with_capacity(config.microaggregated.len());
+        for m in &config.microaggregated {
+            let col = table.require_column(&m.column, "attributes")?;
+            let field = format!("attributes.{}.microaggregation", m.column);
+            let prepared = PreparedAggregate::prepare(m, table.column(col), &field)?;
+            let slot = match slot_columns.iter().position(|&c| c == col) {
+                Some(s) => s,
+                None => {
+                    slot_columns.push(col);
+                    slot_columns.len() - 1
+                }
+            };
+            aggregates.push(MicroColumn {
+                column: col,
+                slot,
+                prepared,
+            });
+        }
+
         // 4. Base groups.
         let q = qi_columns.len();
         let (base, row_group) = base_groups(&table, &qi_columns, &slot_columns);
@@ -419,6 +459,7 @@ impl Problem {
             max_suppressed,
             quality,
             monotonicity,
+            aggregates,
         })
     }
 
@@ -526,6 +567,7 @@ impl Problem {
             max_suppressed,
             quality,
             monotonicity,
+            aggregates: self.aggregates.clone(),
         }
     }
 
@@ -594,6 +636,11 @@ impl Problem {
     /// Encoded hierarchy of each tracked sensitive attribute, if one was given.
     pub fn sensitive_hierarchies(&self) -> &[Option<EncodedHierarchy>] {
         &self.sensitive_hierarchies
+    }
+
+    /// The microaggregated columns.
+    pub fn microaggregated(&self) -> &[MicroColumn] {
+        &self.aggregates
     }
 
     /// The largest minimal class size implied by the privacy models (1 if none).

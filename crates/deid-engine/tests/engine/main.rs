@@ -10,5 +10,6 @@ mod common;
 mod fixtures;
 mod layering;
 mod local;
+mod microaggregation;
 mod properties;
 mod search_outputs;

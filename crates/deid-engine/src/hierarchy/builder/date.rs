@@ -415,6 +415,28 @@ impl DateFormat {
         })
     }
 
+    /// Writes a date/time in this format (numeric fields zero-padded to their minimal width).
+    pub fn format(&self, value: &DateTime) -> String {
+        let mut out = String::new();
+        for token in &self.tokens {
+            match token {
+                Token::Literal(l) => out.push_str(l),
+                Token::Field(f, min, _) => {
+                    let v: i64 = match f {
+                        Field::Year => value.date.year,
+                        Field::Month => value.date.month as i64,
+                        Field::Day => value.date.day as i64,
+                        Field::Hour => (value.seconds / 3600) as i64,
+                        Field::Minute => (value.seconds / 60 % 60) as i64,
+                        Field::Second => (value.seconds % 60) as i64,
+                    };
+                    out.push_str(&format!("{v:0min$}"));
+                }
+            }
+        }
+        out
+    }
+
     /// Parses `text` (surrounding whitespace ignored); `None` if it does not match or is not a
     /// valid date/time.
     pub fn parse_date(&self, text: &str) -> Option<DateTime> {
