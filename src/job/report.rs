@@ -647,6 +647,7 @@ mod tests {
             "per_attribute": {"age": eval.quality.per_attribute[0]},
             "utility": eval.quality.utility,
             "risk": {"input": RiskReport::input(problem, 0.2), "output": RiskReport::output(eval, 0.2)},
+            "output_quality": output_quality(problem, eval),
             "algorithm": outcome.algorithm.name(),
             "levels": outcome.best.as_ref().map(|b| b.levels.clone()),
             "checks": outcome.checks,

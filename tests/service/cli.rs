@@ -695,6 +695,54 @@ fn local_generalization_is_verified_from_the_output() {
     assert!(stderr.contains("privacy[1]"), "{stderr}");
 }
 
+/// `--microaggregate COLUMN=FUNCTION`: the column becomes a quasi-identifier without a
+/// hierarchy, shown as its class's aggregate; an unknown function exits 2 naming the field.
+#[test]
+fn microaggregate_flag() {
+    let dir = setup("microaggregate", DATA.as_bytes(), AGE);
+    std::fs::write(dir.join("zip.json"), r#"{"type": "masking"}"#).unwrap();
+    let args = |function: &str| {
+        vec![
+            "anonymize".to_string(),
+            "--input".into(),
+            "data.csv".into(),
+            "--hierarchy".into(),
+            "zip=zip.json".into(),
+            "--microaggregate".into(),
+            format!("age={function}"),
+            "--identifying".into(),
+            "name".into(),
+            "--privacy".into(),
+            "k-anonymity(k=2)".into(),
+            "--output".into(),
+            "out.csv".into(),
+        ]
+    };
+    let run = |function: &str| {
+        let a = args(function);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        deid(&a, &dir)
+    };
+    let (code, stdout, stderr) = run("interval");
+    assert_eq!(code, 0, "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(r["transformation"].get("age").is_none());
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    // zip masked to 816**/819** (k = 2); each class shows the interval of its ages (quoted:
+    // it contains the delimiter).
+    assert_eq!(
+        out,
+        "age,zip,disease\n\"[34, 45]\",816**,flu\n\"[34, 45]\",816**,cold\n\
+         \"[66, 70]\",819**,flu\n\"[66, 70]\",819**,cold\n"
+    );
+    let (code, _, stderr) = run("average");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("attributes.age.microaggregation.function"),
+        "{stderr}"
+    );
+}
+
 /// Ctrl-C during `deid anonymize` stops the search like a cancel and writes the best so far;
 /// a reader that goes away (`| true`) is not reported as an error.
 #[test]

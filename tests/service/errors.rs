@@ -297,6 +297,34 @@ async fn job_spec_errors() {
         "suppressed",
     )
     .await;
+    // Microaggregation: a known function, quasi-identifiers without a hierarchy only.
+    field_error(
+        with(&|s| {
+            s["attributes"]["age"] =
+                json!({"type": "quasi_identifying", "microaggregation": {"function": "average"}})
+        }),
+        "invalid_spec",
+        "attributes.age.microaggregation.function",
+    )
+    .await;
+    field_error(
+        with(&|s| {
+            s["attributes"]["disease"] =
+                json!({"type": "sensitive", "microaggregation": {"function": "mode"}})
+        }),
+        "invalid_spec",
+        "attributes.disease.microaggregation",
+    )
+    .await;
+    field_error(
+        with(&|s| {
+            s["attributes"]["age"] = json!({"type": "quasi_identifying",
+                "hierarchy": {"stored": true}, "microaggregation": {"function": "mode"}})
+        }),
+        "invalid_spec",
+        "attributes.age.microaggregation",
+    )
+    .await;
     // Local generalization: its settings and the models it supports.
     field_error(
         with(&|s| s["local"] = json!({"iterations": 0})),

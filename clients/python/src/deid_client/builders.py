@@ -216,6 +216,19 @@ class Attribute:
     min_level: int | None = None
     max_level: int | None = None
     weight: float | None = None
+    microaggregation: Mapping[str, Any] | None = None
+
+    @classmethod
+    def microaggregated(
+        cls,
+        function: Literal["arithmetic_mean", "geometric_mean", "median", "mode", "interval", "set"],
+        *,
+        missing: Literal["ignore", "keep"] | None = None,
+        date_format: str | None = None,
+    ) -> Attribute:
+        """A quasi-identifier without a hierarchy whose values become their class's aggregate."""
+        spec = _drop_none({"function": function, "missing": missing, "date_format": date_format})
+        return cls("quasi_identifying", microaggregation=spec)
 
     @classmethod
     def quasi_identifying(
@@ -248,6 +261,8 @@ class Attribute:
         out = _drop_none({f.name: getattr(self, f.name) for f in fields(self)})
         if "hierarchy" in out:
             out["hierarchy"] = dict(out["hierarchy"])
+        if "microaggregation" in out:
+            out["microaggregation"] = dict(out["microaggregation"])
         return out
 
 

@@ -410,6 +410,7 @@ class OutputQuality:
     discernibility: Measure | None = None
     aecs: Measure | None = None
     ambiguity: Measure | None = None
+    microaggregation: Measure | None = None
     raw: dict[str, Any] = _raw()
 
 
