@@ -122,7 +122,7 @@ fn openapi_job_spec_matches_the_parser() {
         let value = match name.as_str() {
             // Enumerations: their first value.
             _ if props[name]["enum"].is_array() => props[name]["enum"][0].clone(),
-            "attributes" | "genetic" => serde_json::json!({}),
+            "attributes" | "genetic" | "local" => serde_json::json!({}),
             "privacy" => serde_json::json!([]),
             "suppression_limit" | "risk_threshold" => serde_json::json!(0.5),
             "check_limit" | "seed" | "threads" | "flash_max_space" => serde_json::json!(1),
