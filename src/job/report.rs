@@ -398,8 +398,12 @@ pub struct SearchReport {
 pub struct LocalReport {
     /// The setting N (at most N steps, each publishing ≥ 1/N of the records).
     pub iterations: u32,
-    /// The gs-factor of every step.
+    /// The gs-factor of the steps that made the output.
     pub gs_factor: f64,
+    /// Attempts (2: the first, with gs-factor 0, left more records suppressed than the
+    /// suppression limit allows, and a second ran with 0.5; the one with fewer suppressed
+    /// records is reported).
+    pub attempts: u32,
     /// Records no step published (suppressed in the output).
     pub suppressed_rows: usize,
     /// The steps that published records, in order.
@@ -554,7 +558,8 @@ impl SearchReport {
             timings: None,
             local: Some(LocalReport {
                 iterations: settings.iterations,
-                gs_factor: settings.gs_factor,
+                gs_factor: outcome.gs_factor,
+                attempts: outcome.attempts,
                 suppressed_rows: outcome.suppressed,
                 steps: outcome
                     .steps

@@ -430,8 +430,9 @@ pub struct LocalSpec {
     /// 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u32>,
-    /// The quality model's gs-factor in every step (default 0: suppression is free, so each
-    /// step publishes what it can keep most precise).
+    /// The quality model's gs-factor in every step (default: 0 — suppression is free, so each
+    /// step publishes what it can keep most precise — and a second attempt with 0.5 if that
+    /// leaves more records suppressed than the suppression limit allows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gs_factor: Option<f64>,
 }
@@ -442,7 +443,7 @@ impl LocalSpec {
         let d = deid_engine::local::LocalConfig::default();
         deid_engine::local::LocalConfig {
             iterations: self.iterations.unwrap_or(d.iterations),
-            gs_factor: self.gs_factor.unwrap_or(d.gs_factor),
+            gs_factor: self.gs_factor.or(d.gs_factor),
         }
     }
 }

@@ -5,7 +5,10 @@
 //! against the whole table's distributions — each required to publish at least 1/N of all
 //! records, until nothing is suppressed, a step publishes nothing, N steps ran or the time is up.
 //! The quality model's gs-factor is 0 in every step by default (suppression costs nothing, so
-//! each step publishes what it can keep most precise and leaves the rest to the next step).
+//! each step publishes what it can keep most precise and leaves the rest to the next step); if
+//! that leaves more records suppressed than the suppression limit allows (records that cannot
+//! satisfy ℓ-diversity on their own once the diverse ones are gone), a second attempt with 0.5
+//! runs on the time left and the one with fewer suppressed records is kept.
 //!
 //! Every step's published classes satisfy the models on their own. Classes of different steps
 //! with equal output labels merge in the output; every supported model is preserved by such a
@@ -32,15 +35,18 @@ use crate::search::{
 pub struct LocalConfig {
     /// N: at most N steps, each publishing at least 1/N of the records (default 100).
     pub iterations: u32,
-    /// gs-factor of the quality model in every step (default 0: only generalization counts).
-    pub gs_factor: f64,
+    /// gs-factor of the quality model in every step. `None` (the default): 0 — only
+    /// generalization counts, so each step publishes what it keeps most precise — and, if that
+    /// leaves more records suppressed than the problem's suppression limit allows, a second
+    /// attempt with 0.5 on the time left; the attempt with fewer suppressed records wins.
+    pub gs_factor: Option<f64>,
 }
 
 impl Default for LocalConfig {
     fn default() -> Self {
         LocalConfig {
             iterations: 100,
-            gs_factor: 0.0,
+            gs_factor: None,
         }
     }
 }
@@ -67,10 +73,12 @@ impl LocalConfig {
                 ),
             ));
         }
-        if !(0.0..=1.0).contains(&self.gs_factor) {
+        if let Some(g) = self.gs_factor
+            && !(0.0..=1.0).contains(&g)
+        {
             return Err(EngineError::config(
                 "local.gs_factor",
-                format!("expected a number in [0, 1], got {}", self.gs_factor),
+                format!("expected a number in [0, 1], got {g}"),
             ));
         }
         Ok(())
@@ -176,7 +184,12 @@ pub struct LocalOutcome {
     pub suppressed: usize,
     /// Why it ended.
     pub stop: LocalStop,
-    /// Checks of all steps.
+    /// The gs-factor of the steps that made this output.
+    pub gs_factor: f64,
+    /// Attempts made (2 when the first, with gs-factor 0, left more records suppressed than
+    /// the suppression limit allows; the better one is kept).
+    pub attempts: u32,
+    /// Checks of all steps (of every attempt).
     pub checks: u64,
     /// Total time.
     pub elapsed: Duration,
@@ -283,6 +296,74 @@ pub fn local_search(
 ) -> Result<LocalOutcome> {
     local.validate(problem)?;
     let start = Instant::now();
+    let first = attempt(
+        problem,
+        local.iterations,
+        local.gs_factor.unwrap_or(0.0),
+        search_config,
+        cancel,
+        observer,
+        start,
+        0,
+        0,
+    )?;
+    let retry = local.gs_factor.is_none()
+        && first.suppressed > problem.max_suppressed()
+        && !matches!(
+            first.stop,
+            LocalStop::Cancelled | LocalStop::TimeLimit | LocalStop::CheckLimit
+        )
+        && !cancel.is_cancelled();
+    let mut outcome = if retry {
+        let second = attempt(
+            problem,
+            local.iterations,
+            0.5,
+            search_config,
+            cancel,
+            observer,
+            start,
+            first.steps.last().map_or(0, |s| s.index + 1),
+            first.checks,
+        )?;
+        let better = |a: &LocalOutcome, b: &LocalOutcome| {
+            a.has_solution() && (!b.has_solution() || a.suppressed < b.suppressed)
+        };
+        let checks = second.checks;
+        let mut kept = if better(&second, &first) {
+            second
+        } else {
+            first
+        };
+        kept.checks = checks;
+        kept.attempts = 2;
+        kept
+    } else {
+        first
+    };
+    outcome.elapsed = start.elapsed();
+    verify_output(problem, &outcome)?;
+    Ok(outcome)
+}
+
+/// One run of the steps with gs-factor `gs`; step numbers start at `first_step`, checks count
+/// on from `checks_before`, and the limits of `search_config` count from `start`.
+#[allow(clippy::too_many_arguments)]
+fn attempt(
+    problem: &Problem,
+    iterations: u32,
+    gs: f64,
+    search_config: &SearchConfig,
+    cancel: &CancelFlag,
+    observer: &dyn LocalObserver,
+    start: Instant,
+    first_step: usize,
+    checks_before: u64,
+) -> Result<LocalOutcome> {
+    let local = LocalConfig {
+        iterations,
+        gs_factor: Some(gs),
+    };
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
     let n = problem.rows();
@@ -292,7 +373,7 @@ pub fn local_search(
     let mut remaining: Vec<bool> = vec![true; base.len()];
     let mut left = n;
     let mut steps: Vec<LocalStep> = Vec::new();
-    let mut checks = 0u64;
+    let mut checks = checks_before;
     let mut stop = LocalStop::Iterations;
     for step in 0..local.iterations as usize {
         if left == 0 {
@@ -328,11 +409,11 @@ pub fn local_search(
         } else {
             1.0 - (r * n as f64 / left as f64).clamp(0.0, 1.0)
         };
-        let sub = problem.restrict(&remaining, suppression_limit, Some(local.gs_factor));
+        let sub = problem.restrict(&remaining, suppression_limit, Some(gs));
         let members: Vec<usize> = (0..base.len()).filter(|&g| remaining[g]).collect();
         let step_observer = StepObserver {
             inner: observer,
-            step,
+            step: first_step + steps.len(),
             checks_before: checks,
             start,
         };
@@ -366,7 +447,7 @@ pub fn local_search(
         }
         left -= published;
         let done = LocalStep {
-            index: steps.len(),
+            index: first_step + steps.len(),
             levels: best.levels,
             candidates: sub.rows(),
             published,
@@ -384,18 +465,18 @@ pub fn local_search(
             stop = LocalStop::Complete;
         }
     }
-    let outcome = LocalOutcome {
+    Ok(LocalOutcome {
         steps,
         suppressed: left,
         stop,
+        gs_factor: gs,
+        attempts: 1,
         checks,
         elapsed: start.elapsed(),
         step_of_base,
         codes,
         q,
-    };
-    verify_output(problem, &outcome)?;
-    Ok(outcome)
+    })
 }
 
 /// Checks the classes of the assembled output, as a reader sees them (equal labels), against

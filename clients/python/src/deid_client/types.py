@@ -440,6 +440,7 @@ class LocalReport:
     SCHEMA: ClassVar[str] = "Report.local"
     iterations: int | None = None
     gs_factor: float | None = None
+    attempts: int | None = None
     suppressed_rows: int | None = None
     steps: list[LocalStep] = field(default_factory=list)
     raw: dict[str, Any] = _raw()

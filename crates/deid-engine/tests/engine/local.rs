@@ -224,6 +224,81 @@ fn distinct_l_diversity() {
     );
 }
 
+/// With a skewed sensitive attribute (salary-class: 3/4 one value) the default's first attempt
+/// (gs-factor 0) publishes the diverse records first and leaves thousands that cannot be
+/// 2-diverse on their own; the second attempt (gs-factor 0.5) publishes them, and its output is
+/// verified like any other.
+#[test]
+fn a_second_attempt_rescues_a_skewed_sensitive_attribute() {
+    let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
+    let config = ProblemConfig {
+        quasi_identifiers: ds
+            .quasi_identifiers
+            .into_iter()
+            .filter(|q| q.column != "salary-class")
+            .collect(),
+        sensitive: vec![SensitiveAttribute {
+            column: "salary-class".into(),
+            hierarchy: None,
+        }],
+        privacy: vec![
+            PrivacyModel::KAnonymity { k: 5 },
+            PrivacyModel::parse("distinct-l-diversity(attribute=salary-class, l=2)").unwrap(),
+        ],
+        suppression_limit: 0.05,
+        ..Default::default()
+    };
+    let p = Problem::new(ds.table, config).unwrap();
+    let search = SearchConfig {
+        check_limit: Some(40_000),
+        time_limit: Duration::from_secs(600),
+        seed: 1,
+        ..Default::default()
+    };
+    let run = |gs_factor: Option<f64>| {
+        let config = LocalConfig {
+            gs_factor,
+            ..LocalConfig::default()
+        };
+        local_search(&p, &config, &search, &CancelFlag::new(), &Steps::default()).unwrap()
+    };
+    let greedy = run(Some(0.0));
+    assert_eq!(greedy.attempts, 1);
+    assert!(
+        greedy.suppressed > p.max_suppressed(),
+        "{}",
+        greedy.suppressed
+    );
+    let default = run(None);
+    assert_eq!(default.attempts, 2);
+    assert_eq!(default.gs_factor, 0.5);
+    assert!(
+        default.suppressed <= p.max_suppressed(),
+        "{}",
+        default.suppressed
+    );
+    // Its steps are numbered after the first attempt's.
+    assert!(default.steps[0].index > 0);
+    let qis = common::qi_names(&p);
+    let qis: Vec<&str> = qis.iter().map(String::as_str).collect();
+    let out = csv(&p, &default);
+    let v = verify_marked(
+        &out,
+        &qis,
+        &[
+            Model::K(5),
+            Model::DistinctL {
+                attr: "salary-class".into(),
+                l: 2,
+            },
+        ],
+        1.0,
+        MARKER,
+    );
+    assert!(v.violations.is_empty(), "{:?}", v.violations);
+    assert_eq!(v.suppressed, default.suppressed);
+}
+
 #[test]
 fn unsupported_models_and_bad_settings_are_refused() {
     let p = problem(
@@ -251,7 +326,7 @@ fn unsupported_models_and_bad_settings_are_refused() {
         ),
         (
             LocalConfig {
-                gs_factor: 1.5,
+                gs_factor: Some(1.5),
                 ..LocalConfig::default()
             },
             "local.gs_factor",
