@@ -21,8 +21,8 @@ use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport};
 use crate::job::spec::{
-    AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PrivacySpec,
-    QualitySpec, SuppressedSpec,
+    AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PopulationSpec,
+    PrivacySpec, QualitySpec, SuppressedSpec,
 };
 use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
@@ -133,9 +133,44 @@ pub struct ProblemArgs {
     /// column contains it.
     #[arg(long, value_name = "TEXT")]
     pub suppression_marker: Option<String>,
+    /// The population the data were sampled from.
+    #[command(flatten)]
+    pub population: PopulationArgs,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
+}
+
+/// The population the data were sampled from (at most one flag).
+#[derive(Debug, Args, Clone, Default)]
+#[group(multiple = false)]
+pub struct PopulationArgs {
+    /// Population size N (at least the number of records).
+    #[arg(long, value_name = "N")]
+    pub population_size: Option<u64>,
+    /// Sampling fraction in (0, 1]: the population is records / F.
+    #[arg(long, value_name = "F")]
+    pub sampling_fraction: Option<f64>,
+    /// One of ARX's population presets: usa, uk, germany, france, canada, australia, …
+    #[arg(long, value_name = "REGION")]
+    pub population_region: Option<String>,
+}
+
+impl PopulationArgs {
+    /// The population given by a flag, if any.
+    pub fn spec(&self) -> Option<PopulationSpec> {
+        if self.population_size.is_none()
+            && self.sampling_fraction.is_none()
+            && self.population_region.is_none()
+        {
+            return None;
+        }
+        Some(PopulationSpec {
+            size: self.population_size,
+            sampling_fraction: self.sampling_fraction,
+            region: self.population_region.clone(),
+        })
+    }
 }
 
 /// Parses `--hierarchy-duplicates` (`reject` or `last`).
@@ -302,6 +337,9 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     }
     if let Some(d) = args.hierarchy_duplicates {
         spec.hierarchy_duplicates = Some(d);
+    }
+    if let Some(p) = args.population.spec() {
+        spec.population = Some(p);
     }
     Ok(spec)
 }

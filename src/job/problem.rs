@@ -122,6 +122,13 @@ pub fn validate_service_job(
             format!("expected a share in (0, 1], got {t}"),
         ));
     }
+    // The population is checked against the dataset's rows (the table below is smaller).
+    if let Some(population) = &spec.population {
+        population
+            .parse()?
+            .population_size(facts.rows)
+            .map_err(|e| SpecError::from(e.within("population")))?;
+    }
     // A table of the stored distinct values: as many rows as the largest domain, or the largest
     // minimal class size the data allows.
     // Models that do not parse are reported by `problem_config` below.

@@ -3,6 +3,7 @@
 //! quality model. The service's job specification is parsed into these types.
 
 use crate::hierarchy::Hierarchy;
+use crate::population::PopulationModel;
 use crate::privacy::PrivacyModel;
 use crate::quality::QualityConfig;
 
@@ -58,6 +59,9 @@ pub struct ProblemConfig {
     pub suppression_limit: f64,
     /// Quality model used to score transformations.
     pub quality: QualityConfig,
+    /// The population the data were sampled from (needed by `population-uniqueness`; enables the
+    /// population risks of the report).
+    pub population: Option<PopulationModel>,
 }
 
 impl Default for ProblemConfig {
@@ -69,6 +73,7 @@ impl Default for ProblemConfig {
             privacy: Vec::new(),
             suppression_limit: 0.0,
             quality: QualityConfig::default(),
+            population: None,
         }
     }
 }

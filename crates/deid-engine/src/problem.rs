@@ -163,6 +163,7 @@ pub struct Problem {
     max_suppressed: usize,
     quality: PreparedQuality,
     monotonicity: PrivacyMonotonicity,
+    population: Option<u64>,
 }
 
 impl Problem {
@@ -274,6 +275,11 @@ impl Problem {
         }
         config.quality.validate().map_err(|e| e.within("quality"))?;
         let n = table.rows();
+        let population = config
+            .population
+            .map(|m| m.population_size(n))
+            .transpose()
+            .map_err(|e| e.within("population"))?;
         let mut slot_columns: Vec<usize> = Vec::new();
         let mut model_slots = Vec::with_capacity(config.privacy.len());
         for (i, model) in config.privacy.iter().enumerate() {
@@ -424,6 +430,7 @@ impl Problem {
             max_suppressed,
             quality,
             monotonicity,
+            population,
         })
     }
 
@@ -512,6 +519,11 @@ impl Problem {
     /// Absolute suppression limit: ⌊limit · n⌋ records.
     pub fn max_suppressed(&self) -> usize {
         self.max_suppressed
+    }
+
+    /// The population size N of the configured population model (validated: N ≥ rows).
+    pub fn population(&self) -> Option<u64> {
+        self.population
     }
 
     /// Monotonicity of the combined privacy models under this suppression limit.
