@@ -285,6 +285,17 @@ impl Problem {
         for (i, model) in config.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");
             model.validate().map_err(|e| e.within(&field))?;
+            if matches!(model, PrivacyModel::PopulationUniqueness { .. }) && population.is_none() {
+                return Err(EngineError::config(
+                    "population",
+                    format!(
+                        "{} ({field}) needs a population model: give \"population\": \
+                         {{\"size\": N}}, {{\"sampling_fraction\": f}} or {{\"region\": \"usa\"}} \
+                         (CLI: --population-size, --sampling-fraction or --population-region)",
+                        model.name()
+                    ),
+                ));
+            }
             if let Some(m) = model.min_class_size()
                 && m as usize > n
             {
@@ -373,7 +384,7 @@ impl Problem {
         for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
             let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
-            let prepared = PreparedModel::prepare(model, *slot, domain, hierarchy)
+            let prepared = PreparedModel::prepare(model, *slot, domain, hierarchy, population)
                 .map_err(|e| e.within(&format!("privacy[{i}]")))?;
             match prepared {
                 PreparedModel::MinClassSize => {}

@@ -62,6 +62,7 @@ use std::fmt;
 
 use crate::error::{EngineError, Result};
 use crate::hierarchy::EncodedHierarchy;
+pub use crate::population::Estimator;
 
 pub mod ldiversity;
 pub mod likeness;
@@ -222,6 +223,15 @@ pub enum PrivacyModel {
         /// Threshold in (0, 1].
         threshold: f64,
     },
+    /// The estimated share of the population that is unique on the published quasi-identifiers
+    /// (estimated population uniques / N) is at most `threshold`; needs the problem's population
+    /// model (`docs/definitions.md` §3.2, §6.2).
+    PopulationUniqueness {
+        /// Threshold in [0, 1].
+        threshold: f64,
+        /// The estimator (default Dankar et al.'s rule, as ARX).
+        estimator: Estimator,
+    },
 }
 
 /// Whether a property is inherited by generalizations, for the two ways of transforming data.
@@ -245,6 +255,7 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
     "enhanced-beta-likeness(attribute=…,beta=…)",
     "average-risk(threshold=…[,highest=…,records_at_risk=…])",
     "sample-uniqueness(threshold=…)",
+    "population-uniqueness(threshold=…[,model=pitman|zayatz|snb|dankar])",
 ];
 
 impl PrivacyModel {
@@ -280,6 +291,7 @@ impl PrivacyModel {
             PrivacyModel::EnhancedBetaLikeness { .. } => "enhanced-beta-likeness",
             PrivacyModel::AverageRisk { .. } => "average-risk",
             PrivacyModel::SampleUniqueness { .. } => "sample-uniqueness",
+            PrivacyModel::PopulationUniqueness { .. } => "population-uniqueness",
         }
     }
 
@@ -288,7 +300,8 @@ impl PrivacyModel {
         match self {
             PrivacyModel::KAnonymity { .. }
             | PrivacyModel::AverageRisk { .. }
-            | PrivacyModel::SampleUniqueness { .. } => None,
+            | PrivacyModel::SampleUniqueness { .. }
+            | PrivacyModel::PopulationUniqueness { .. } => None,
             PrivacyModel::DistinctLDiversity { attribute, .. }
             | PrivacyModel::EntropyLDiversity { attribute, .. }
             | PrivacyModel::RecursiveCLDiversity { attribute, .. }
@@ -314,7 +327,9 @@ impl PrivacyModel {
             | PrivacyModel::TCloseness { .. }
             | PrivacyModel::BasicBetaLikeness { .. }
             | PrivacyModel::EnhancedBetaLikeness { .. } => (true, false),
-            PrivacyModel::DeltaDisclosure { .. } => (false, false),
+            PrivacyModel::DeltaDisclosure { .. } | PrivacyModel::PopulationUniqueness { .. } => {
+                (false, false)
+            }
         };
         Monotonicity {
             generalization,
@@ -399,6 +414,9 @@ impl PrivacyModel {
             }
             PrivacyModel::SampleUniqueness { threshold } => {
                 check_share("threshold", *threshold, false)
+            }
+            PrivacyModel::PopulationUniqueness { threshold, .. } => {
+                check_share("threshold", *threshold, true)
             }
             _ => Ok(()),
         }
@@ -511,13 +529,15 @@ pub(crate) enum PreparedModel {
 
 impl PreparedModel {
     /// Compiles `model`; `slot` is the index of its sensitive attribute among the problem's
-    /// tracked distributions, `domain` that attribute's global distribution and `hierarchy` its
-    /// encoded hierarchy, if one was declared. Errors name the model's parameter.
+    /// tracked distributions, `domain` that attribute's global distribution, `hierarchy` its
+    /// encoded hierarchy, if one was declared, and `population` the problem's population size.
+    /// Errors name the model's parameter (`population` for a missing population model).
     pub(crate) fn prepare(
         model: &PrivacyModel,
         slot: Option<usize>,
         domain: Option<&SensitiveDomain>,
         hierarchy: Option<&EncodedHierarchy>,
+        population: Option<u64>,
     ) -> Result<PreparedModel> {
         let sensitive = || -> Result<(usize, &SensitiveDomain)> {
             match (slot, domain) {
@@ -611,6 +631,22 @@ impl PreparedModel {
             PrivacyModel::SampleUniqueness { threshold } => {
                 PreparedModel::Sample(PreparedSampleModel::sample_uniqueness(*threshold))
             }
+            PrivacyModel::PopulationUniqueness {
+                threshold,
+                estimator,
+            } => {
+                let Some(population) = population else {
+                    return Err(EngineError::config(
+                        "population",
+                        "population-uniqueness needs a population model: give \"population\": \
+                         {\"size\": N}, {\"sampling_fraction\": f} or {\"region\": \"usa\"} \
+                         (CLI: --population-size, --sampling-fraction or --population-region)",
+                    ));
+                };
+                PreparedModel::Sample(PreparedSampleModel::population_uniqueness(
+                    *threshold, *estimator, population,
+                ))
+            }
         })
     }
 }
@@ -703,7 +739,8 @@ mod tests {
                 "enhanced-beta-likeness",
                 "average-risk",
                 "average-risk",
-                "sample-uniqueness"
+                "sample-uniqueness",
+                "population-uniqueness"
             ]
         );
         for m in &all {
@@ -714,6 +751,7 @@ mod tests {
                     PrivacyModel::KAnonymity { .. }
                         | PrivacyModel::AverageRisk { .. }
                         | PrivacyModel::SampleUniqueness { .. }
+                        | PrivacyModel::PopulationUniqueness { .. }
                 )
             );
         }
@@ -748,6 +786,7 @@ mod tests {
             (yes_yes, None),
             (gen_only, None), // relaxed average risk
             (yes_yes, None),
+            (none, None), // population uniqueness (every estimator)
         ];
         for (m, (mono, min)) in sample_models().iter().zip(expected) {
             assert_eq!(m.monotonicity(), mono, "{m}");

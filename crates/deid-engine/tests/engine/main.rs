@@ -9,5 +9,6 @@ mod builder_spec;
 mod common;
 mod fixtures;
 mod layering;
+mod population;
 mod properties;
 mod search_outputs;
