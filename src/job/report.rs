@@ -182,7 +182,7 @@ impl EvaluationReport {
             utility: eval.quality.utility,
             risk: Risks {
                 input: RiskReport::input(problem, risk_threshold),
-                output: Some(RiskReport::output(eval, risk_threshold)),
+                output: Some(RiskReport::output(problem, eval, risk_threshold)),
             },
             warnings: problem_warnings(problem),
             suppression: None,
@@ -440,7 +440,7 @@ mod tests {
             "quality": quality,
             "per_attribute": {"age": eval.quality.per_attribute[0]},
             "utility": eval.quality.utility,
-            "risk": {"input": RiskReport::input(problem, 0.2), "output": RiskReport::output(eval, 0.2)},
+            "risk": {"input": RiskReport::input(problem, 0.2), "output": RiskReport::output(problem, eval, 0.2)},
             "algorithm": outcome.algorithm.name(),
             "levels": outcome.best.as_ref().map(|b| b.levels.clone()),
             "checks": outcome.checks,
