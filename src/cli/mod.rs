@@ -1,5 +1,5 @@
 //! The `deid` command line: `evaluate` (one check of a given transformation) here; `anonymize`,
-//! `bench` and `bench-api` in their own modules.
+//! `risk`, `bench` and `bench-api` in their own modules.
 //!
 //! Flags and the `--config` JSON (the job specification of [`crate::job::spec`]) can be combined;
 //! flags extend or override the file.
@@ -15,6 +15,7 @@ pub mod anonymize;
 pub mod bench;
 pub mod bench_api;
 pub mod names;
+pub mod risk;
 pub mod synth;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
@@ -58,6 +59,8 @@ pub enum Command {
     Hierarchy(HierarchyArgs),
     /// Detect the type of every column and print it with a suggested hierarchy specification.
     Profile(ProfileArgs),
+    /// Print the re-identification risks of a dataset as it is (JSON: the report's `risk`).
+    Risk(risk::RiskArgs),
 }
 
 /// Flags of `deid hierarchy`.
@@ -253,6 +256,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
+        Some(Command::Risk(args)) => risk::run(args),
     }
 }
 
@@ -356,7 +360,7 @@ pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
 }
 
 /// Reads a CSV file with a header.
-fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
+pub(crate) fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
     let delimiter = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     Ok(Table::read_csv(

@@ -234,7 +234,7 @@ pub enum Verdict {
     /// The best transformation, evaluated.
     Best(Box<EvaluationReport>),
     /// Nothing found.
-    None(NoSolution),
+    None(Box<NoSolution>),
 }
 
 /// The job a report belongs to (service results only).
@@ -331,7 +331,7 @@ impl SearchReport {
                 report.warnings.clear();
                 Verdict::Best(Box::new(report))
             }
-            None => Verdict::None(NoSolution {
+            None => Verdict::None(Box::new(NoSolution {
                 anonymous: false,
                 transformation: None,
                 rows: problem.rows(),
@@ -339,7 +339,7 @@ impl SearchReport {
                     input: RiskReport::input(problem, risk_threshold),
                     output: None,
                 },
-            }),
+            })),
         };
         SearchReport {
             verdict,

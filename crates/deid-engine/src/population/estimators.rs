@@ -353,7 +353,8 @@ pub struct Estimate {
 
 /// Dankar et al.'s decision rule as ARX implements it: no sample uniques → 0; f ≤ 0.1 → Pitman
 /// if valid, else Zayatz (`zayatz_fallback`) or nothing; f > 0.1 → the smaller of Zayatz and SNB
-/// if SNB is valid (ties and an invalid Zayatz → SNB), else Zayatz.
+/// if SNB is valid (ties and an invalid Zayatz → SNB), else Zayatz. Computes only the estimates
+/// the rule needs.
 pub fn dankar(
     h: &ClassSizes,
     population: u64,
@@ -361,39 +362,57 @@ pub fn dankar(
     zayatz_fallback: bool,
 ) -> Estimate {
     if h.uniques() == 0 {
-        return Estimate {
-            uniques: Some(0.0),
-            model: Estimator::Dankar,
-        };
+        return choose(h, population, f64::NAN, f64::NAN, f64::NAN, zayatz_fallback);
     }
+    if fraction(h, population) <= 0.1 {
+        let p = pitman(h, population, solver);
+        let z = if !is_valid(p) && zayatz_fallback {
+            zayatz(h, population)
+        } else {
+            f64::NAN
+        };
+        choose(h, population, p, z, f64::NAN, zayatz_fallback)
+    } else {
+        let s = snb(h, population, solver);
+        let z = zayatz(h, population);
+        choose(h, population, f64::NAN, z, s, zayatz_fallback)
+    }
+}
+
+/// Dankar's rule on given estimates (see [`dankar`]).
+fn choose(
+    h: &ClassSizes,
+    population: u64,
+    pitman: f64,
+    zayatz: f64,
+    snb: f64,
+    zayatz_fallback: bool,
+) -> Estimate {
     let chosen = |u: f64, model| Estimate {
         uniques: Some(u),
         model,
     };
-    if fraction(h, population) <= 0.1 {
-        let p = pitman(h, population, solver);
-        if is_valid(p) {
-            chosen(p, Estimator::Pitman)
+    if h.uniques() == 0 {
+        chosen(0.0, Estimator::Dankar)
+    } else if fraction(h, population) <= 0.1 {
+        if is_valid(pitman) {
+            chosen(pitman, Estimator::Pitman)
         } else if zayatz_fallback {
-            chosen(zayatz(h, population), Estimator::Zayatz)
+            chosen(zayatz, Estimator::Zayatz)
         } else {
             Estimate {
                 uniques: None,
                 model: Estimator::Pitman,
             }
         }
-    } else {
-        let s = snb(h, population, solver);
-        let z = zayatz(h, population);
-        if is_valid(s) {
-            if z < s {
-                chosen(z, Estimator::Zayatz)
-            } else {
-                chosen(s, Estimator::Snb)
-            }
+    } else if is_valid(snb) {
+        if zayatz < snb {
+            chosen(zayatz, Estimator::Zayatz)
         } else {
-            chosen(z, Estimator::Zayatz)
+            chosen(snb, Estimator::Snb)
         }
+    } else {
+        chosen(zayatz, Estimator::Zayatz)
     }
 }
 
@@ -439,34 +458,7 @@ impl UniquenessEstimates {
         let zayatz = zayatz(h, population);
         let snb = snb(h, population, solver);
         // Dankar's rule on the values above (the same as `dankar(h, N, solver, true)`).
-        let dankar = if h.uniques() == 0 {
-            Estimate {
-                uniques: Some(0.0),
-                model: Estimator::Dankar,
-            }
-        } else if fraction(h, population) <= 0.1 {
-            if is_valid(pitman) {
-                Estimate {
-                    uniques: Some(pitman),
-                    model: Estimator::Pitman,
-                }
-            } else {
-                Estimate {
-                    uniques: Some(zayatz),
-                    model: Estimator::Zayatz,
-                }
-            }
-        } else if is_valid(snb) && !(zayatz < snb) {
-            Estimate {
-                uniques: Some(snb),
-                model: Estimator::Snb,
-            }
-        } else {
-            Estimate {
-                uniques: Some(zayatz),
-                model: Estimator::Zayatz,
-            }
-        };
+        let dankar = choose(h, population, pitman, zayatz, snb, true);
         UniquenessEstimates {
             population,
             pitman,

@@ -9,7 +9,8 @@
 //! Layout: this module holds the user-facing [`PrivacyModel`] and the dispatch of the compiled
 //! models; [`ldiversity`] (entropy and recursive ℓ-diversity), [`tcloseness`] (the three earth
 //! mover's distances), [`likeness`] (δ-disclosure privacy, basic and enhanced β-likeness) and
-//! [`risk`] (average re-identification risk, sample uniqueness) hold the models themselves;
+//! [`risk`] (average re-identification risk, sample and population uniqueness) hold the models
+//! themselves;
 //! `syntax` implements the compact text form `name(key=value,…)` ([`PrivacyModel::parse`] and
 //! `Display`).
 //!
@@ -31,6 +32,10 @@
 //!   suppressed (1 and one 2), but generalizing the two classes of 2 into one of 4 gives
 //!   5, 4, 4, 1, which needs 5 (1 and a 4). The plain average risk and sample uniqueness are
 //!   monotone: suppressing the smallest classes first suppresses the fewest records.
+//! * **Population uniqueness with Zayatz's estimator is not monotone** under generalization (ARX
+//!   declares it so; every other estimator is declared non-monotone by both). Counterexample
+//!   (N = 10, threshold 0.1): class sizes 1, 2, 2 have the share 0.062, merging the two classes
+//!   of 2 gives 1, 4 with 0.135.
 //! * Entropy ℓ-diversity accepts ties up to a relative 1e-10 (a uniform class over exactly ℓ values
 //!   has entropy ln ℓ; ARX may reject it due to rounding). With the Grassberger estimator the sum is
 //!   never aborted early: G(1) < 0, so a partial sum above the bound can still end below it
