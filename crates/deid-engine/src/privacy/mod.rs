@@ -58,7 +58,9 @@
 //!   classes sorted by size (the minimal prefix, the same as ARX's binary search), but without
 //!   ARX's early abort once the suppression limit is exceeded, so the suppression flags (and the
 //!   score of non-anonymous transformations) are always complete. Classes of equal size are
-//!   suppressed in lexicographic order of their generalized codes (ARX: representative row).
+//!   suppressed cheapest first under the configured quality model, then in lexicographic order
+//!   of their generalized codes (ARX: information loss ascending — the most informative, i.e.
+//!   costliest, class first — then representative row).
 //!   A record is at risk under the relaxed average-risk model iff 1/|EC| > highest risk; ARX
 //!   rounds the highest risk to an "effective" threshold (up to 1 % off). The share of records at
 //!   risk may be 0.

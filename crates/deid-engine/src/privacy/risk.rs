@@ -21,10 +21,13 @@
 //! is not monotone in the prefix, but it always holds once no sample unique is left, so only
 //! classes of size 1 are ever suppressed for it; the number of them is found by a binary search
 //! (as ARX's), which needs O(log c₁) estimates but may miss a smaller number that also works.
-//! Among classes of equal size, those with the lexicographically smallest generalized codes go
-//! first, so the result never depends on the (non-deterministic) order of the classes. (ARX
-//! orders equal sizes by their information loss, most informative — the costliest to suppress —
-//! first, then by representative row.)
+//!
+//! Among classes of equal size, the ones whose suppression costs the least under the configured
+//! quality model go first (the caller's cost, e.g. for Loss the classes whose generalized values
+//! already cover the most of their domains), then those with the lexicographically smallest
+//! generalized codes, so the result never depends on the (non-deterministic) order of the
+//! classes. ARX sorts equal sizes by their information loss *ascending* — the most informative
+//! class, the costliest to suppress, first — and then by representative row.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -224,8 +227,9 @@ struct Totals {
 }
 
 /// Suppresses further classes (flags in `suppressed`) until every model holds; returns the
-/// records newly suppressed. `counts` are the class sizes, `codes` the generalized codes
-/// (row-major, the same number per class) used to order classes of equal size.
+/// records newly suppressed. `counts` are the class sizes; classes of equal size are ordered by
+/// `cost` (of suppressing class c, lower first), then by `codes` (the generalized codes,
+/// row-major, the same number per class).
 ///
 /// Steps:
 /// 1. total the published classes, records and, per model, records in small classes;
@@ -234,12 +238,13 @@ struct Totals {
 /// 3. population uniqueness: if it fails after p classes and sample uniques are left, binary
 ///    search the number of further uniques to drop (it holds once none is left);
 /// 4. with the p classes dropped, the largest of size b, j of them of size b: suppress every
-///    published class smaller than b and the j classes of size b with the smallest codes.
+///    published class smaller than b and the j cheapest classes of size b.
 pub fn enforce(
     models: &[PreparedSampleModel],
     counts: &[u32],
     codes: &[u32],
     suppressed: &mut [bool],
+    cost: &dyn Fn(usize) -> f64,
 ) -> usize {
     if models.is_empty() || counts.is_empty() {
         return 0;
@@ -336,9 +341,13 @@ pub fn enforce(
             ties.push(c);
         }
     }
-    let by_codes = |a: &usize, b: &usize| codes[a * q..a * q + q].cmp(&codes[b * q..b * q + q]);
     if at_boundary < ties.len() {
-        ties.select_nth_unstable_by(at_boundary, by_codes);
+        let mut keyed: Vec<(f64, usize)> = ties.iter().map(|&c| (cost(c), c)).collect();
+        keyed.select_nth_unstable_by(at_boundary, |(ca, a), (cb, b)| {
+            ca.total_cmp(cb)
+                .then_with(|| codes[a * q..a * q + q].cmp(&codes[b * q..b * q + q]))
+        });
+        ties = keyed.into_iter().map(|(_, c)| c).collect();
     }
     for &c in &ties[..at_boundary] {
         suppressed[c] = true;
@@ -597,6 +606,36 @@ mod tests {
         }
     }
 
+    /// Among classes of equal size, the one whose suppression loses the least information goes
+    /// first (ARX: the most informative first).
+    #[test]
+    fn ties_suppress_the_cheapest_class_under_the_quality_model() {
+        // Level 1: a specific singleton (share 1/5), a general one (3 of the 5 leaves) and 5
+        // records of z. Sample uniqueness 0.2 needs one singleton suppressed (2/7 → 1/6). Loss
+        // charges 1 − share per suppressed record: the general singleton is cheaper (0.4 < 0.8).
+        // Both layouts, so that the order of the codes cannot decide.
+        let rows = ["x", "y", "z", "z", "z", "z", "z"];
+        for (h, general) in [
+            ("x;x;*\ny;Y;*\ny2;Y;*\ny3;Y;*\nz;z;*", "Y"),
+            ("x;X;*\nx2;X;*\nx3;X;*\ny;y;*\nz;z;*", "X"),
+        ] {
+            let p = problem(
+                table(&["g"], &rows),
+                &[("g", h)],
+                &[],
+                vec![uniqueness(0.2)],
+                1.0,
+            )
+            .unwrap();
+            let suppressed: Vec<String> = suppressed_by_label(&p, &[1])
+                .into_iter()
+                .filter(|(_, s)| *s)
+                .map(|(l, _)| l)
+                .collect();
+            assert_eq!(suppressed, [general.to_string()], "{h}");
+        }
+    }
+
     #[test]
     fn population_uniqueness_needs_a_population() {
         let t = class_table(&[&["v"], &["v", "v"]]);
@@ -665,13 +704,13 @@ mod tests {
             // Class c has the codes (c / 3, c % 3): many equal sizes, distinct codes.
             let codes: Vec<u32> = (0..n as u32).flat_map(|c| [c / 3, c % 3]).collect();
             let mut flags: Vec<bool> = (0..n).map(|c| pre[c]).collect();
-            let newly = enforce(&models, &sizes, &codes, &mut flags);
+            let newly = enforce(&models, &sizes, &codes, &mut flags, &|_| 0.0);
             // The same classes in another order.
             let perm: Vec<usize> = (0..n).map(|i| (i + rotate) % n).rev().collect();
             let sizes2: Vec<u32> = perm.iter().map(|&c| sizes[c]).collect();
             let codes2: Vec<u32> = perm.iter().flat_map(|&c| [codes[2 * c], codes[2 * c + 1]]).collect();
             let mut flags2: Vec<bool> = perm.iter().map(|&c| pre[c]).collect();
-            let newly2 = enforce(&models, &sizes2, &codes2, &mut flags2);
+            let newly2 = enforce(&models, &sizes2, &codes2, &mut flags2, &|_| 0.0);
             prop_assert_eq!(newly, newly2);
             for (i, &c) in perm.iter().enumerate() {
                 prop_assert_eq!(flags[c], flags2[i]);
