@@ -294,3 +294,4 @@ fn population_sizes_are_validated() {
         assert_eq!(Region::parse(r.name()), Some(r));
     }
 }
+
