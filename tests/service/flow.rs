@@ -508,3 +508,51 @@ async fn type_detection_and_suggestions() {
     assert_eq!(j["status"], "succeeded", "{j}");
     app.stop().await;
 }
+
+/// A population-uniqueness job: the result satisfies the model by the report's own estimate of
+/// the output, and the report carries population uniqueness before and after.
+async fn population_uniqueness_job(kind: Db) {
+    let app = spawn_app(kind).await.unwrap();
+    let csv = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
+    let ds = app.upload(csv, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    let spec = json!({
+        "dataset_id": id,
+        "attributes": {
+            "age": {"type": "quasi_identifying", "hierarchy": {"type": "interval", "width": 5, "levels": [2, 2]}},
+            "sex": {"type": "quasi_identifying", "hierarchy": {"type": "suppression"}},
+            "race": {"type": "quasi_identifying", "hierarchy": {"type": "suppression"}},
+        },
+        "privacy": ["population-uniqueness(threshold=0.00005,model=zayatz)"],
+        "population": {"sampling_fraction": 0.1},
+        "suppression_limit": 0.01,
+    });
+    let job = app.create_job(&spec).await;
+    let jid = job["id"].as_str().unwrap();
+    let j = app.wait_job(jid, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "succeeded", "{j}");
+    let report = app.get(&format!("/v1/jobs/{jid}/result")).await.json();
+    let input = &report["risk"]["input"]["population_uniqueness"];
+    let output = &report["risk"]["output"]["population_uniqueness"];
+    assert_eq!(input["population"], 301_620);
+    assert!(
+        input["zayatz"]["share"].as_f64().unwrap() > 0.00005,
+        "{input}"
+    );
+    let share = output["zayatz"]["share"].as_f64().unwrap();
+    let uniques = report["risk"]["output"]["sample_uniques"].as_u64().unwrap();
+    assert!(
+        (share > 0.0 && share <= 0.00005) || uniques == 0,
+        "{output}"
+    );
+    for e in ["pitman", "zayatz", "snb", "dankar"] {
+        assert!(output[e]["available"].is_boolean(), "{e}: {output}");
+    }
+    app.stop().await;
+}
+
+both_databases!(
+    population_uniqueness_job,
+    population_uniqueness_job_sqlite,
+    population_uniqueness_job_postgres
+);

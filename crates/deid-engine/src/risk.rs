@@ -142,6 +142,11 @@ pub const RISK_BUCKETS: [f64; 24] = [
 /// the single attributes and the whole set (ARX's GUI limit is 10).
 pub const MAX_COMBINATION_QIS: usize = 10;
 
+/// At most this many (combination × distinct input tuple) steps for every combination; above it
+/// only the single attributes and the whole set are reported (a report must stay cheap on
+/// millions of rows).
+pub const MAX_COMBINATION_WORK: usize = 20_000_000;
+
 impl RiskReport {
     /// Computes the report from class sizes (published classes only), without population
     /// uniqueness and quasi-identifier statistics.
@@ -289,8 +294,8 @@ pub fn population_uniqueness(h: &ClassSizes, population: u64) -> PopulationUniqu
 }
 
 /// Distinction and separation of every non-empty set of quasi-identifiers (all 2^q − 1 of them up
-/// to [`MAX_COMBINATION_QIS`], else the single ones and the whole set), sorted by (size,
-/// distinction, separation, names).
+/// to [`MAX_COMBINATION_QIS`] and [`MAX_COMBINATION_WORK`], else the single ones and the whole
+/// set), sorted by (size, distinction, separation, names).
 pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
     let base = problem.base_groups();
     let q = problem.quasi_identifiers().len();
@@ -299,7 +304,9 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
         .iter()
         .map(|x| x.column.as_str())
         .collect();
-    let sets: Vec<Vec<usize>> = if q <= MAX_COMBINATION_QIS {
+    let all = q <= MAX_COMBINATION_QIS
+        && base.counts.len().saturating_mul((1usize << q) - 1) <= MAX_COMBINATION_WORK;
+    let sets: Vec<Vec<usize>> = if all {
         (1u32..(1 << q))
             .map(|mask| (0..q).filter(|i| mask & (1 << i) != 0).collect())
             .collect()

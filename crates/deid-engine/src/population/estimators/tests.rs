@@ -294,4 +294,3 @@ fn population_sizes_are_validated() {
         assert_eq!(Region::parse(r.name()), Some(r));
     }
 }
-
