@@ -1,16 +1,13 @@
 //! `deid risk`: the re-identification risks of a dataset as it is, for chosen quasi-identifiers
 //! and an optional population model, without anonymizing — the report's `risk` shape
-//! (`{"input": RiskReport}`) as JSON on stdout.
+//! (`{"input": RiskReport}`) as JSON on stdout ([`crate::job::risk`]).
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
 use clap::Args;
 
-use deid_engine::{Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier};
-
 use super::{PopulationArgs, read_table, write_report};
-use crate::job::report::DEFAULT_RISK_THRESHOLD;
+use crate::job::risk::RiskRequest;
 
 /// Flags of `deid risk`.
 #[derive(Debug, Args)]
@@ -37,68 +34,28 @@ pub struct RiskArgs {
 
 /// Runs `deid risk`.
 pub fn run(args: RiskArgs) -> anyhow::Result<()> {
-    let threshold = args.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-    if !(threshold > 0.0 && threshold <= 1.0) {
-        bail!("--risk-threshold must lie in (0, 1], got {threshold}");
-    }
     let table = read_table(&args.input, args.delimiter)?;
-    let mut quasi_identifiers = Vec::new();
-    for name in args
-        .quasi_identifiers
-        .iter()
-        .filter(|n| !n.trim().is_empty())
-    {
-        if quasi_identifiers
+    let request = RiskRequest {
+        quasi_identifiers: args
+            .quasi_identifiers
             .iter()
-            .any(|q: &QuasiIdentifier| &q.column == name)
-        {
-            bail!("--quasi-identifiers names '{name}' twice");
-        }
-        let column = table.column(table.require_column(name, "--quasi-identifiers")?);
-        // Risks only group the original values: a one-level hierarchy (value → *) per column.
-        let rows = column
-            .dict
-            .values()
-            .map(|v| vec![v.to_string(), "*".to_string()])
-            .collect();
-        quasi_identifiers.push(QuasiIdentifier::new(
-            name.clone(),
-            Hierarchy::from_rows(rows, name)?,
-        ));
-    }
-    if quasi_identifiers.is_empty() {
-        bail!("--quasi-identifiers: name at least one column");
-    }
-    let population = args
-        .population
-        .spec()
-        .map(|p| p.parse())
-        .transpose()
-        .context("invalid population")?;
-    let config = ProblemConfig {
-        quasi_identifiers,
-        privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
-        population,
-        ..ProblemConfig::default()
+            .filter(|n| !n.trim().is_empty())
+            .cloned()
+            .collect(),
+        population: args.population.spec(),
+        risk_threshold: args.risk_threshold,
     };
-    let mut config = config;
-    config
-        .quasi_identifiers
-        .sort_by_key(|q| table.column_index(&q.column));
-    let problem = Problem::new(table, config).map_err(|e| match e.config_error() {
-        Some((field, message)) if field.starts_with("population") => anyhow::anyhow!(
-            "{}: {message}",
-            match field {
-                "population.size" => "--population-size",
-                "population.sampling_fraction" => "--sampling-fraction",
-                _ => "--population-region",
-            }
-        ),
-        _ => e.into(),
+    let analysis = request.analyse(table).map_err(|e| {
+        // Name the flag the field comes from.
+        let flag = match e.field.as_str() {
+            "population.size" => "--population-size".to_string(),
+            "population.sampling_fraction" => "--sampling-fraction".to_string(),
+            "population.region" => "--population-region".to_string(),
+            "risk_threshold" => "--risk-threshold".to_string(),
+            f if f.starts_with("quasi_identifiers") => "--quasi-identifiers".to_string(),
+            f => f.to_string(),
+        };
+        anyhow::anyhow!("{flag}: {}", e.message)
     })?;
-    let report = deid_engine::risk::RiskReport::input(&problem, threshold);
-    write_report(
-        args.report.as_deref(),
-        &serde_json::json!({ "input": report }),
-    )
+    write_report(args.report.as_deref(), &serde_json::to_value(analysis)?)
 }

@@ -9,6 +9,7 @@
 //!   the service's validation before a job is queued;
 //! - [`progress`]: the one progress type from the engine's reports to the client;
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
+//! - [`risk`]: risk analysis of data as they are (`deid risk`, `POST /v1/datasets/{id}/risk`);
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
@@ -22,5 +23,6 @@ pub mod id;
 pub mod problem;
 pub mod progress;
 pub mod report;
+pub mod risk;
 pub mod spec;
 pub mod view;

@@ -951,7 +951,7 @@ fn risk_reports_the_data_as_they_are() {
         ),
         (
             &["--quasi-identifiers", "age", "--sampling-fraction", "0"],
-            "sampling_fraction",
+            "--sampling-fraction: the sampling fraction must lie in (0, 1]",
         ),
         (
             &[

@@ -556,3 +556,90 @@ both_databases!(
     population_uniqueness_job_sqlite,
     population_uniqueness_job_postgres
 );
+
+/// `POST /v1/datasets/{id}/risk`: the risks of the stored data as they are, the same as
+/// `deid risk` on the file; bad requests are 422 naming the field, unknown datasets 404.
+async fn dataset_risk_analysis(kind: Db) {
+    let app = spawn_app(kind).await.unwrap();
+    let csv = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
+    let ds = app.upload(csv, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    let request = json!({
+        "quasi_identifiers": ["age", "sex", "race"],
+        "population": {"region": "usa"},
+        "risk_threshold": 0.1,
+    });
+    let r = app
+        .post_json(&format!("/v1/datasets/{id}/risk"), &request)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let http = r.json();
+    let input = &http["input"];
+    assert_eq!(input["risk_threshold"], 0.1);
+    assert_eq!(input["population_uniqueness"]["population"], 317_238_626);
+    assert_eq!(input["quasi_identifiers"].as_array().unwrap().len(), 7);
+    // The classes add up to the rows.
+    assert_eq!(
+        (input["avg_class_size"].as_f64().unwrap() * input["classes"].as_f64().unwrap()).round(),
+        30162.0
+    );
+    // The command line gives the same answer for the file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deid"))
+        .args(["risk", "--input"])
+        .arg(repo("examples/adult/adult.csv"))
+        .args([
+            "--delimiter",
+            ";",
+            "--quasi-identifiers",
+            "age,sex,race",
+            "--population-region",
+            "usa",
+            "--risk-threshold",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli, http);
+    for (body, field) in [
+        (json!({"quasi_identifiers": []}), "quasi_identifiers"),
+        (
+            json!({"quasi_identifiers": ["agee"]}),
+            "quasi_identifiers[0]",
+        ),
+        (
+            json!({"quasi_identifiers": ["age"], "population": {"size": 10}}),
+            "population.size",
+        ),
+        (
+            json!({"quasi_identifiers": ["age"], "population": {"region": "mars"}}),
+            "population.region",
+        ),
+        (
+            json!({"quasi_identifiers": ["age"], "risk_threshold": 2}),
+            "risk_threshold",
+        ),
+        (json!({"quasi_identifiers": ["age"], "k": 2}), "k"),
+    ] {
+        let r = app
+            .post_json(&format!("/v1/datasets/{id}/risk"), &body)
+            .await;
+        let v = r.assert_error(422, "invalid_spec");
+        assert_eq!(v["error"]["details"]["field"], field, "{v}");
+    }
+    let r = app
+        .post_json(
+            "/v1/datasets/00000000-0000-7000-8000-000000000000/risk",
+            &request,
+        )
+        .await;
+    r.assert_error(404, "dataset_not_found");
+    app.stop().await;
+}
+
+both_databases!(
+    dataset_risk_analysis,
+    dataset_risk_analysis_sqlite,
+    dataset_risk_analysis_postgres
+);
