@@ -645,7 +645,7 @@ mod tests {
             &[],
             vec![
                 PrivacyModel::KAnonymity { k: 1 },
-                population(0.01, Estimator::Dankar),
+                population(0.001, Estimator::Dankar),
             ],
             0.0,
         )
@@ -759,13 +759,17 @@ mod tests {
                 highest: Some(0.1),
                 records_at_risk: Some(0.3),
             },
+            population(0.005, Estimator::Zayatz),
+            population(0.005, Estimator::Pitman),
+            population(0.001, Estimator::Dankar),
         ] {
-            let p = problem(
+            let p = problem_with_population(
                 t.clone(),
                 &[("a", ha), ("b", hb)],
                 &[],
                 vec![model.clone()],
                 0.5,
+                Some(crate::population::PopulationModel::SamplingFraction(0.3)),
             )
             .unwrap();
             let nodes: Vec<Vec<u8>> = {
