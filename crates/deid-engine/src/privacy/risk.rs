@@ -41,7 +41,7 @@ use crate::population::{ClassSizes, Estimator, SolverConfig, estimators};
 pub struct EstimateCache(Mutex<HashMap<ClassSizes, Option<f64>>>);
 
 /// Entries kept before the cache is cleared.
-const CACHE_ENTRIES: usize = 4096;
+const CACHE_ENTRIES: usize = 1024;
 
 impl Clone for EstimateCache {
     fn clone(&self) -> Self {
