@@ -13,12 +13,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::error::{ApiError, ErrorCode, Result};
-use super::extract::ApiQuery;
+use super::extract::{ApiJson, ApiQuery};
 use super::state::AppState;
 use crate::config::ServeArgs;
 use crate::job::id::{DatasetId, TenantId};
+use crate::job::risk::RiskRequest;
 use crate::job::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels};
+use crate::worker::chunks::ChunkReader;
 use deid_engine::data::Column;
 use deid_engine::{ColumnProfile, CsvOptions, EngineError};
 
@@ -398,6 +400,48 @@ pub fn missing_values_error(e: EngineError, field: &str) -> ApiError {
         .with_details(json!({"field": field, "column": column, "missing": missing, "total_missing": total_missing})),
         other => ApiError::new(ErrorCode::InvalidHierarchy, other.to_string()).with_details(json!({"field": field})),
     }
+}
+
+/// `POST /v1/datasets/{id}/risk`: the re-identification risks of the stored dataset as it is, for
+/// the given quasi-identifiers and population model (`{"input": RiskReport}`, the report's `risk`
+/// shape). Synchronous: the data are read once on a blocking thread.
+pub async fn dataset_risk(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<DatasetId>,
+    ApiJson(request): ApiJson<RiskRequest>,
+) -> Result<Json<serde_json::Value>> {
+    let dataset = find_dataset(&state, &tenant, &id).await?;
+    let columns: Vec<String> = column_profiles(&dataset)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    // Bad requests are answered before any data is read.
+    request.validate(&columns, dataset.row_count.max(0) as usize)?;
+    let reader = ChunkReader::new(
+        state.store.clone(),
+        tokio::runtime::Handle::current(),
+        dataset.id.clone(),
+        dataset.chunk_count,
+    );
+    let options = CsvOptions {
+        delimiter: dataset.delimiter.bytes().next().unwrap_or(b','),
+        has_header: dataset.has_header != 0,
+    };
+    let analysis = tokio::task::spawn_blocking(move || {
+        let table = deid_engine::Table::read_csv(
+            std::io::BufReader::with_capacity(1 << 16, reader),
+            options,
+            "dataset",
+        )
+        .map_err(|e| ApiError::new(ErrorCode::DatasetUnreadable, e.to_string()))?;
+        request.analyse(table).map_err(ApiError::from)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(Json(
+        serde_json::to_value(analysis).map_err(ApiError::internal)?,
+    ))
 }
 
 #[cfg(test)]

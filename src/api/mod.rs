@@ -52,6 +52,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/datasets/{id}/hierarchies/{column}"),
     ("put", "/v1/datasets/{id}/hierarchies/{column}"),
     ("post", "/v1/datasets/{id}/hierarchies/{column}/preview"),
+    ("post", "/v1/datasets/{id}/risk"),
     ("get", "/v1/jobs"),
     ("post", "/v1/jobs"),
     ("get", "/v1/jobs/{id}"),
@@ -88,6 +89,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/datasets/{id}/hierarchies/{column}/preview",
             with_timeout(post(hierarchies::preview_hierarchy), quick),
+        )
+        .route(
+            "/v1/datasets/{id}/risk",
+            with_timeout(post(datasets::dataset_risk), upload),
         )
         .route(
             "/v1/jobs",

@@ -1,5 +1,5 @@
 //! The `deid` command line: `evaluate` (one check of a given transformation) here; `anonymize`,
-//! `bench` and `bench-api` in their own modules.
+//! `risk`, `bench` and `bench-api` in their own modules.
 //!
 //! Flags and the `--config` JSON (the job specification of [`crate::job::spec`]) can be combined;
 //! flags extend or override the file.
@@ -15,14 +15,15 @@ pub mod anonymize;
 pub mod bench;
 pub mod bench_api;
 pub mod names;
+pub mod risk;
 pub mod synth;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::problem::build_problem;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport};
 use crate::job::spec::{
-    AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PrivacySpec,
-    QualitySpec, SuppressedSpec,
+    AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PopulationSpec,
+    PrivacySpec, QualitySpec, SuppressedSpec,
 };
 use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
@@ -58,6 +59,8 @@ pub enum Command {
     Hierarchy(HierarchyArgs),
     /// Detect the type of every column and print it with a suggested hierarchy specification.
     Profile(ProfileArgs),
+    /// Print the re-identification risks of a dataset as it is (JSON: the report's `risk`).
+    Risk(risk::RiskArgs),
 }
 
 /// Flags of `deid hierarchy`.
@@ -138,9 +141,44 @@ pub struct ProblemArgs {
     /// column contains it.
     #[arg(long, value_name = "TEXT")]
     pub suppression_marker: Option<String>,
+    /// The population the data were sampled from.
+    #[command(flatten)]
+    pub population: PopulationArgs,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
+}
+
+/// The population the data were sampled from (at most one flag).
+#[derive(Debug, Args, Clone, Default)]
+#[group(multiple = false)]
+pub struct PopulationArgs {
+    /// Population size N (at least the number of records).
+    #[arg(long, value_name = "N")]
+    pub population_size: Option<u64>,
+    /// Sampling fraction in (0, 1]: the population is records / F.
+    #[arg(long, value_name = "F")]
+    pub sampling_fraction: Option<f64>,
+    /// One of ARX's population presets: usa, uk, germany, france, canada, australia, …
+    #[arg(long, value_name = "REGION")]
+    pub population_region: Option<String>,
+}
+
+impl PopulationArgs {
+    /// The population given by a flag, if any.
+    pub fn spec(&self) -> Option<PopulationSpec> {
+        if self.population_size.is_none()
+            && self.sampling_fraction.is_none()
+            && self.population_region.is_none()
+        {
+            return None;
+        }
+        Some(PopulationSpec {
+            size: self.population_size,
+            sampling_fraction: self.sampling_fraction,
+            region: self.population_region.clone(),
+        })
+    }
 }
 
 /// Parses `--hierarchy-duplicates` (`reject` or `last`).
@@ -223,6 +261,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
+        Some(Command::Risk(args)) => risk::run(args),
     }
 }
 
@@ -340,6 +379,9 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     if let Some(d) = args.hierarchy_duplicates {
         spec.hierarchy_duplicates = Some(d);
     }
+    if let Some(p) = args.population.spec() {
+        spec.population = Some(p);
+    }
     Ok(spec)
 }
 
@@ -355,7 +397,7 @@ pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
 }
 
 /// Reads a CSV file with a header.
-fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
+pub(crate) fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
     let delimiter = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     Ok(Table::read_csv(

@@ -10,6 +10,7 @@
 //! - [`progress`]: the one progress type from the engine's reports to the client;
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
 //! - [`run`]: one global search or local generalization, for the command line and the worker;
+//! - [`risk`]: risk analysis of data as they are (`deid risk`, `POST /v1/datasets/{id}/risk`);
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
@@ -23,6 +24,7 @@ pub mod id;
 pub mod problem;
 pub mod progress;
 pub mod report;
+pub mod risk;
 pub mod run;
 pub mod spec;
 pub mod view;

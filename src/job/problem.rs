@@ -125,6 +125,28 @@ pub fn validate_service_job(
             format!("expected a share in (0, 1], got {t}"),
         ));
     }
+    // The population is checked against the dataset's rows (the table below is smaller), and
+    // required by population-uniqueness even when the problem cannot be built here.
+    if let Some(population) = &spec.population {
+        population
+            .parse()?
+            .population_size(facts.rows)
+            .map_err(|e| SpecError::from(e.within("population")))?;
+    } else if let Some((i, _)) = spec.privacy.iter().enumerate().find(|(i, p)| {
+        matches!(
+            p.parse(&format!("privacy[{i}]")),
+            Ok(PrivacyModel::PopulationUniqueness { .. })
+        )
+    }) {
+        return Err(SpecError::new(
+            "population",
+            format!(
+                "population-uniqueness (privacy[{i}]) needs a population model: give \
+                 \"population\": {{\"size\": N}}, {{\"sampling_fraction\": f}} or \
+                 {{\"region\": \"usa\"}}"
+            ),
+        ));
+    }
     // A table of the stored distinct values: as many rows as the largest domain, or the largest
     // minimal class size the data allows.
     // Models that do not parse are reported by `problem_config` below.
@@ -211,6 +233,46 @@ pub fn validate_service_job(
 mod tests {
     use super::*;
     use deid_engine::PrivacyModel;
+
+    /// A service job with population-uniqueness and no population is refused naming
+    /// `population`, also when the problem cannot be built from the stored values; a population
+    /// smaller than the dataset names its field.
+    #[test]
+    fn service_jobs_need_a_valid_population() {
+        let spec = |population: &str| {
+            JobSpec::from_json(&format!(
+                r#"{{"dataset_id": "d", "attributes": {{"age": {{"type": "quasi_identifying",
+                    "hierarchy": {{"csv": "1;*\n2;*"}}}}}},
+                    "privacy": ["population-uniqueness(threshold=0.01)"]{population}}}"#
+            ))
+            .unwrap()
+        };
+        let facts = DatasetFacts {
+            columns: vec!["age".into()],
+            rows: 1000,
+            values: vec![None],
+        };
+        let limits = super::super::spec::SearchLimits::CLI;
+        let e = validate_service_job(&spec(""), &facts, &limits, false).unwrap_err();
+        assert_eq!(e.field, "population");
+        let e = validate_service_job(
+            &spec(r#","population": {"size": 999}"#),
+            &facts,
+            &limits,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "population.size");
+        assert!(
+            validate_service_job(
+                &spec(r#","population": {"size": 1000}"#),
+                &facts,
+                &limits,
+                false
+            )
+            .is_ok()
+        );
+    }
 
     /// Column names with the characters of the compact syntax (`,`, `=`, `(`, `)`) work in the
     /// JSON object form of a privacy model, and the built problem satisfies it.

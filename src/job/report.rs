@@ -192,7 +192,7 @@ impl EvaluationReport {
             utility: eval.quality.utility,
             risk: Risks {
                 input: RiskReport::input(problem, risk_threshold),
-                output: Some(RiskReport::output(eval, risk_threshold)),
+                output: Some(RiskReport::output(problem, eval, risk_threshold)),
             },
             warnings: problem_warnings(problem),
             suppression: None,
@@ -263,11 +263,22 @@ impl EvaluationReport {
             utility: configured.quality,
             risk: Risks {
                 input: RiskReport::input(problem, risk_threshold),
-                output: Some(RiskReport::from_class_sizes(
-                    classes.counts.iter().copied(),
-                    outcome.suppressed,
-                    risk_threshold,
-                )),
+                output: Some({
+                    let report = RiskReport::from_class_sizes(
+                        classes.counts.iter().copied(),
+                        outcome.suppressed,
+                        risk_threshold,
+                    );
+                    match problem.population() {
+                        Some(n) => {
+                            let sizes = deid_engine::population::ClassSizes::from_sizes(
+                                classes.counts.iter().map(|&c| c as u64),
+                            );
+                            report.with_population(&sizes, n)
+                        }
+                        None => report,
+                    }
+                }),
             },
             warnings: problem_warnings(problem),
             suppression: None,
@@ -339,7 +350,7 @@ pub enum Verdict {
     /// The best transformation, evaluated.
     Best(Box<EvaluationReport>),
     /// Nothing found.
-    None(NoSolution),
+    None(Box<NoSolution>),
 }
 
 /// The job a report belongs to (service results only).
@@ -483,7 +494,7 @@ impl SearchReport {
                 report.warnings.clear();
                 Verdict::Best(Box::new(report))
             }
-            None => Verdict::None(NoSolution {
+            None => Verdict::None(Box::new(NoSolution {
                 anonymous: false,
                 transformation: None,
                 rows: problem.rows(),
@@ -491,7 +502,7 @@ impl SearchReport {
                     input: RiskReport::input(problem, risk_threshold),
                     output: None,
                 },
-            }),
+            })),
         };
         SearchReport {
             verdict,
@@ -530,7 +541,7 @@ impl SearchReport {
             report.warnings.clear();
             Verdict::Best(Box::new(report))
         } else {
-            Verdict::None(NoSolution {
+            Verdict::None(Box::new(NoSolution {
                 anonymous: false,
                 transformation: None,
                 rows: problem.rows(),
@@ -538,7 +549,7 @@ impl SearchReport {
                     input: RiskReport::input(problem, risk_threshold),
                     output: None,
                 },
-            })
+            }))
         };
         let first = outcome.steps.first();
         SearchReport {
@@ -651,7 +662,7 @@ mod tests {
             "quality": quality,
             "per_attribute": {"age": eval.quality.per_attribute[0]},
             "utility": eval.quality.utility,
-            "risk": {"input": RiskReport::input(problem, 0.2), "output": RiskReport::output(eval, 0.2)},
+            "risk": {"input": RiskReport::input(problem, 0.2), "output": RiskReport::output(problem, eval, 0.2)},
             "output_quality": output_quality(problem, eval),
             "algorithm": outcome.algorithm.name(),
             "levels": outcome.best.as_ref().map(|b| b.levels.clone()),

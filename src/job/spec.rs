@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use deid_engine::config::SensitiveAttribute;
+use deid_engine::population::{PopulationModel, Region};
 use deid_engine::privacy::PrivacyModel;
 use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
 use deid_engine::search::{FLASH_HARD_LIMIT, MAX_CHECK_LIMIT, MAX_THREADS};
@@ -401,6 +402,11 @@ pub struct JobSpec {
     /// Risk threshold for the "records at risk" statistic of the report (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_threshold: Option<f64>,
+    /// The population the data were sampled from: `{"size": N}`, `{"sampling_fraction": f}` or
+    /// `{"region": "usa"}` (needed by `population-uniqueness`; adds population risks to the
+    /// report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<PopulationSpec>,
     /// URL POSTed when a job ends (API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
@@ -445,6 +451,55 @@ impl LocalSpec {
             iterations: self.iterations.unwrap_or(d.iterations),
             gs_factor: self.gs_factor.or(d.gs_factor),
         }
+    }
+}
+
+/// The `population` of a job specification: exactly one of its fields.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PopulationSpec {
+    /// The population size N (at least the number of records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The sampling fraction f in (0, 1]: N = round(records / f).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_fraction: Option<f64>,
+    /// One of ARX's region presets (`usa`, `uk`, `germany`, `european_union`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+impl PopulationSpec {
+    /// The engine's population model; errors name `population` or its field. The size is checked
+    /// against the data when the problem is built.
+    pub fn parse(&self) -> Result<PopulationModel, SpecError> {
+        let model = match (self.size, self.sampling_fraction, &self.region) {
+            (Some(n), None, None) => PopulationModel::Size(n),
+            (None, Some(f), None) => {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(SpecError::new(
+                        "population.sampling_fraction",
+                        format!("the sampling fraction must lie in (0, 1], got {f}"),
+                    ));
+                }
+                PopulationModel::SamplingFraction(f)
+            }
+            (None, None, Some(r)) => {
+                PopulationModel::Region(Region::parse(r).ok_or_else(|| {
+                    SpecError::new(
+                        "population.region",
+                        format!("unknown region '{r}'; expected one of: {}", Region::names()),
+                    )
+                })?)
+            }
+            _ => {
+                return Err(SpecError::new(
+                    "population",
+                    "give exactly one of size, sampling_fraction or region",
+                ));
+            }
+        };
+        Ok(model)
     }
 }
 
@@ -780,6 +835,7 @@ impl JobSpec {
         }
         config.suppression_limit = self.suppression_limit.unwrap_or(0.0);
         config.quality = self.quality.clone().unwrap_or_default().parse()?;
+        config.population = self.population.as_ref().map(|p| p.parse()).transpose()?;
         Ok(config)
     }
 }
@@ -822,6 +878,64 @@ mod tests {
         assert_eq!(cfg.privacy.len(), 2);
         assert_eq!(cfg.privacy[0], PrivacyModel::KAnonymity { k: 5 });
         assert_eq!(cfg.suppression_limit, 0.05);
+    }
+
+    #[test]
+    fn population_models_are_validated_naming_the_field() {
+        let parse = |json: &str| {
+            JobSpec::from_json(&format!(r#"{{"population": {json}}}"#))
+                .and_then(|s| s.population.unwrap().parse())
+        };
+        assert_eq!(parse(r#"{"size": 1000}"#), Ok(PopulationModel::Size(1000)));
+        assert_eq!(
+            parse(r#"{"sampling_fraction": 0.01}"#),
+            Ok(PopulationModel::SamplingFraction(0.01))
+        );
+        assert_eq!(
+            parse(r#"{"region": "USA"}"#),
+            Ok(PopulationModel::Region(Region::Usa))
+        );
+        for (json, field) in [
+            (
+                r#"{"sampling_fraction": 0}"#,
+                "population.sampling_fraction",
+            ),
+            (
+                r#"{"sampling_fraction": 1.5}"#,
+                "population.sampling_fraction",
+            ),
+            (r#"{"region": "atlantis"}"#, "population.region"),
+            (r#"{"size": 10, "region": "usa"}"#, "population"),
+            (r#"{}"#, "population"),
+            (r#"{"size": -1}"#, "population.size"),
+            (r#"{"people": 10}"#, "population.people"),
+        ] {
+            let e = parse(json).unwrap_err();
+            assert_eq!(e.field, field, "{json}: {e}");
+        }
+        // The size is checked against the data when the problem is built.
+        let spec = JobSpec::from_json(
+            r#"{"attributes": {"a": {"type": "quasi_identifying", "hierarchy": {"csv": "x;*\ny;*"}}},
+                "privacy": ["k-anonymity(k=1)"], "population": {"size": 2}}"#,
+        )
+        .unwrap();
+        let table = deid_engine::Table::from_rows(
+            &["a"],
+            &[
+                vec!["x".to_string()],
+                vec!["y".to_string()],
+                vec!["x".to_string()],
+            ],
+        )
+        .unwrap();
+        let e = super::super::problem::build_problem(
+            &spec,
+            table,
+            super::super::hierarchy::Frontend::Service,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "population.size");
+        assert!(e.message.contains("at least as large"), "{e}");
     }
 
     #[test]

@@ -1012,3 +1012,167 @@ fn exit_statuses_tell_a_pipeline_what_happened() {
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("no transformation"), "{stderr}");
 }
+
+/// `deid risk` prints the report's `risk` shape for the data as they are; population flags add
+/// population uniqueness; errors name the flag.
+#[test]
+fn risk_reports_the_data_as_they_are() {
+    // Classes on (age, zip): every record is unique; on zip's first digits nothing changes.
+    let dir = setup("risk", DATA.as_bytes(), AGE);
+    let (code, stdout, stderr) = deid(
+        &[
+            "risk",
+            "--input",
+            "data.csv",
+            "--quasi-identifiers",
+            "age,zip",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let risk: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let input = &risk["input"];
+    assert_eq!(input["classes"], 4);
+    assert_eq!(input["sample_uniques"], 4);
+    assert_eq!(input["sample_uniqueness"], 1.0);
+    assert_eq!(input["attacker_models"]["prosecutor"]["highest_risk"], 1.0);
+    assert_eq!(input["attacker_models"]["marketer_risk"], 1.0);
+    assert!(input.get("population_uniqueness").is_none());
+    // Three combinations of two quasi-identifiers; the four records are all distinct on each.
+    let qis = input["quasi_identifiers"].as_array().unwrap();
+    assert_eq!(qis.len(), 3);
+    assert!(
+        qis.iter()
+            .all(|q| q["distinction"] == 1.0 && q["separation"] == 1.0)
+    );
+    // The risk bucket of risk 1 holds every record.
+    let last = input["distribution"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (last["upper"].clone(), last["records"].clone()),
+        (1.0.into(), 1.0.into())
+    );
+
+    // With a population: at f = 1 Zayatz counts the sample uniques (4 of 4 people).
+    let (code, stdout, stderr) = deid(
+        &[
+            "risk",
+            "--input",
+            "data.csv",
+            "--quasi-identifiers",
+            "disease",
+            "--population-size",
+            "4",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let risk: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let pu = &risk["input"]["population_uniqueness"];
+    assert_eq!(pu["population"], 4);
+    // disease: flu ×2, cold ×2 → no sample uniques: every estimate is 0 and available.
+    assert_eq!(pu["zayatz"]["share"], 0.0);
+    assert_eq!(pu["dankar_model"], "dankar");
+    let (code, stdout, stderr) = deid(
+        &[
+            "risk",
+            "--input",
+            "data.csv",
+            "--quasi-identifiers",
+            "age",
+            "--sampling-fraction",
+            "1",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let risk: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let pu = &risk["input"]["population_uniqueness"];
+    assert_eq!(pu["zayatz"]["share"], 1.0);
+    assert_eq!(pu["sampling_fraction"], 1.0);
+
+    for (args, needle) in [
+        (
+            &["--quasi-identifiers", "agee"][..],
+            "unknown column 'agee'",
+        ),
+        (
+            &["--quasi-identifiers", "age", "--population-size", "3"],
+            "--population-size",
+        ),
+        (
+            &["--quasi-identifiers", "age", "--sampling-fraction", "0"],
+            "--sampling-fraction: the sampling fraction must lie in (0, 1]",
+        ),
+        (
+            &[
+                "--quasi-identifiers",
+                "age",
+                "--population-region",
+                "atlantis",
+            ],
+            "unknown region 'atlantis'",
+        ),
+        (
+            &[
+                "--quasi-identifiers",
+                "age",
+                "--population-size",
+                "9",
+                "--population-region",
+                "usa",
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec!["risk", "--input", "data.csv"];
+        all.extend_from_slice(args);
+        let (code, _, stderr) = deid(&all, &dir);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+/// `population-uniqueness` on the command line: without a population the error names it; with
+/// one the report carries population uniqueness before and after.
+#[test]
+fn population_uniqueness_on_the_command_line() {
+    let dir = setup("population", DATA.as_bytes(), AGE);
+    let model = [
+        "--privacy",
+        "population-uniqueness(threshold=0.5,model=zayatz)",
+    ];
+    let (code, _, stderr) = evaluate(&dir, &model);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("population") && stderr.contains("--population-size"),
+        "{stderr}"
+    );
+    // Four people in all, everyone in the data: Zayatz = the sample-uniques share. Level 1
+    // (<50, >=50) has no uniques; level 0 has 4 of 4 and would need everything suppressed.
+    let mut args = model.to_vec();
+    args.extend_from_slice(&["--population-size", "4", "--levels", "age=1"]);
+    let (code, stdout, stderr) = evaluate(&dir, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["risk"]["input"]["population_uniqueness"]["zayatz"]["share"],
+        1.0
+    );
+    assert_eq!(
+        report["risk"]["output"]["population_uniqueness"]["zayatz"]["share"],
+        0.0
+    );
+    assert_eq!(report["suppressed_rows"], 0);
+    let mut args = model.to_vec();
+    args.extend_from_slice(&["--population-size", "4", "--levels", "age=0"]);
+    let (code, stdout, _) = evaluate(&dir, &args);
+    assert_eq!(code, 4);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["anonymous"], false);
+    assert_eq!(report["suppressed_rows"], 4);
+}

@@ -127,6 +127,7 @@ fn openapi_job_spec_matches_the_parser() {
             "suppression_limit" | "risk_threshold" => serde_json::json!(0.5),
             "check_limit" | "seed" | "threads" | "flash_max_space" => serde_json::json!(1),
             "hierarchy_duplicates" => serde_json::json!("last"),
+            "population" => serde_json::json!({"sampling_fraction": 0.01}),
             _ => serde_json::json!("x"),
         };
         spec.insert(name.clone(), value);

@@ -284,6 +284,43 @@ async fn job_spec_errors() {
         "dataset_id",
     )
     .await;
+    // Population models: a model that needs one without it, a population smaller than the
+    // dataset (4 rows), a bad fraction or region, a threshold outside [0, 1].
+    let population_model = "population-uniqueness(threshold=0.01,model=pitman)";
+    field_error(
+        with(&|s| s["privacy"] = json!([population_model])),
+        "invalid_spec",
+        "population",
+    )
+    .await;
+    for (population, field) in [
+        (json!({"size": 3}), "population.size"),
+        (
+            json!({"sampling_fraction": 1.5}),
+            "population.sampling_fraction",
+        ),
+        (json!({"region": "mars"}), "population.region"),
+        (json!({"size": 10, "region": "usa"}), "population"),
+    ] {
+        field_error(
+            with(&|s| {
+                s["privacy"] = json!([population_model]);
+                s["population"] = population.clone();
+            }),
+            "invalid_spec",
+            field,
+        )
+        .await;
+    }
+    field_error(
+        with(&|s| {
+            s["privacy"] = json!(["population-uniqueness(threshold=1.5)"]);
+            s["population"] = json!({"region": "usa"});
+        }),
+        "invalid_spec",
+        "privacy[0].threshold",
+    )
+    .await;
     // The suppression marker must not occur in a quasi-identifier or sensitive column.
     field_error(
         with(&|s| s["suppression_marker"] = json!("a")),

@@ -648,4 +648,137 @@ both_databases!(
     microaggregation_job,
     microaggregation_job_sqlite,
     microaggregation_job_postgres
+/// A population-uniqueness job: the result satisfies the model by the report's own estimate of
+/// the output, and the report carries population uniqueness before and after.
+async fn population_uniqueness_job(kind: Db) {
+    let app = spawn_app(kind).await.unwrap();
+    let csv = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
+    let ds = app.upload(csv, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    let spec = json!({
+        "dataset_id": id,
+        "attributes": {
+            "age": {"type": "quasi_identifying", "hierarchy": {"type": "interval", "width": 5, "levels": [2, 2]}},
+            "sex": {"type": "quasi_identifying", "hierarchy": {"type": "suppression"}},
+            "race": {"type": "quasi_identifying", "hierarchy": {"type": "suppression"}},
+        },
+        "privacy": ["population-uniqueness(threshold=0.00005,model=zayatz)"],
+        "population": {"sampling_fraction": 0.1},
+        "suppression_limit": 0.01,
+    });
+    let job = app.create_job(&spec).await;
+    let jid = job["id"].as_str().unwrap();
+    let j = app.wait_job(jid, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "succeeded", "{j}");
+    let report = app.get(&format!("/v1/jobs/{jid}/result")).await.json();
+    let input = &report["risk"]["input"]["population_uniqueness"];
+    let output = &report["risk"]["output"]["population_uniqueness"];
+    assert_eq!(input["population"], 301_620);
+    assert!(
+        input["zayatz"]["share"].as_f64().unwrap() > 0.00005,
+        "{input}"
+    );
+    let share = output["zayatz"]["share"].as_f64().unwrap();
+    let uniques = report["risk"]["output"]["sample_uniques"].as_u64().unwrap();
+    assert!(
+        (share > 0.0 && share <= 0.00005) || uniques == 0,
+        "{output}"
+    );
+    for e in ["pitman", "zayatz", "snb", "dankar"] {
+        assert!(output[e]["available"].is_boolean(), "{e}: {output}");
+    }
+    app.stop().await;
+}
+
+both_databases!(
+    population_uniqueness_job,
+    population_uniqueness_job_sqlite,
+    population_uniqueness_job_postgres
+);
+
+/// `POST /v1/datasets/{id}/risk`: the risks of the stored data as they are, the same as
+/// `deid risk` on the file; bad requests are 422 naming the field, unknown datasets 404.
+async fn dataset_risk_analysis(kind: Db) {
+    let app = spawn_app(kind).await.unwrap();
+    let csv = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
+    let ds = app.upload(csv, "delimiter=;").await;
+    let id = ds["id"].as_str().unwrap();
+    let request = json!({
+        "quasi_identifiers": ["age", "sex", "race"],
+        "population": {"region": "usa"},
+        "risk_threshold": 0.1,
+    });
+    let r = app
+        .post_json(&format!("/v1/datasets/{id}/risk"), &request)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let http = r.json();
+    let input = &http["input"];
+    assert_eq!(input["risk_threshold"], 0.1);
+    assert_eq!(input["population_uniqueness"]["population"], 317_238_626);
+    assert_eq!(input["quasi_identifiers"].as_array().unwrap().len(), 7);
+    // The classes add up to the rows.
+    assert_eq!(
+        (input["avg_class_size"].as_f64().unwrap() * input["classes"].as_f64().unwrap()).round(),
+        30162.0
+    );
+    // The command line gives the same answer for the file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deid"))
+        .args(["risk", "--input"])
+        .arg(repo("examples/adult/adult.csv"))
+        .args([
+            "--delimiter",
+            ";",
+            "--quasi-identifiers",
+            "age,sex,race",
+            "--population-region",
+            "usa",
+            "--risk-threshold",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli, http);
+    for (body, field) in [
+        (json!({"quasi_identifiers": []}), "quasi_identifiers"),
+        (
+            json!({"quasi_identifiers": ["agee"]}),
+            "quasi_identifiers[0]",
+        ),
+        (
+            json!({"quasi_identifiers": ["age"], "population": {"size": 10}}),
+            "population.size",
+        ),
+        (
+            json!({"quasi_identifiers": ["age"], "population": {"region": "mars"}}),
+            "population.region",
+        ),
+        (
+            json!({"quasi_identifiers": ["age"], "risk_threshold": 2}),
+            "risk_threshold",
+        ),
+        (json!({"quasi_identifiers": ["age"], "k": 2}), "k"),
+    ] {
+        let r = app
+            .post_json(&format!("/v1/datasets/{id}/risk"), &body)
+            .await;
+        let v = r.assert_error(422, "invalid_spec");
+        assert_eq!(v["error"]["details"]["field"], field, "{v}");
+    }
+    let r = app
+        .post_json(
+            "/v1/datasets/00000000-0000-7000-8000-000000000000/risk",
+            &request,
+        )
+        .await;
+    r.assert_error(404, "dataset_not_found");
+    app.stop().await;
+}
+
+both_databases!(
+    dataset_risk_analysis,
+    dataset_risk_analysis_sqlite,
+    dataset_risk_analysis_postgres
 );

@@ -201,7 +201,7 @@ impl<'p> Checker<'p> {
 
     /// Suppresses violating classes, scores the result and decides.
     fn judge(&self, levels: &[u8], groups: &Groups) -> (CheckResult, Quality, Vec<bool>) {
-        let (suppressed, suppressed_records) = self.suppress(groups);
+        let (suppressed, suppressed_records) = self.suppress(levels, groups);
         let view = ClassView {
             levels,
             codes: &groups.codes,
@@ -243,9 +243,9 @@ impl<'p> Checker<'p> {
     }
 
     /// Flags classes that violate a class-based model, then suppresses further classes until the
-    /// sample-based models hold (smallest first, ties by codes); returns the flags and the
-    /// suppressed records.
-    fn suppress(&self, groups: &Groups) -> (Vec<bool>, usize) {
+    /// sample-based models hold (smallest first; among equal sizes the cheapest to suppress under
+    /// the quality model, then by codes); returns the flags and the suppressed records.
+    fn suppress(&self, levels: &[u8], groups: &Groups) -> (Vec<bool>, usize) {
         let p = self.problem;
         let k = p.min_class_size();
         let models = &p.class_models;
@@ -265,11 +265,17 @@ impl<'p> Checker<'p> {
             }
         }
         if !p.sample_models.is_empty() {
+            let q = levels.len();
+            let quality = p.prepared_quality();
+            let cost = |c: usize| {
+                quality.suppression_cost(levels, &groups.codes[c * q..c * q + q], groups.counts[c])
+            };
             records += privacy::risk::enforce(
                 &p.sample_models,
                 &groups.counts,
                 &groups.codes,
                 &mut suppressed,
+                &cost,
             );
         }
         (suppressed, records)

@@ -4,6 +4,7 @@
 
 use crate::aggregate::Microaggregation;
 use crate::hierarchy::Hierarchy;
+use crate::population::PopulationModel;
 use crate::privacy::PrivacyModel;
 use crate::quality::QualityConfig;
 
@@ -61,6 +62,9 @@ pub struct ProblemConfig {
     pub suppression_limit: f64,
     /// Quality model used to score transformations.
     pub quality: QualityConfig,
+    /// The population the data were sampled from (needed by `population-uniqueness`; enables the
+    /// population risks of the report).
+    pub population: Option<PopulationModel>,
 }
 
 impl Default for ProblemConfig {
@@ -73,6 +77,7 @@ impl Default for ProblemConfig {
             privacy: Vec::new(),
             suppression_limit: 0.0,
             quality: QualityConfig::default(),
+            population: None,
         }
     }
 }

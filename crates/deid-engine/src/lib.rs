@@ -4,8 +4,9 @@
 //! Layout, in layers (a module only uses modules of lower layers; the engine's integration test
 //! `layering` fails on any import cycle):
 //!
-//! 1. [`error`] (what can go wrong), [`cancel`] (cooperative cancellation) and [`lattice`] (the
-//!    space of transformations);
+//! 1. [`error`] (what can go wrong), [`cancel`] (cooperative cancellation), [`lattice`] (the
+//!    space of transformations) and [`population`] (population models and population-uniqueness
+//!    estimators: numerics on class sizes);
 //! 2. [`data`] (the CSV scanner and dictionary-encoded tables);
 //! 3. [`hierarchy`] (generalization hierarchies; [`hierarchy::builder`] creates them from small
 //!    specifications) and [`profile`] (column profiles: type detection with a suggested
@@ -32,6 +33,7 @@ pub mod hierarchy;
 pub mod lattice;
 pub mod local;
 pub mod output;
+pub mod population;
 pub mod posthoc;
 pub mod privacy;
 pub mod problem;

@@ -169,6 +169,7 @@ pub struct Problem {
     quality: PreparedQuality,
     monotonicity: PrivacyMonotonicity,
     aggregates: Vec<MicroColumn>,
+    population: Option<u64>,
 }
 
 /// A microaggregated column of a problem.
@@ -297,11 +298,27 @@ impl Problem {
         }
         config.quality.validate().map_err(|e| e.within("quality"))?;
         let n = table.rows();
+        let population = config
+            .population
+            .map(|m| m.population_size(n))
+            .transpose()
+            .map_err(|e| e.within("population"))?;
         let mut slot_columns: Vec<usize> = Vec::new();
         let mut model_slots = Vec::with_capacity(config.privacy.len());
         for (i, model) in config.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");
             model.validate().map_err(|e| e.within(&field))?;
+            if matches!(model, PrivacyModel::PopulationUniqueness { .. }) && population.is_none() {
+                return Err(EngineError::config(
+                    "population",
+                    format!(
+                        "{} ({field}) needs a population model: give \"population\": \
+                         {{\"size\": N}}, {{\"sampling_fraction\": f}} or {{\"region\": \"usa\"}} \
+                         (CLI: --population-size, --sampling-fraction or --population-region)",
+                        model.name()
+                    ),
+                ));
+            }
             if let Some(m) = model.min_class_size()
                 && m as usize > n
             {
@@ -411,7 +428,7 @@ impl Problem {
         for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
             let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
-            let prepared = PreparedModel::prepare(model, *slot, domain, hierarchy)
+            let prepared = PreparedModel::prepare(model, *slot, domain, hierarchy, population)
                 .map_err(|e| e.within(&format!("privacy[{i}]")))?;
             match prepared {
                 PreparedModel::MinClassSize => {}
@@ -460,6 +477,7 @@ impl Problem {
             quality,
             monotonicity,
             aggregates,
+            population,
         })
     }
 
@@ -568,6 +586,7 @@ impl Problem {
             quality,
             monotonicity,
             aggregates: self.aggregates.clone(),
+            population: self.population,
         }
     }
 
@@ -651,6 +670,11 @@ impl Problem {
     /// Absolute suppression limit: ⌊limit · n⌋ records.
     pub fn max_suppressed(&self) -> usize {
         self.max_suppressed
+    }
+
+    /// The population size N of the configured population model (validated: N ≥ rows).
+    pub fn population(&self) -> Option<u64> {
+        self.population
     }
 
     /// Monotonicity of the combined privacy models under this suppression limit.

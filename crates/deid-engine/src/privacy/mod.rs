@@ -9,7 +9,8 @@
 //! Layout: this module holds the user-facing [`PrivacyModel`] and the dispatch of the compiled
 //! models; [`ldiversity`] (entropy and recursive ℓ-diversity), [`tcloseness`] (the three earth
 //! mover's distances), [`likeness`] (δ-disclosure privacy, basic and enhanced β-likeness) and
-//! [`risk`] (average re-identification risk, sample uniqueness) hold the models themselves;
+//! [`risk`] (average re-identification risk, sample and population uniqueness) hold the models
+//! themselves;
 //! `syntax` implements the compact text form `name(key=value,…)` ([`PrivacyModel::parse`] and
 //! `Display`).
 //!
@@ -31,6 +32,10 @@
 //!   suppressed (1 and one 2), but generalizing the two classes of 2 into one of 4 gives
 //!   5, 4, 4, 1, which needs 5 (1 and a 4). The plain average risk and sample uniqueness are
 //!   monotone: suppressing the smallest classes first suppresses the fewest records.
+//! * **Population uniqueness with Zayatz's estimator is not monotone** under generalization (ARX
+//!   declares it so; every other estimator is declared non-monotone by both). Counterexample
+//!   (N = 10, threshold 0.1): class sizes 1, 2, 2 have the share 0.062, merging the two classes
+//!   of 2 gives 1, 4 with 0.135.
 //! * Entropy ℓ-diversity accepts ties up to a relative 1e-10 (a uniform class over exactly ℓ values
 //!   has entropy ln ℓ; ARX may reject it due to rounding). With the Grassberger estimator the sum is
 //!   never aborted early: G(1) < 0, so a partial sum above the bound can still end below it
@@ -53,7 +58,9 @@
 //!   classes sorted by size (the minimal prefix, the same as ARX's binary search), but without
 //!   ARX's early abort once the suppression limit is exceeded, so the suppression flags (and the
 //!   score of non-anonymous transformations) are always complete. Classes of equal size are
-//!   suppressed in lexicographic order of their generalized codes (ARX: representative row).
+//!   suppressed cheapest first under the configured quality model, then in lexicographic order
+//!   of their generalized codes (ARX: information loss ascending — the most informative, i.e.
+//!   costliest, class first — then representative row).
 //!   A record is at risk under the relaxed average-risk model iff 1/|EC| > highest risk; ARX
 //!   rounds the highest risk to an "effective" threshold (up to 1 % off). The share of records at
 //!   risk may be 0.
@@ -62,6 +69,7 @@ use std::fmt;
 
 use crate::error::{EngineError, Result};
 use crate::hierarchy::EncodedHierarchy;
+pub use crate::population::Estimator;
 
 pub mod ldiversity;
 pub mod likeness;
@@ -222,6 +230,15 @@ pub enum PrivacyModel {
         /// Threshold in (0, 1].
         threshold: f64,
     },
+    /// The estimated share of the population that is unique on the published quasi-identifiers
+    /// (estimated population uniques / N) is at most `threshold`; needs the problem's population
+    /// model (`docs/definitions.md` §3.2, §6.2).
+    PopulationUniqueness {
+        /// Threshold in [0, 1].
+        threshold: f64,
+        /// The estimator (default Dankar et al.'s rule, as ARX).
+        estimator: Estimator,
+    },
 }
 
 /// Whether a property is inherited by generalizations, for the two ways of transforming data.
@@ -245,6 +262,7 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
     "enhanced-beta-likeness(attribute=…,beta=…)",
     "average-risk(threshold=…[,highest=…,records_at_risk=…])",
     "sample-uniqueness(threshold=…)",
+    "population-uniqueness(threshold=…[,model=pitman|zayatz|snb|dankar])",
 ];
 
 impl PrivacyModel {
@@ -280,6 +298,7 @@ impl PrivacyModel {
             PrivacyModel::EnhancedBetaLikeness { .. } => "enhanced-beta-likeness",
             PrivacyModel::AverageRisk { .. } => "average-risk",
             PrivacyModel::SampleUniqueness { .. } => "sample-uniqueness",
+            PrivacyModel::PopulationUniqueness { .. } => "population-uniqueness",
         }
     }
 
@@ -288,7 +307,8 @@ impl PrivacyModel {
         match self {
             PrivacyModel::KAnonymity { .. }
             | PrivacyModel::AverageRisk { .. }
-            | PrivacyModel::SampleUniqueness { .. } => None,
+            | PrivacyModel::SampleUniqueness { .. }
+            | PrivacyModel::PopulationUniqueness { .. } => None,
             PrivacyModel::DistinctLDiversity { attribute, .. }
             | PrivacyModel::EntropyLDiversity { attribute, .. }
             | PrivacyModel::RecursiveCLDiversity { attribute, .. }
@@ -314,7 +334,9 @@ impl PrivacyModel {
             | PrivacyModel::TCloseness { .. }
             | PrivacyModel::BasicBetaLikeness { .. }
             | PrivacyModel::EnhancedBetaLikeness { .. } => (true, false),
-            PrivacyModel::DeltaDisclosure { .. } => (false, false),
+            PrivacyModel::DeltaDisclosure { .. } | PrivacyModel::PopulationUniqueness { .. } => {
+                (false, false)
+            }
         };
         Monotonicity {
             generalization,
@@ -399,6 +421,9 @@ impl PrivacyModel {
             }
             PrivacyModel::SampleUniqueness { threshold } => {
                 check_share("threshold", *threshold, false)
+            }
+            PrivacyModel::PopulationUniqueness { threshold, .. } => {
+                check_share("threshold", *threshold, true)
             }
             _ => Ok(()),
         }
@@ -511,13 +536,15 @@ pub(crate) enum PreparedModel {
 
 impl PreparedModel {
     /// Compiles `model`; `slot` is the index of its sensitive attribute among the problem's
-    /// tracked distributions, `domain` that attribute's global distribution and `hierarchy` its
-    /// encoded hierarchy, if one was declared. Errors name the model's parameter.
+    /// tracked distributions, `domain` that attribute's global distribution, `hierarchy` its
+    /// encoded hierarchy, if one was declared, and `population` the problem's population size.
+    /// Errors name the model's parameter (`population` for a missing population model).
     pub(crate) fn prepare(
         model: &PrivacyModel,
         slot: Option<usize>,
         domain: Option<&SensitiveDomain>,
         hierarchy: Option<&EncodedHierarchy>,
+        population: Option<u64>,
     ) -> Result<PreparedModel> {
         let sensitive = || -> Result<(usize, &SensitiveDomain)> {
             match (slot, domain) {
@@ -611,6 +638,22 @@ impl PreparedModel {
             PrivacyModel::SampleUniqueness { threshold } => {
                 PreparedModel::Sample(PreparedSampleModel::sample_uniqueness(*threshold))
             }
+            PrivacyModel::PopulationUniqueness {
+                threshold,
+                estimator,
+            } => {
+                let Some(population) = population else {
+                    return Err(EngineError::config(
+                        "population",
+                        "population-uniqueness needs a population model: give \"population\": \
+                         {\"size\": N}, {\"sampling_fraction\": f} or {\"region\": \"usa\"} \
+                         (CLI: --population-size, --sampling-fraction or --population-region)",
+                    ));
+                };
+                PreparedModel::Sample(PreparedSampleModel::population_uniqueness(
+                    *threshold, *estimator, population,
+                ))
+            }
         })
     }
 }
@@ -703,7 +746,8 @@ mod tests {
                 "enhanced-beta-likeness",
                 "average-risk",
                 "average-risk",
-                "sample-uniqueness"
+                "sample-uniqueness",
+                "population-uniqueness"
             ]
         );
         for m in &all {
@@ -714,6 +758,7 @@ mod tests {
                     PrivacyModel::KAnonymity { .. }
                         | PrivacyModel::AverageRisk { .. }
                         | PrivacyModel::SampleUniqueness { .. }
+                        | PrivacyModel::PopulationUniqueness { .. }
                 )
             );
         }
@@ -748,6 +793,7 @@ mod tests {
             (yes_yes, None),
             (gen_only, None), // relaxed average risk
             (yes_yes, None),
+            (none, None), // population uniqueness (every estimator)
         ];
         for (m, (mono, min)) in sample_models().iter().zip(expected) {
             assert_eq!(m.monotonicity(), mono, "{m}");

@@ -7,16 +7,53 @@
 //!   lies in classes whose risk 1/|EC| exceeds `highest`.
 //! * Sample uniqueness: the share of published records alone in their class is at most the
 //!   threshold.
+//! * Population uniqueness: the estimated share of the population that is unique on the published
+//!   quasi-identifiers ([`crate::population`]) is at most the threshold; an estimate of 0 counts
+//!   only without sample uniques, so a solver that does not converge fails the model (as ARX).
 //!
 //! Suppressed records are never counted as risky: they leave both the classes and the records.
 //! If nothing is published, every condition holds.
 //!
 //! Enforcement ([`enforce`]): classes are suppressed smallest first until all conditions hold.
-//! Removing the smallest class never increases any of the risks above (the mean of the remaining
-//! sizes cannot drop; the share of small classes can only drop), so the first prefix that works is
-//! the minimal one — the same result as ARX's binary search. Among classes of equal size, those
-//! with the lexicographically smallest generalized codes go first, so the result never depends on
-//! the (non-deterministic) order of the classes.
+//! For average risk and sample uniqueness, removing the smallest class never increases the risk
+//! (the mean of the remaining sizes cannot drop; the share of small classes can only drop), so
+//! the first prefix that works is the minimal one — found by a linear scan. Population uniqueness
+//! is not monotone in the prefix, but it always holds once no sample unique is left, so only
+//! classes of size 1 are ever suppressed for it; the number of them is found by a binary search
+//! (as ARX's), which needs O(log c₁) estimates but may miss a smaller number that also works.
+//!
+//! Among classes of equal size, the ones whose suppression costs the least under the configured
+//! quality model go first (the caller's cost, e.g. for Loss the classes whose generalized values
+//! already cover the most of their domains), then those with the lexicographically smallest
+//! generalized codes, so the result never depends on the (non-deterministic) order of the
+//! classes. ARX sorts equal sizes by their information loss *ascending* — the most informative
+//! class, the costliest to suppress, first — and then by representative row.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::population::{ClassSizes, Estimator, SolverConfig, estimators};
+
+/// Estimates already computed, by histogram: estimates are pure functions of the histogram, so a
+/// hit returns exactly what a fresh computation would (the result never depends on the order of
+/// the checks).
+#[derive(Debug, Default)]
+pub struct EstimateCache(Mutex<HashMap<ClassSizes, Option<f64>>>);
+
+/// Entries kept before the cache is cleared.
+const CACHE_ENTRIES: usize = 1024;
+
+impl Clone for EstimateCache {
+    fn clone(&self) -> Self {
+        EstimateCache::default()
+    }
+}
+
+impl PartialEq for EstimateCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
 
 /// A compiled sample-based model.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +71,17 @@ pub enum PreparedSampleModel {
         /// Threshold.
         threshold: f64,
     },
+    /// Estimated population uniques / `population` ≤ `threshold`.
+    PopulationUniqueness {
+        /// Threshold in [0, 1].
+        threshold: f64,
+        /// The estimator.
+        estimator: Estimator,
+        /// The population size N.
+        population: u64,
+        /// Estimates by histogram.
+        cache: EstimateCache,
+    },
 }
 
 impl PreparedSampleModel {
@@ -50,16 +98,37 @@ impl PreparedSampleModel {
         PreparedSampleModel::SampleUniqueness { threshold }
     }
 
+    /// Population uniqueness with the given threshold, estimator and population size.
+    pub fn population_uniqueness(
+        threshold: f64,
+        estimator: Estimator,
+        population: u64,
+    ) -> PreparedSampleModel {
+        PreparedSampleModel::PopulationUniqueness {
+            threshold,
+            estimator,
+            population,
+            cache: EstimateCache::default(),
+        }
+    }
+
+    /// True for the models decided on (classes, records, small records) alone.
+    fn is_monotone_in_prefix(&self) -> bool {
+        !matches!(self, PreparedSampleModel::PopulationUniqueness { .. })
+    }
+
     /// Classes smaller than this put their records at risk (0: the model has no such notion).
     fn small_below(&self) -> u32 {
         match self {
             PreparedSampleModel::AverageRisk { relaxed, .. } => relaxed.map_or(0, |r| r.0),
             PreparedSampleModel::SampleUniqueness { .. } => 2,
+            PreparedSampleModel::PopulationUniqueness { .. } => 0,
         }
     }
 
     /// Whether the condition holds for `classes` published classes with `records` records,
-    /// `small` of which lie in classes smaller than [`Self::small_below`].
+    /// `small` of which lie in classes smaller than [`Self::small_below`] (not for population
+    /// uniqueness, see [`Self::holds_on`]).
     fn holds(&self, classes: u64, records: u64, small: u64) -> bool {
         if records == 0 {
             return true;
@@ -71,6 +140,66 @@ impl PreparedSampleModel {
                     && relaxed.is_none_or(|(_, share)| small as f64 / r <= share)
             }
             PreparedSampleModel::SampleUniqueness { threshold } => small as f64 / r <= *threshold,
+            PreparedSampleModel::PopulationUniqueness { .. } => true,
+        }
+    }
+
+    /// Whether the condition holds for the published classes with the histogram `h`.
+    pub fn holds_on(&self, h: &ClassSizes) -> bool {
+        let PreparedSampleModel::PopulationUniqueness {
+            threshold,
+            estimator,
+            population,
+            cache,
+        } = self
+        else {
+            let small = h
+                .pairs()
+                .iter()
+                .filter(|(s, _)| *s < self.small_below() as u64)
+                .map(|(s, c)| s * c)
+                .sum();
+            return self.holds(h.classes(), h.records(), small);
+        };
+        if h.records() == 0 {
+            return true;
+        }
+        let cached = cache.0.lock().ok().and_then(|m| m.get(h).copied());
+        let estimate = match cached {
+            Some(e) => e,
+            None => {
+                let e = estimators::model_estimate(
+                    h,
+                    *population,
+                    *estimator,
+                    &SolverConfig::default(),
+                );
+                if let Ok(mut m) = cache.0.lock() {
+                    if m.len() >= CACHE_ENTRIES {
+                        m.clear();
+                    }
+                    m.insert(h.clone(), e);
+                }
+                e
+            }
+        };
+        population_share_holds(estimate, *population, *threshold, h.uniques())
+    }
+}
+
+/// ARX's verdict on an estimate of population uniques: the share p = estimate / N fulfils the
+/// threshold iff 0 < p ≤ threshold, or p = 0 and there are no sample uniques; no estimate fails.
+pub fn population_share_holds(
+    estimate: Option<f64>,
+    population: u64,
+    threshold: f64,
+    sample_uniques: u64,
+) -> bool {
+    match estimate {
+        None => false,
+        Some(u) => {
+            let p = u / population as f64;
+            (p > 0.0 && p <= threshold) || (p == 0.0 && sample_uniques == 0)
         }
     }
 }
@@ -111,44 +240,39 @@ struct Totals {
     records: u64,
 }
 
-fn all_hold(models: &[PreparedSampleModel], t: Totals, small: &[u64]) -> bool {
-    models
-        .iter()
-        .zip(small)
-        .all(|(m, &s)| m.holds(t.classes, t.records, s))
-}
-
 /// Suppresses further classes (flags in `suppressed`) until every model holds; returns the
-/// records newly suppressed. `counts` are the class sizes, `codes` the generalized codes
-/// (row-major, the same number per class) used to order classes of equal size.
+/// records newly suppressed. `counts` are the class sizes; classes of equal size are ordered by
+/// `cost` (of suppressing class c, lower first), then by `codes` (the generalized codes,
+/// row-major, the same number per class).
 ///
 /// Steps:
-/// 1. total the published classes, records and, per model, records in small classes; done if
-///    every model holds;
-/// 2. sort the published sizes and drop the smallest until every model holds: p classes, the
-///    largest of them of size b, j of them of size b;
-/// 3. suppress every published class smaller than b and the j classes of size b with the
-///    smallest codes.
+/// 1. total the published classes, records and, per model, records in small classes;
+/// 2. sort the published sizes and drop the smallest until every model but population
+///    uniqueness holds: the minimal prefix p;
+/// 3. population uniqueness: if it fails after p classes and sample uniques are left, binary
+///    search the number of further uniques to drop (it holds once none is left);
+/// 4. with the p classes dropped, the largest of size b, j of them of size b: suppress every
+///    published class smaller than b and the j cheapest classes of size b.
 pub fn enforce(
     models: &[PreparedSampleModel],
     counts: &[u32],
     codes: &[u32],
     suppressed: &mut [bool],
+    cost: &dyn Fn(usize) -> f64,
 ) -> usize {
     if models.is_empty() || counts.is_empty() {
         return 0;
     }
     let q = codes.len() / counts.len();
+    let (prefix_models, population_models): (Vec<&PreparedSampleModel>, Vec<_>) =
+        models.iter().partition(|m| m.is_monotone_in_prefix());
     // 1. Totals.
-    let limits: Vec<u32> = models
-        .iter()
-        .map(PreparedSampleModel::small_below)
-        .collect();
+    let limits: Vec<u32> = prefix_models.iter().map(|m| m.small_below()).collect();
     let mut totals = Totals {
         classes: 0,
         records: 0,
     };
-    let mut small = vec![0u64; models.len()];
+    let mut small = vec![0u64; prefix_models.len()];
     let mut sizes = Vec::new();
     for (c, &size) in counts.iter().enumerate() {
         if suppressed[c] || size == 0 {
@@ -163,13 +287,16 @@ pub fn enforce(
         }
         sizes.push(size);
     }
-    if all_hold(models, totals, &small) {
-        return 0;
-    }
-    // 2. Minimal prefix of the sizes in ascending order.
     sizes.sort_unstable();
+    // 2. Minimal prefix for the models that are monotone in it.
+    let all_hold = |t: Totals, small: &[u64]| {
+        prefix_models
+            .iter()
+            .zip(small)
+            .all(|(m, &s)| m.holds(t.classes, t.records, s))
+    };
     let mut p = 0;
-    while p < sizes.len() && !all_hold(models, totals, &small) {
+    while p < sizes.len() && !all_hold(totals, &small) {
         let size = sizes[p];
         totals.classes -= 1;
         totals.records -= size as u64;
@@ -180,13 +307,41 @@ pub fn enforce(
         }
         p += 1;
     }
+    // 3. Population uniqueness over the remaining classes.
+    if !population_models.is_empty() {
+        let uniques = sizes.iter().take_while(|&&s| s == 1).count();
+        if p < uniques {
+            let histogram = ClassSizes::from_sizes(sizes[p..].iter().map(|&s| s as u64));
+            let holds = |k: usize| {
+                let h = histogram.without_uniques(k as u64);
+                population_models.iter().all(|m| m.holds_on(&h))
+            };
+            if !holds(0) {
+                // The smallest k in (0, uniques − p] that holds, assuming monotonicity; k =
+                // uniques − p (no sample unique left) always holds.
+                let (mut lo, mut hi) = (1, uniques - p);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if holds(mid) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                p += hi;
+            }
+        }
+    }
+    if p == 0 {
+        return 0;
+    }
     let boundary = sizes[p - 1];
     let at_boundary = sizes[..p]
         .iter()
         .rev()
         .take_while(|&&s| s == boundary)
         .count();
-    // 3. Suppress.
+    // 4. Suppress.
     let mut newly = 0usize;
     let mut ties: Vec<usize> = Vec::new();
     for (c, &size) in counts.iter().enumerate() {
@@ -200,9 +355,13 @@ pub fn enforce(
             ties.push(c);
         }
     }
-    let by_codes = |a: &usize, b: &usize| codes[a * q..a * q + q].cmp(&codes[b * q..b * q + q]);
     if at_boundary < ties.len() {
-        ties.select_nth_unstable_by(at_boundary, by_codes);
+        let mut keyed: Vec<(f64, usize)> = ties.iter().map(|&c| (cost(c), c)).collect();
+        keyed.select_nth_unstable_by(at_boundary, |(ca, a), (cb, b)| {
+            ca.total_cmp(cb)
+                .then_with(|| codes[a * q..a * q + q].cmp(&codes[b * q..b * q + q]))
+        });
+        ties = keyed.into_iter().map(|(_, c)| c).collect();
     }
     for &c in &ties[..at_boundary] {
         suppressed[c] = true;
@@ -216,6 +375,7 @@ mod tests {
     use super::super::PrivacyModel;
     use super::super::testutil::*;
     use super::*;
+    use crate::population::Estimator;
     use crate::{Checker, Problem};
     use proptest::prelude::*;
 
@@ -390,6 +550,155 @@ mod tests {
         assert_eq!((up.suppressed, up.anonymous), (5, false));
     }
 
+    /// Zayatz's estimate by its literal formula: h_j = j·C(N−j, n−1)/C(N, n),
+    /// U = c₁·((c₁/u)·h₁ / Σ_j (c_j/u)·h_j)/f (independent of the engine's log-space form).
+    fn zayatz_share(sizes: &[u64], population: u64) -> f64 {
+        let binomial =
+            |a: u64, b: u64| (0..b).fold(1.0, |acc, i| acc * (a - i) as f64 / (i + 1) as f64);
+        let n: u64 = sizes.iter().sum();
+        let u = sizes.len() as f64;
+        let c1 = sizes.iter().filter(|&&s| s == 1).count() as f64;
+        if c1 == 0.0 {
+            return 0.0;
+        }
+        let h = |j: u64| j as f64 * binomial(population - j, n - 1) / binomial(population, n);
+        let sum: f64 = sizes.iter().map(|&j| h(j) / u).sum();
+        let f = n as f64 / population as f64;
+        c1 * ((c1 / u) * h(1) / sum) / f / population as f64
+    }
+
+    fn population(threshold: f64, estimator: Estimator) -> PrivacyModel {
+        PrivacyModel::PopulationUniqueness {
+            threshold,
+            estimator,
+        }
+    }
+
+    #[test]
+    fn population_uniqueness_suppresses_sample_uniques_only() {
+        // Sizes 1, 1, 1, 1, 2, 3, 5 (n = 14) in a population of 20 (Zayatz).
+        let sizes = [1u64, 1, 1, 1, 2, 3, 5];
+        let before = zayatz_share(&sizes, 20);
+        for threshold in [before * 1.01, before * 0.7, before * 0.3, 0.0] {
+            let classes = sized(&sizes.map(|s| s as usize));
+            let refs: Vec<&[&str]> = classes.iter().map(Vec::as_slice).collect();
+            let p = problem_with_population(
+                class_table(&refs),
+                &[("g", &class_hierarchy(sizes.len()))],
+                &[],
+                vec![population(threshold, Estimator::Zayatz)],
+                1.0,
+                Some(crate::population::PopulationModel::Size(20)),
+            )
+            .unwrap();
+            let flags: Vec<bool> = suppressed_by_label(&p, &[0])
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect();
+            let k = flags.iter().filter(|&&s| s).count();
+            // Only uniques go, the ones with the smallest codes first.
+            assert!(flags[..k].iter().all(|&s| s) && k <= 4, "{flags:?}");
+            // The published classes fulfil the model (recomputed independently) …
+            let published = &sizes[k..];
+            let share = zayatz_share(published, 20);
+            let uniques = published.iter().filter(|&&s| s == 1).count();
+            assert!(
+                (share > 0.0 && share <= threshold) || uniques == 0,
+                "{threshold}: {share}"
+            );
+            // … and one unique fewer would not (the binary search stops at a boundary).
+            if k > 0 {
+                let share = zayatz_share(&sizes[k - 1..], 20);
+                assert!(share > threshold, "{threshold}: {share}");
+            }
+            if threshold >= before {
+                assert_eq!(k, 0);
+            }
+            if threshold == 0.0 {
+                assert_eq!(k, 4);
+            }
+        }
+    }
+
+    /// Among classes of equal size, the one whose suppression loses the least information goes
+    /// first (ARX: the most informative first).
+    #[test]
+    fn ties_suppress_the_cheapest_class_under_the_quality_model() {
+        // Level 1: a specific singleton (share 1/5), a general one (3 of the 5 leaves) and 5
+        // records of z. Sample uniqueness 0.2 needs one singleton suppressed (2/7 → 1/6). Loss
+        // charges 1 − share per suppressed record: the general singleton is cheaper (0.4 < 0.8).
+        // Both layouts, so that the order of the codes cannot decide.
+        let rows = ["x", "y", "z", "z", "z", "z", "z"];
+        for (h, general) in [
+            ("x;x;*\ny;Y;*\ny2;Y;*\ny3;Y;*\nz;z;*", "Y"),
+            ("x;X;*\nx2;X;*\nx3;X;*\ny;y;*\nz;z;*", "X"),
+        ] {
+            let p = problem(
+                table(&["g"], &rows),
+                &[("g", h)],
+                &[],
+                vec![uniqueness(0.2)],
+                1.0,
+            )
+            .unwrap();
+            let suppressed: Vec<String> = suppressed_by_label(&p, &[1])
+                .into_iter()
+                .filter(|(_, s)| *s)
+                .map(|(l, _)| l)
+                .collect();
+            assert_eq!(suppressed, [general.to_string()], "{h}");
+        }
+    }
+
+    #[test]
+    fn population_uniqueness_needs_a_population() {
+        let t = class_table(&[&["v"], &["v", "v"]]);
+        let e = problem(
+            t,
+            &[("g", &class_hierarchy(2))],
+            &[],
+            vec![
+                PrivacyModel::KAnonymity { k: 1 },
+                population(0.001, Estimator::Dankar),
+            ],
+            0.0,
+        )
+        .unwrap_err();
+        let (field, message) = e.config_error().unwrap();
+        assert_eq!(field, "population");
+        assert!(message.contains("privacy[1]"), "{message}");
+    }
+
+    /// ARX declares population uniqueness with Zayatz's estimator monotone under generalization;
+    /// it is not: merging two classes of size 2 into one of 4 lowers h_j (a class of 4 is less
+    /// likely to be sampled exactly once than two of 2) and raises the estimate.
+    #[test]
+    fn population_uniqueness_is_not_monotone_under_generalization() {
+        // Sizes {1, 2, 2} → {1, 4} (n = 5, N = 10): Zayatz share 0.062 → 0.135.
+        let (low, high) = (zayatz_share(&[1, 2, 2], 10), zayatz_share(&[1, 4], 10));
+        assert!(low < 0.1 && high > 0.1, "{low} {high}");
+        let model = population(0.1, Estimator::Zayatz);
+        assert!(!model.monotonicity().generalization);
+        let t = table(&["g"], &["u", "a", "a", "b", "b"]);
+        let h = "u;u;*\na;m;*\nb;m;*";
+        let p = problem_with_population(
+            t,
+            &[("g", h)],
+            &[],
+            vec![model],
+            0.0,
+            Some(crate::population::PopulationModel::Size(10)),
+        )
+        .unwrap();
+        let checker = Checker::new(&p);
+        assert!(checker.check(&[0]).anonymous);
+        assert!(!checker.check(&[1]).anonymous);
+        assert_eq!(
+            p.privacy_monotonicity(),
+            crate::problem::PrivacyMonotonicity::None
+        );
+    }
+
     proptest! {
         #[test]
         fn enforce_ignores_class_order(
@@ -409,13 +718,13 @@ mod tests {
             // Class c has the codes (c / 3, c % 3): many equal sizes, distinct codes.
             let codes: Vec<u32> = (0..n as u32).flat_map(|c| [c / 3, c % 3]).collect();
             let mut flags: Vec<bool> = (0..n).map(|c| pre[c]).collect();
-            let newly = enforce(&models, &sizes, &codes, &mut flags);
+            let newly = enforce(&models, &sizes, &codes, &mut flags, &|_| 0.0);
             // The same classes in another order.
             let perm: Vec<usize> = (0..n).map(|i| (i + rotate) % n).rev().collect();
             let sizes2: Vec<u32> = perm.iter().map(|&c| sizes[c]).collect();
             let codes2: Vec<u32> = perm.iter().flat_map(|&c| [codes[2 * c], codes[2 * c + 1]]).collect();
             let mut flags2: Vec<bool> = perm.iter().map(|&c| pre[c]).collect();
-            let newly2 = enforce(&models, &sizes2, &codes2, &mut flags2);
+            let newly2 = enforce(&models, &sizes2, &codes2, &mut flags2, &|_| 0.0);
             prop_assert_eq!(newly, newly2);
             for (i, &c) in perm.iter().enumerate() {
                 prop_assert_eq!(flags[c], flags2[i]);
@@ -464,13 +773,17 @@ mod tests {
                 highest: Some(0.1),
                 records_at_risk: Some(0.3),
             },
+            population(0.005, Estimator::Zayatz),
+            population(0.005, Estimator::Pitman),
+            population(0.001, Estimator::Dankar),
         ] {
-            let p = problem(
+            let p = problem_with_population(
                 t.clone(),
                 &[("a", ha), ("b", hb)],
                 &[],
                 vec![model.clone()],
                 0.5,
+                Some(crate::population::PopulationModel::SamplingFraction(0.3)),
             )
             .unwrap();
             let nodes: Vec<Vec<u8>> = {

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use super::{EntropyEstimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance};
+use super::{EntropyEstimator, Estimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance};
 use crate::error::{EngineError, Result};
 
 /// One model's name and its keys, each flagged required or optional.
@@ -66,6 +66,10 @@ const SCHEMAS: &[Schema] = &[
     Schema {
         name: "sample-uniqueness",
         keys: &[("threshold", true)],
+    },
+    Schema {
+        name: "population-uniqueness",
+        keys: &[("threshold", true), ("model", false)],
     },
 ];
 
@@ -414,6 +418,15 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
             highest: p.optional_number("highest")?,
             records_at_risk: p.optional_number("records_at_risk")?,
         },
+        "population-uniqueness" => PrivacyModel::PopulationUniqueness {
+            threshold: p.number("threshold")?,
+            estimator: p.choice(
+                "model",
+                Estimator::parse,
+                "pitman, zayatz, snb or dankar",
+                Some(Estimator::Dankar),
+            )?,
+        },
         _ => PrivacyModel::SampleUniqueness {
             threshold: p.number("threshold")?,
         },
@@ -465,6 +478,10 @@ pub(super) fn write(m: &PrivacyModel, f: &mut fmt::Formatter<'_>) -> fmt::Result
             }
         }
         PrivacyModel::SampleUniqueness { threshold } => write!(f, "threshold={threshold}")?,
+        PrivacyModel::PopulationUniqueness {
+            threshold,
+            estimator,
+        } => write!(f, "threshold={threshold},model={}", estimator.name())?,
     }
     f.write_str(")")
 }
@@ -499,6 +516,10 @@ mod tests {
             "average-risk(threshold=0.1)",
             "average-risk(threshold=0.1,highest=0.2,records_at_risk=0.05)",
             "sample-uniqueness(threshold=0.01)",
+            "population-uniqueness(threshold=0.01,model=pitman)",
+            "population-uniqueness(threshold=0,model=zayatz)",
+            "population-uniqueness(threshold=1,model=snb)",
+            "population-uniqueness(threshold=0.5,model=dankar)",
         ];
         for text in cases {
             let m = PrivacyModel::parse(text).unwrap();
@@ -664,6 +685,25 @@ mod tests {
         let (field, message) = field_of("distinct-l-diversity(attribute=f(x),l=2)");
         assert_eq!(field, "");
         assert!(message.contains("quote"), "{message}");
+
+        // The estimator defaults to Dankar's rule; the threshold lies in [0, 1].
+        assert_eq!(
+            PrivacyModel::parse("population-uniqueness(threshold=0.01)").unwrap(),
+            PrivacyModel::PopulationUniqueness {
+                threshold: 0.01,
+                estimator: Estimator::Dankar
+            }
+        );
+        let (field, message) = field_of("population-uniqueness(threshold=0.01,model=poisson)");
+        assert_eq!(field, "model");
+        assert!(
+            message.contains("pitman, zayatz, snb or dankar"),
+            "{message}"
+        );
+        let (field, _) = field_of("population-uniqueness(threshold=1.01)");
+        assert_eq!(field, "threshold");
+        let (field, _) = field_of("population-uniqueness(threshold=-0.1,model=pitman)");
+        assert_eq!(field, "threshold");
 
         let (field, message) = field_of("sample-uniqueness()");
         assert_eq!(field, "threshold");
@@ -851,7 +891,18 @@ mod tests {
                     highest: relaxed.map(|r| r.0),
                     records_at_risk: relaxed.map(|r| r.1),
                 }),
-            share.prop_map(|threshold| PrivacyModel::SampleUniqueness { threshold }),
+            share
+                .clone()
+                .prop_map(|threshold| PrivacyModel::SampleUniqueness { threshold }),
+            (share, 0u8..4).prop_map(|(threshold, e)| PrivacyModel::PopulationUniqueness {
+                threshold,
+                estimator: [
+                    Estimator::Pitman,
+                    Estimator::Zayatz,
+                    Estimator::Snb,
+                    Estimator::Dankar
+                ][e as usize],
+            }),
         ]
     }
 

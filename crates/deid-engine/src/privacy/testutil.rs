@@ -35,6 +35,18 @@ pub(crate) fn problem(
     privacy: Vec<PrivacyModel>,
     suppression_limit: f64,
 ) -> Result<Problem> {
+    problem_with_population(table, qis, sensitive, privacy, suppression_limit, None)
+}
+
+/// [`problem`] with a population model.
+pub(crate) fn problem_with_population(
+    table: Table,
+    qis: &[(&str, &str)],
+    sensitive: &[(&str, Option<&str>)],
+    privacy: Vec<PrivacyModel>,
+    suppression_limit: f64,
+    population: Option<crate::population::PopulationModel>,
+) -> Result<Problem> {
     let config = ProblemConfig {
         quasi_identifiers: qis
             .iter()
@@ -49,6 +61,7 @@ pub(crate) fn problem(
             .collect(),
         privacy,
         suppression_limit,
+        population,
         ..ProblemConfig::default()
     };
     Problem::new(table, config)
@@ -190,5 +203,9 @@ pub(crate) fn sample_models() -> Vec<PrivacyModel> {
             records_at_risk: Some(0.05),
         },
         PrivacyModel::SampleUniqueness { threshold: 0.01 },
+        PrivacyModel::PopulationUniqueness {
+            threshold: 0.01,
+            estimator: crate::population::Estimator::Pitman,
+        },
     ]
 }

@@ -11,5 +11,6 @@ mod fixtures;
 mod layering;
 mod local;
 mod microaggregation;
+mod population;
 mod properties;
 mod search_outputs;

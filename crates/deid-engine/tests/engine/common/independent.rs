@@ -60,6 +60,13 @@ pub enum Model {
         records_at_risk: Option<f64>,
     },
     SampleUniqueness(f64),
+    /// Estimated population uniques / N ≤ threshold (0 only without sample uniques); `estimate`
+    /// maps the published class sizes and N to the estimated number of population uniques.
+    PopulationUniqueness {
+        threshold: f64,
+        population: u64,
+        estimate: fn(&[u64], u64) -> Option<f64>,
+    },
 }
 
 /// A parsed output table.
@@ -267,7 +274,9 @@ fn class_ok(
             }
             Ok(())
         }
-        Model::AverageRisk { .. } | Model::SampleUniqueness(_) => Ok(()),
+        Model::AverageRisk { .. }
+        | Model::SampleUniqueness(_)
+        | Model::PopulationUniqueness { .. } => Ok(()),
     }
 }
 
@@ -377,6 +386,30 @@ pub fn verify_marked(
                 let share = uniques as f64 / published as f64;
                 if share > *th + 1e-12 {
                     violations.push(format!("sample uniques {share} > {th}"));
+                }
+            }
+            Model::PopulationUniqueness {
+                threshold,
+                population,
+                estimate,
+            } if published > 0 => {
+                let sizes: Vec<u64> = classes.values().map(|r| r.len() as u64).collect();
+                let uniques = sizes.iter().filter(|&&s| s == 1).count();
+                match estimate(&sizes, *population) {
+                    Some(u) => {
+                        let share = u / *population as f64;
+                        let ok = (share > 0.0 && share <= threshold * (1.0 + 1e-9))
+                            || (share == 0.0 && uniques == 0);
+                        if !ok {
+                            violations.push(format!(
+                                "population uniques {share} > {threshold} ({uniques} sample uniques)"
+                            ));
+                        }
+                    }
+                    None if uniques > 0 => {
+                        violations.push("no population-uniqueness estimate".to_string())
+                    }
+                    None => {}
                 }
             }
             _ => {}

@@ -1,0 +1,484 @@
+//! Population-uniqueness estimators on a class-size histogram (`docs/definitions.md` §6.2):
+//! each estimates the **number** U of population-unique individuals; shares are U / N.
+//!
+//! * Pitman (Hoshino 2001): maximum-likelihood fit of Pitman's two-parameter partition model
+//!   (θ, α) by Newton–Raphson, U = Γ(θ+1)/Γ(θ+α)·N^α.
+//! * Zayatz (1991): U = c₁·P(population unique | sample unique)/f with hypergeometric
+//!   probabilities h_j = P(one of j population members drawn).
+//! * SNB (Chen & McNulty 1998): slide negative binomial fitted to c₁ and c₂ by Newton–Raphson,
+//!   U = K̂·β^α with K̂ a Shlosser-type estimate of the number of population classes.
+//! * Dankar et al. (2012): Pitman if f ≤ 0.1, else the smaller of Zayatz and SNB.
+//!
+//! Every formula follows ARX 3.9.2, including the two quirks that change results (the exponent of
+//! SNB's second equation and the denominator of K̂); see the docs for each function. An estimate
+//! is *valid* when it is a number other than 0 (ARX's rule: negative SNB values count as valid).
+//! Without sample uniques (c₁ = 0) every estimate is 0 and nothing is solved.
+
+use super::ClassSizes;
+use super::newton::{self, SolverConfig};
+use super::special::{digamma, gamma, ln_gamma, trigamma};
+
+/// Which estimator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Estimator {
+    /// Pitman's model (Hoshino 2001).
+    Pitman,
+    /// Zayatz's model.
+    Zayatz,
+    /// Slide negative binomial (Chen & McNulty 1998).
+    Snb,
+    /// Dankar et al.'s decision rule over the other three.
+    Dankar,
+}
+
+impl Estimator {
+    /// Name in the text syntax: `pitman`, `zayatz`, `snb` or `dankar`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Estimator::Pitman => "pitman",
+            Estimator::Zayatz => "zayatz",
+            Estimator::Snb => "snb",
+            Estimator::Dankar => "dankar",
+        }
+    }
+
+    /// Parses a name (case-insensitive).
+    pub fn parse(text: &str) -> Option<Estimator> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "pitman" => Some(Estimator::Pitman),
+            "zayatz" => Some(Estimator::Zayatz),
+            "snb" => Some(Estimator::Snb),
+            "dankar" => Some(Estimator::Dankar),
+            _ => None,
+        }
+    }
+}
+
+/// ARX's validity rule: a number other than 0.
+pub fn is_valid(u: f64) -> bool {
+    !u.is_nan() && u != 0.0
+}
+
+fn valid_or_zero(u: f64) -> f64 {
+    if is_valid(u) { u } else { 0.0 }
+}
+
+/// Sampling fraction n / N (0 for an empty sample).
+fn fraction(h: &ClassSizes, population: u64) -> f64 {
+    if population == 0 {
+        return f64::NAN;
+    }
+    h.records() as f64 / population as f64
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pitman
+
+/// The likelihood equations of Pitman's model and their Jacobian at (θ, α), by the literal
+/// sums (cost O(u + n + largest class)).
+fn pitman_exact(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
+    let (n, u) = (h.records(), h.classes());
+    let (mut s1, mut s3, mut q1, mut q3, mut q4) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for i in 1..u {
+        let i = i as f64;
+        let t = theta + i * alpha;
+        s1 += 1.0 / t;
+        s3 += i / t;
+        q1 += 1.0 / (t * t);
+        q3 += i / (t * t);
+        q4 += i * i / (t * t);
+    }
+    let (mut s2, mut q2) = (0.0, 0.0);
+    for i in 1..n {
+        let t = theta + i as f64;
+        s2 += 1.0 / t;
+        q2 += 1.0 / (t * t);
+    }
+    // Σ_j c_j Σ_{k<j} 1/(k−α) = Σ_k 1/(k−α) · (classes larger than k).
+    let (mut s4, mut q5) = (0.0, 0.0);
+    let pairs = h.pairs();
+    let mut larger = h.classes();
+    let mut p = 0;
+    let largest = pairs.last().map_or(0, |x| x.0);
+    for k in 1..largest {
+        while p < pairs.len() && pairs[p].0 <= k {
+            larger -= pairs[p].1;
+            p += 1;
+        }
+        let t = k as f64 - alpha;
+        s4 += larger as f64 / t;
+        q5 += larger as f64 / (t * t);
+    }
+    ([s1 - s2, s3 - s4], [[-q1 + q2, -q3], [-q3, -q4 - q5]])
+}
+
+/// The same equations in closed form with digamma and trigamma (cost O(distinct sizes)).
+fn pitman_closed(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
+    let (n, u) = (h.records() as f64, h.classes() as f64);
+    let r = theta / alpha;
+    let d = digamma(r + u) - digamma(r + 1.0);
+    let e = trigamma(r + 1.0) - trigamma(r + u);
+    let s1 = d / alpha;
+    let s3 = ((u - 1.0) - r * d) / alpha;
+    let q1 = e / (alpha * alpha);
+    let q3 = d / (alpha * alpha) - theta / (alpha * alpha * alpha) * e;
+    let q4 = ((u - 1.0) * alpha * alpha - 2.0 * alpha * theta * d + theta * theta * e)
+        / (alpha * alpha * alpha * alpha);
+    let s2 = digamma(theta + n) - digamma(theta + 1.0);
+    let q2 = trigamma(theta + 1.0) - trigamma(theta + n);
+    let (mut s4, mut q5) = (0.0, 0.0);
+    let (d1, t1) = (digamma(1.0 - alpha), trigamma(1.0 - alpha));
+    for &(j, c) in h.pairs() {
+        if j >= 2 {
+            let jf = j as f64;
+            s4 += c as f64 * (digamma(jf - alpha) - d1);
+            q5 += c as f64 * (t1 - trigamma(jf - alpha));
+        }
+    }
+    ([s1 - s2, s3 - s4], [[-q1 + q2, -q3], [-q3, -q4 - q5]])
+}
+
+/// Hoshino's moment-type starting point (θ₀, α₀).
+fn pitman_start(h: &ClassSizes) -> (f64, f64) {
+    let (n, u) = (h.records() as f64, h.classes() as f64);
+    let c1 = h.uniques() as f64;
+    let c2 = match h.count(2) {
+        0 => 1.0,
+        c => c as f64,
+    };
+    let c = c1 * (c1 - 1.0) / c2;
+    let theta = (n * u * c - c1 * (n - 1.0) * (2.0 * u + c)) / (2.0 * c1 * u + c1 * c - n * c);
+    let alpha = (theta * (c1 - n) + (n - 1.0) * c1) / (n * u);
+    (theta, alpha)
+}
+
+/// Pitman's maximum-likelihood parameters (θ, α), or `None` if Newton–Raphson does not converge.
+///
+/// Steps (as ARX): 1. solve the closed form from Hoshino's start with the constraint θ ≥ 0;
+/// 2. accept the root if the literal sums vanish there too (to the accuracy); 3. otherwise solve
+/// the literal sums from the same start.
+pub fn pitman_parameters(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, f64)> {
+    let start = pitman_start(h);
+    let feasible = |theta: f64, _: f64| theta >= 0.0;
+    if let Some((t, a)) = newton::solve(solver, start, feasible, |t, a| pitman_closed(h, t, a)) {
+        let ([f1, f2], _) = pitman_exact(h, t, a);
+        if f1.abs() <= solver.accuracy && f2.abs() <= solver.accuracy {
+            return Some((t, a));
+        }
+    }
+    newton::solve(solver, start, feasible, |t, a| pitman_exact(h, t, a))
+}
+
+/// Hoshino's expected number of population uniques Γ(θ+1)/Γ(θ+α)·N^α, computed via ln Γ and via Γ;
+/// the larger of the candidates within [0, N]; NaN if none or α = 0.
+pub fn pitman_uniques(theta: f64, alpha: f64, population: u64) -> f64 {
+    if theta.is_nan() || alpha.is_nan() || alpha == 0.0 {
+        return f64::NAN;
+    }
+    let big_n = population as f64;
+    let power = big_n.powf(alpha);
+    let by_logs = (ln_gamma(theta + 1.0) - ln_gamma(theta + alpha)).exp() * power;
+    let direct = gamma(theta + 1.0) / gamma(theta + alpha) * power;
+    [by_logs, direct]
+        .into_iter()
+        .filter(|v| (0.0..=big_n).contains(v))
+        .fold(f64::NAN, f64::max)
+}
+
+/// Pitman's estimate of the number of population uniques (NaN: no convergence).
+pub fn pitman(h: &ClassSizes, population: u64, solver: &SolverConfig) -> f64 {
+    if h.uniques() == 0 {
+        return 0.0;
+    }
+    match pitman_parameters(h, solver) {
+        Some((t, a)) => pitman_uniques(t, a, population),
+        None => f64::NAN,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Zayatz
+
+/// ln h_j for every size j of the histogram, h_j = j·C(N−j, n−1)/C(N, n)
+/// = j·f·Π_{i=1}^{j−1} (1 − (n−1)/(N−i)) (exact in log space; −∞ where it is 0).
+fn ln_hypergeometric(h: &ClassSizes, population: u64) -> Vec<f64> {
+    let (n, big_n) = (h.records() as f64, population as f64);
+    let ln_f = (n / big_n).ln();
+    let mut product = 0.0f64;
+    let mut i = 1u64;
+    let mut out = Vec::with_capacity(h.pairs().len());
+    for &(j, _) in h.pairs() {
+        while i < j {
+            let x = (n - 1.0) / (big_n - i as f64);
+            product += if x >= 1.0 {
+                f64::NEG_INFINITY
+            } else {
+                (-x).ln_1p()
+            };
+            i += 1;
+        }
+        out.push((j as f64).ln() + ln_f + product);
+    }
+    out
+}
+
+/// Zayatz's estimate: U = c₁·P(F = 1 | f = 1)/f with P(F = 1 | f = 1) = (c₁/u)h₁ / Σ_j (c_j/u)h_j;
+/// NaN if N < n. At f = 1 it is c₁ (only sample uniques are population uniques).
+pub fn zayatz(h: &ClassSizes, population: u64) -> f64 {
+    let c1 = h.uniques();
+    if c1 == 0 {
+        return 0.0;
+    }
+    if population < h.records() {
+        return f64::NAN;
+    }
+    let u = h.classes() as f64;
+    let ln_h = ln_hypergeometric(h, population);
+    let denominator: f64 = h
+        .pairs()
+        .iter()
+        .zip(&ln_h)
+        .map(|(&(_, c), lh)| c as f64 / u * lh.exp())
+        .sum();
+    let h1 = ln_h[0].exp();
+    let p = (c1 as f64 / u) * h1 / denominator;
+    c1 as f64 * p / fraction(h, population)
+}
+
+// ---------------------------------------------------------------------------------------------
+// SNB
+
+/// ARX's Shlosser-type estimate of the number of population classes:
+/// K̂ = u + c₁·(A/B)·(C/D)² with A = Σ j f²(1−f²)^{j−1} c_j, B = Σ [(1−f)^j(1+f)^j c_j − 1] (the
+/// −1 once per distinct size, as coded in ARX), C = Σ (1−f)^j c_j, D = Σ j f (1−f)^{j−1} c_j.
+pub fn shlosser_classes(h: &ClassSizes, f: f64) -> f64 {
+    let (mut a, mut b, mut c, mut d) = (0.0, 0.0, 0.0, 0.0);
+    for &(j, cj) in h.pairs() {
+        let (jf, cj) = (j as f64, cj as f64);
+        let jm1 = (j - 1) as i32;
+        a += jf * f * f * (1.0 - f * f).powi(jm1) * cj;
+        b += (1.0 - f).powi(j as i32) * (1.0 + f).powi(j as i32) * cj - 1.0;
+        c += (1.0 - f).powi(j as i32) * cj;
+        d += jf * f * (1.0 - f).powi(jm1) * cj;
+    }
+    h.classes() as f64 + h.uniques() as f64 * (a / b) * (c / d) * (c / d)
+}
+
+/// SNB's expected c₁ and c₂ (textbook, Chen & McNulty eqs. 1 and 2) for K classes at (α, β).
+pub fn snb_expected(k: f64, f: f64, alpha: f64, beta: f64) -> (f64, f64) {
+    let d = (1.0 - f) * (1.0 - beta);
+    let g = 1.0 - d;
+    let e1 = k * f * (beta / g).powf(alpha) * (1.0 + alpha * d / g);
+    let e2 = k * alpha * beta.powf(alpha) * f * f * (1.0 - beta) / 2.0
+        * g.powf(-(alpha + 2.0))
+        * (2.0 - (1.0 - alpha) * d);
+    (e1, e2)
+}
+
+/// The SNB system as ARX solves it: F = (E₁ − c₁, E₂′ − c₂) where E₂′ multiplies by
+/// (1−d)^(α+2) instead of dividing (ARX's coded objective), with the Jacobian of the textbook
+/// equations.
+fn snb_system(k: f64, f: f64, c1: f64, c2: f64, alpha: f64, beta: f64) -> newton::Evaluation {
+    let d = (1.0 - f) * (1.0 - beta);
+    let g = 1.0 - d;
+    let (e1, _) = snb_expected(k, f, alpha, beta);
+    let b = beta.powf(alpha);
+    let m = 1.0 - beta;
+    let s = 2.0 - (1.0 - alpha) * d;
+    let c2k = k * f * f / 2.0;
+    let e2_coded = c2k * alpha * b * m * g.powf(alpha + 2.0) * s;
+    // Jacobian of the textbook equations (product rule, no logarithms of possibly zero factors).
+    let hh = g.powf(-alpha);
+    let r = 1.0 + alpha * d / g;
+    let db_da = b * beta.ln();
+    let db_db = alpha * beta.powf(alpha - 1.0);
+    let dh_da = -hh * g.ln();
+    let dh_db = -alpha * g.powf(-alpha - 1.0) * (1.0 - f);
+    let dr_da = d / g;
+    let dr_db = -alpha * (1.0 - f) / (g * g);
+    let c1k = k * f;
+    let de1_da = c1k * (db_da * hh * r + b * dh_da * r + b * hh * dr_da);
+    let de1_db = c1k * (db_db * hh * r + b * dh_db * r + b * hh * dr_db);
+    let gg = g.powf(-(alpha + 2.0));
+    let dg_da = -gg * g.ln();
+    let dg_db = -(alpha + 2.0) * g.powf(-(alpha + 3.0)) * (1.0 - f);
+    let ds_da = d;
+    let ds_db = (1.0 - alpha) * (1.0 - f);
+    let de2_da = c2k
+        * (b * m * gg * s
+            + alpha * db_da * m * gg * s
+            + alpha * b * m * dg_da * s
+            + alpha * b * m * gg * ds_da);
+    let de2_db =
+        c2k * alpha * (db_db * m * gg * s - b * gg * s + b * m * dg_db * s + b * m * gg * ds_db);
+    (
+        [e1 - c1, e2_coded - c2],
+        [[de1_da, de1_db], [de2_da, de2_db]],
+    )
+}
+
+/// SNB's estimate K̂·β^α of the number of population uniques (NaN: no convergence). Newton starts
+/// at (α, β) = (1, 1), without constraints; the result is not range-checked (as ARX).
+pub fn snb(h: &ClassSizes, population: u64, solver: &SolverConfig) -> f64 {
+    let c1 = h.uniques();
+    if c1 == 0 {
+        return 0.0;
+    }
+    let f = fraction(h, population);
+    let k = shlosser_classes(h, f);
+    let c2 = h.count(2) as f64;
+    match newton::solve(
+        solver,
+        (1.0, 1.0),
+        |_, _| true,
+        |a, b| snb_system(k, f, c1 as f64, c2, a, b),
+    ) {
+        Some((a, b)) => k * b.powf(a),
+        None => f64::NAN,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dankar and the set of estimates
+
+/// The outcome of Dankar et al.'s rule: the estimate and the estimator it chose.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// Estimated number of population uniques; `None` when Pitman failed at f ≤ 0.1 and no
+    /// fallback was asked for (ARX's privacy model: not fulfilled).
+    pub uniques: Option<f64>,
+    /// The estimator chosen (`Dankar` when there are no sample uniques).
+    pub model: Estimator,
+}
+
+/// Dankar et al.'s decision rule as ARX implements it: no sample uniques → 0; f ≤ 0.1 → Pitman
+/// if valid, else Zayatz (`zayatz_fallback`) or nothing; f > 0.1 → the smaller of Zayatz and SNB
+/// if SNB is valid (ties and an invalid Zayatz → SNB), else Zayatz. Computes only the estimates
+/// the rule needs.
+pub fn dankar(
+    h: &ClassSizes,
+    population: u64,
+    solver: &SolverConfig,
+    zayatz_fallback: bool,
+) -> Estimate {
+    if h.uniques() == 0 {
+        return choose(h, population, f64::NAN, f64::NAN, f64::NAN, zayatz_fallback);
+    }
+    if fraction(h, population) <= 0.1 {
+        let p = pitman(h, population, solver);
+        let z = if !is_valid(p) && zayatz_fallback {
+            zayatz(h, population)
+        } else {
+            f64::NAN
+        };
+        choose(h, population, p, z, f64::NAN, zayatz_fallback)
+    } else {
+        let s = snb(h, population, solver);
+        let z = zayatz(h, population);
+        choose(h, population, f64::NAN, z, s, zayatz_fallback)
+    }
+}
+
+/// Dankar's rule on given estimates (see [`dankar`]).
+fn choose(
+    h: &ClassSizes,
+    population: u64,
+    pitman: f64,
+    zayatz: f64,
+    snb: f64,
+    zayatz_fallback: bool,
+) -> Estimate {
+    let chosen = |u: f64, model| Estimate {
+        uniques: Some(u),
+        model,
+    };
+    if h.uniques() == 0 {
+        chosen(0.0, Estimator::Dankar)
+    } else if fraction(h, population) <= 0.1 {
+        if is_valid(pitman) {
+            chosen(pitman, Estimator::Pitman)
+        } else if zayatz_fallback {
+            chosen(zayatz, Estimator::Zayatz)
+        } else {
+            Estimate {
+                uniques: None,
+                model: Estimator::Pitman,
+            }
+        }
+    } else if is_valid(snb) {
+        if zayatz < snb {
+            chosen(zayatz, Estimator::Zayatz)
+        } else {
+            chosen(snb, Estimator::Snb)
+        }
+    } else {
+        chosen(zayatz, Estimator::Zayatz)
+    }
+}
+
+/// The estimate a privacy model compares with its threshold, as a number of uniques: the
+/// estimator's value if valid, else 0 (Dankar: without the Zayatz fallback; `None` when it
+/// leaves no value, which fails the model).
+pub fn model_estimate(
+    h: &ClassSizes,
+    population: u64,
+    model: Estimator,
+    solver: &SolverConfig,
+) -> Option<f64> {
+    match model {
+        Estimator::Pitman => Some(valid_or_zero(pitman(h, population, solver))),
+        Estimator::Zayatz => Some(valid_or_zero(zayatz(h, population))),
+        Estimator::Snb => Some(valid_or_zero(snb(h, population, solver))),
+        Estimator::Dankar => dankar(h, population, solver, false)
+            .uniques
+            .map(valid_or_zero),
+    }
+}
+
+/// All estimates of one histogram (for reports): numbers of population uniques, each the raw
+/// estimate (NaN: the solver did not converge).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UniquenessEstimates {
+    /// The population size N.
+    pub population: u64,
+    /// Pitman.
+    pub pitman: f64,
+    /// Zayatz.
+    pub zayatz: f64,
+    /// SNB.
+    pub snb: f64,
+    /// Dankar's rule with the Zayatz fallback (as ARX's risk analysis).
+    pub dankar: Estimate,
+}
+
+impl UniquenessEstimates {
+    /// Computes every estimator on `h`.
+    pub fn compute(h: &ClassSizes, population: u64, solver: &SolverConfig) -> Self {
+        let pitman = pitman(h, population, solver);
+        let zayatz = zayatz(h, population);
+        let snb = snb(h, population, solver);
+        // Dankar's rule on the values above (the same as `dankar(h, N, solver, true)`).
+        let dankar = choose(h, population, pitman, zayatz, snb, true);
+        UniquenessEstimates {
+            population,
+            pitman,
+            zayatz,
+            snb,
+            dankar,
+        }
+    }
+
+    /// Whether an estimate is available (ARX: the estimate is not 0, or there are no sample
+    /// uniques); `false` means the estimator failed.
+    pub fn available(u: f64, h: &ClassSizes) -> bool {
+        valid_or_zero(u) != 0.0 || h.uniques() == 0
+    }
+
+    /// An estimate as reported: the value if valid, else 0.
+    pub fn reported(u: f64) -> f64 {
+        valid_or_zero(u)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+//! Risk analysis without anonymizing: the re-identification risks of a table as it is, for chosen
+//! quasi-identifiers and an optional population model — `deid risk` and
+//! `POST /v1/datasets/{id}/risk`. The answer is the report's `risk` shape, `{"input": RiskReport}`.
+
+use serde::{Deserialize, Serialize};
+
+use deid_engine::risk::RiskReport;
+use deid_engine::{Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
+
+use super::error::SpecError;
+use super::report::DEFAULT_RISK_THRESHOLD;
+use super::spec::PopulationSpec;
+
+/// What to analyse.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskRequest {
+    /// The quasi-identifiers (column names; at least one).
+    pub quasi_identifiers: Vec<String>,
+    /// The population the data were sampled from (adds population uniqueness).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<PopulationSpec>,
+    /// Threshold of the "records at risk" statistics, in (0, 1] (default 0.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_threshold: Option<f64>,
+}
+
+/// The analysis: `{"input": RiskReport}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RiskAnalysis {
+    /// The risks of the data as they are.
+    pub input: RiskReport,
+}
+
+impl RiskRequest {
+    /// Checks what can be checked without the data: the threshold, the population's form, that
+    /// quasi-identifiers are named once each and exist in `columns` and that the population is at
+    /// least `rows`. Errors name the field.
+    pub fn validate(&self, columns: &[String], rows: usize) -> Result<(), SpecError> {
+        if let Some(t) = self.risk_threshold
+            && !(t > 0.0 && t <= 1.0)
+        {
+            return Err(SpecError::new(
+                "risk_threshold",
+                format!("expected a share in (0, 1], got {t}"),
+            ));
+        }
+        if self.quasi_identifiers.is_empty() {
+            return Err(SpecError::new(
+                "quasi_identifiers",
+                "name at least one column",
+            ));
+        }
+        if self.quasi_identifiers.len() > deid_engine::problem::MAX_QUASI_IDENTIFIERS {
+            return Err(SpecError::new(
+                "quasi_identifiers",
+                format!(
+                    "at most {} quasi-identifiers are supported",
+                    deid_engine::problem::MAX_QUASI_IDENTIFIERS
+                ),
+            ));
+        }
+        for (i, name) in self.quasi_identifiers.iter().enumerate() {
+            if !columns.contains(name) {
+                return Err(SpecError::new(
+                    format!("quasi_identifiers[{i}]"),
+                    format!(
+                        "unknown column '{name}'; the data has the columns: {}",
+                        columns.join(", ")
+                    ),
+                ));
+            }
+            if self.quasi_identifiers[..i].contains(name) {
+                return Err(SpecError::new(
+                    format!("quasi_identifiers[{i}]"),
+                    format!("column '{name}' is named twice"),
+                ));
+            }
+        }
+        if let Some(p) = &self.population {
+            p.parse()?
+                .population_size(rows)
+                .map_err(|e| SpecError::from(e.within("population")))?;
+        }
+        Ok(())
+    }
+
+    /// Analyses `table`.
+    pub fn analyse(&self, table: Table) -> Result<RiskAnalysis, SpecError> {
+        let columns: Vec<String> = table.columns().iter().map(|c| c.name.clone()).collect();
+        self.validate(&columns, table.rows())?;
+        let mut quasi_identifiers = Vec::with_capacity(self.quasi_identifiers.len());
+        for name in &self.quasi_identifiers {
+            let column = table.column(table.require_column(name, "quasi_identifiers")?);
+            // Risks only group the original values: a one-level hierarchy (value → *).
+            let rows = column
+                .dict
+                .values()
+                .map(|v| vec![v.to_string(), "*".to_string()])
+                .collect();
+            quasi_identifiers.push(QuasiIdentifier::new(
+                name.clone(),
+                Hierarchy::from_rows(rows, name)?,
+            ));
+        }
+        quasi_identifiers.sort_by_key(|q| table.column_index(&q.column));
+        let config = ProblemConfig {
+            quasi_identifiers,
+            privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
+            population: self.population.as_ref().map(|p| p.parse()).transpose()?,
+            ..ProblemConfig::default()
+        };
+        let problem = Problem::new(table, config)?;
+        let threshold = self.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
+        Ok(RiskAnalysis {
+            input: RiskReport::input(&problem, threshold),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        let rows: Vec<Vec<String>> = [("30", "m"), ("30", "f"), ("40", "m"), ("40", "m")]
+            .iter()
+            .map(|(a, s)| vec![a.to_string(), s.to_string()])
+            .collect();
+        Table::from_rows(&["age", "sex"], &rows).unwrap()
+    }
+
+    #[test]
+    fn analyses_and_names_bad_fields() {
+        let request = |json: &str| serde_json::from_str::<RiskRequest>(json).unwrap();
+        let a = request(r#"{"quasi_identifiers": ["sex", "age"], "population": {"size": 8}}"#)
+            .analyse(table())
+            .unwrap();
+        // Classes (30,m), (30,f), (40,m)×2: two uniques of four records.
+        assert_eq!(a.input.classes, 3);
+        assert_eq!(a.input.sample_uniques, 2);
+        let pu = a.input.population_uniqueness.unwrap();
+        assert_eq!((pu.population, pu.sampling_fraction), (8, 0.5));
+        for (json, field) in [
+            (r#"{"quasi_identifiers": []}"#, "quasi_identifiers"),
+            (r#"{"quasi_identifiers": ["agee"]}"#, "quasi_identifiers[0]"),
+            (
+                r#"{"quasi_identifiers": ["age", "age"]}"#,
+                "quasi_identifiers[1]",
+            ),
+            (
+                r#"{"quasi_identifiers": ["age"], "population": {"size": 3}}"#,
+                "population.size",
+            ),
+            (
+                r#"{"quasi_identifiers": ["age"], "risk_threshold": 0}"#,
+                "risk_threshold",
+            ),
+        ] {
+            let e = request(json).analyse(table()).unwrap_err();
+            assert_eq!(e.field, field, "{json}: {e}");
+        }
+    }
+}
