@@ -648,6 +648,8 @@ both_databases!(
     microaggregation_job,
     microaggregation_job_sqlite,
     microaggregation_job_postgres
+);
+
 /// A population-uniqueness job: the result satisfies the model by the report's own estimate of
 /// the output, and the report carries population uniqueness before and after.
 async fn population_uniqueness_job(kind: Db) {
