@@ -43,6 +43,8 @@ async def test_whole_flow(server: Server, tmp_path: Path) -> None:
             h = await c.put_hierarchy(ds.id, col, ADULT / f"adult_hierarchy_{col}.csv")
             assert h.kind == "csv"
         assert (await c.get_dataset(ds.id)).hierarchies["age"] == 5
+        risk = await c.analyse_risk(ds.id, ["age", "sex"], risk_threshold=0.5)
+        assert risk["input"]["risk_threshold"] == 0.5 and risk["input"]["classes"] > 1
         assert ds.id in [d.id async for d in c.iter_datasets(page_size=1)]
         assert (await c.list_datasets(limit=1)).items
 

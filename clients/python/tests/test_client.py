@@ -26,6 +26,7 @@ from deid_client import (
     NotFoundError,
     Quality,
     Report,
+    ValidationError,
     WaitTimeoutError,
     interval,
     masking,
@@ -403,3 +404,27 @@ def test_api_key_from_the_environment(server: Server, monkeypatch: pytest.Monkey
     with Client() as c:
         assert c.base_url == server.url
         assert c.list_datasets(limit=1).items  # acme's datasets
+
+
+def test_risk_analysis_of_a_dataset_as_it_is(client: Client, adult: Dataset) -> None:
+    risk = client.analyse_risk(adult.id, ["age", "sex", "race"], population={"region": "usa"})
+    report = risk["input"]
+    # Prosecutor statistics over the classes of (age, sex, race), checked from the CSV itself.
+    rows = (ADULT / "adult.csv").read_text().splitlines()
+    header = rows[0].split(";")
+    cols = [header.index(c) for c in ("age", "sex", "race")]
+    sizes: dict[tuple[str, ...], int] = {}
+    for line in rows[1:]:
+        f = line.split(";")
+        key = tuple(f[c] for c in cols)
+        sizes[key] = sizes.get(key, 0) + 1
+    assert report["classes"] == len(sizes)
+    assert report["min_class_size"] == min(sizes.values())
+    assert report["sample_uniques"] == sum(1 for s in sizes.values() if s == 1)
+    assert "population_uniqueness" in report
+    # Bad input: a 422 naming the field; an unknown dataset: 404.
+    with pytest.raises(ValidationError) as e:
+        client.analyse_risk(adult.id, ["age"], population={"size": 1})
+    assert e.value.field == "population.size"
+    with pytest.raises(NotFoundError):
+        client.analyse_risk("00000000-0000-7000-8000-000000000000", ["age"])

@@ -249,6 +249,7 @@ OPERATIONS = {
     "uploadDataset": "upload_dataset",
     "getDataset": "get_dataset",
     "deleteDataset": "delete_dataset",
+    "analyseRisk": "analyse_risk",
     "getHierarchy": "get_hierarchy",
     "putHierarchy": "put_hierarchy",
     "previewHierarchy": "preview_hierarchy",

@@ -317,6 +317,25 @@ class Ops:
         yield Call("DELETE", f"/v1/datasets/{seg(dataset_id)}")
         return None
 
+    def analyse_risk(
+        self,
+        dataset_id: str,
+        quasi_identifiers: Sequence[str],
+        population: Mapping[str, Any] | None,
+        risk_threshold: float | None,
+    ) -> Generator[Call, httpx.Response, dict[str, Any]]:
+        body = _drop_none(
+            {
+                "quasi_identifiers": list(quasi_identifiers),
+                "population": dict(population) if population is not None else None,
+                "risk_threshold": risk_threshold,
+            }
+        )
+        # A read: safe to repeat.
+        r = yield Call("POST", f"/v1/datasets/{seg(dataset_id)}/risk", json=body)
+        result: dict[str, Any] = r.json()
+        return result
+
     # -- hierarchies
     def _hpath(self, dataset_id: str, column: str) -> str:
         return f"/v1/datasets/{seg(dataset_id)}/hierarchies/{seg(column)}"

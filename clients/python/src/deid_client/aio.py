@@ -16,6 +16,7 @@ from typing import (
     Generator,
     Iterator,
     Mapping,
+    Sequence,
     TypeVar,
 )
 
@@ -199,6 +200,19 @@ class AsyncClient:
 
     async def delete_dataset(self, dataset_id: str) -> None:
         await self._run(self._ops.delete_dataset(dataset_id))
+
+    async def analyse_risk(
+        self,
+        dataset_id: str,
+        quasi_identifiers: Sequence[str],
+        *,
+        population: Mapping[str, Any] | None = None,
+        risk_threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """See :meth:`deid_client.Client.analyse_risk`."""
+        return await self._run(
+            self._ops.analyse_risk(dataset_id, quasi_identifiers, population, risk_threshold)
+        )
 
     # ------------------------------------------------------------ hierarchies
 

@@ -440,6 +440,8 @@ class JobSpec:
     hierarchy_duplicates: Literal["reject", "last"] | None = None
     callback_url: str | None = None
     local: LocalGeneralization | Mapping[str, Any] | None = None
+    population: Mapping[str, Any] | None = None
+    """``{"size": N}``, ``{"sampling_fraction": f}`` or ``{"region": "usa"}``."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further properties sent as they are (for service features newer than this client)."""
 

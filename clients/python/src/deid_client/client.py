@@ -6,7 +6,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping, Sequence, TypeVar
 
 import httpx
 
@@ -194,6 +194,21 @@ class Client:
     def delete_dataset(self, dataset_id: str) -> None:
         """Deletes a dataset and its hierarchies (ConflictError while a job uses it)."""
         self._run(self._ops.delete_dataset(dataset_id))
+
+    def analyse_risk(
+        self,
+        dataset_id: str,
+        quasi_identifiers: Sequence[str],
+        *,
+        population: Mapping[str, Any] | None = None,
+        risk_threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """The re-identification risks of the dataset as it is for these quasi-identifiers
+        (``{"input": RiskReport}``); ``population`` is ``{"size": N}``,
+        ``{"sampling_fraction": f}`` or ``{"region": "usa"}``."""
+        return self._run(
+            self._ops.analyse_risk(dataset_id, quasi_identifiers, population, risk_threshold)
+        )
 
     # ------------------------------------------------------------ hierarchies
 
