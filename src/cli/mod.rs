@@ -302,14 +302,7 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
         let entry = spec
             .attributes
             .entry(col.to_string())
-            .or_insert(AttributeSpec {
-                kind: AttributeType::QuasiIdentifying,
-                hierarchy: None,
-                min_level: None,
-                max_level: None,
-                weight: None,
-                microaggregation: None,
-            });
+            .or_insert_with(|| AttributeSpec::new(AttributeType::QuasiIdentifying));
         entry.kind = AttributeType::QuasiIdentifying;
         entry.hierarchy = Some(HierarchySource::File {
             file: file.into(),
@@ -327,14 +320,7 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
         let entry = spec
             .attributes
             .entry(col.to_string())
-            .or_insert(AttributeSpec {
-                kind: AttributeType::QuasiIdentifying,
-                hierarchy: None,
-                min_level: None,
-                max_level: None,
-                weight: None,
-                microaggregation: None,
-            });
+            .or_insert_with(|| AttributeSpec::new(AttributeType::QuasiIdentifying));
         entry.kind = AttributeType::QuasiIdentifying;
         entry.hierarchy = None;
         entry.microaggregation = Some(crate::job::spec::MicroaggregationSpec {
@@ -351,14 +337,10 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
         (&args.identifying, AttributeType::Identifying),
     ] {
         for col in cols {
-            let entry = spec.attributes.entry(col.clone()).or_insert(AttributeSpec {
-                kind,
-                hierarchy: None,
-                min_level: None,
-                max_level: None,
-                weight: None,
-                microaggregation: None,
-            });
+            let entry = spec
+                .attributes
+                .entry(col.clone())
+                .or_insert_with(|| AttributeSpec::new(kind));
             entry.kind = kind;
         }
     }

@@ -353,6 +353,21 @@ pub enum Verdict {
     None(Box<NoSolution>),
 }
 
+impl Verdict {
+    /// What a report says without a solution: the rows and the input's risks.
+    fn none(problem: &Problem, risk_threshold: f64) -> Verdict {
+        Verdict::None(Box::new(NoSolution {
+            anonymous: false,
+            transformation: None,
+            rows: problem.rows(),
+            risk: Risks {
+                input: RiskReport::input(problem, risk_threshold),
+                output: None,
+            },
+        }))
+    }
+}
+
 /// The job a report belongs to (service results only).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobInfo {
@@ -494,15 +509,7 @@ impl SearchReport {
                 report.warnings.clear();
                 Verdict::Best(Box::new(report))
             }
-            None => Verdict::None(Box::new(NoSolution {
-                anonymous: false,
-                transformation: None,
-                rows: problem.rows(),
-                risk: Risks {
-                    input: RiskReport::input(problem, risk_threshold),
-                    output: None,
-                },
-            })),
+            None => Verdict::none(problem, risk_threshold),
         };
         SearchReport {
             verdict,
@@ -541,15 +548,7 @@ impl SearchReport {
             report.warnings.clear();
             Verdict::Best(Box::new(report))
         } else {
-            Verdict::None(Box::new(NoSolution {
-                anonymous: false,
-                transformation: None,
-                rows: problem.rows(),
-                risk: Risks {
-                    input: RiskReport::input(problem, risk_threshold),
-                    output: None,
-                },
-            }))
+            Verdict::none(problem, risk_threshold)
         };
         let first = outcome.steps.first();
         SearchReport {

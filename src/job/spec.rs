@@ -104,6 +104,20 @@ pub struct AttributeSpec {
     pub microaggregation: Option<MicroaggregationSpec>,
 }
 
+impl AttributeSpec {
+    /// A column of the given role with every other setting unset.
+    pub fn new(kind: AttributeType) -> AttributeSpec {
+        AttributeSpec {
+            kind,
+            hierarchy: None,
+            min_level: None,
+            max_level: None,
+            weight: None,
+            microaggregation: None,
+        }
+    }
+}
+
 /// The `microaggregation` setting of a quasi-identifier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
