@@ -138,6 +138,13 @@ pub trait Recoding: Sync {
     /// The levels and generalized codes (one per quasi-identifier) of the records of base group
     /// `g` of the whole problem; `None` if they are suppressed.
     fn recode(&self, g: usize) -> Option<(&[u8], &[u32])>;
+
+    /// An id shared by base groups whose [`Recoding::recode`] is the same (e.g. the class of
+    /// one transformation), to label each such class once; `None` if unknown.
+    fn class_hint(&self, g: usize) -> Option<usize> {
+        let _ = g;
+        None
+    }
 }
 
 impl Recoding for Evaluation {
@@ -152,6 +159,10 @@ impl Recoding for Evaluation {
             &self.groups.codes[class * q..(class + 1) * q],
         ))
     }
+
+    fn class_hint(&self, g: usize) -> Option<usize> {
+        Some(self.class_of_base[g] as usize)
+    }
 }
 
 /// The classes an output's reader sees.
@@ -161,40 +172,54 @@ pub struct OutputClasses {
     pub class_of_base: Vec<u32>,
     /// Records per class.
     pub counts: Vec<u32>,
-    /// Label id of every base group's value, per quasi-identifier (`u32::MAX`: suppressed):
-    /// `labels[g * q + i]`. Equal ids ⇔ equal output text.
-    pub labels: Vec<u32>,
+    /// Label ids: `label_ids[i][level][code]` is the id of the output text of generalized code
+    /// `code` at `level` of quasi-identifier i (`u32::MAX`: never seen). Equal ids ⇔ equal text.
+    label_ids: Vec<Vec<Vec<u32>>>,
     /// Per quasi-identifier, the label id of a suppressed cell: the id of the text `*` (shared
     /// with published cells showing `*`, the top of most hierarchies) or an id of its own.
     pub suppressed_labels: Vec<u32>,
+    /// Per quasi-identifier, the number of label ids (suppressed cells' included).
+    pub label_counts: Vec<usize>,
 }
 
 impl OutputClasses {
-    /// Groups the base groups of `problem` (the whole problem) by their output labels.
+    /// Groups the base groups of `problem` (the whole problem) by their output labels. Base
+    /// groups with the same [`Recoding::class_hint`] are labelled once.
     pub fn of<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> OutputClasses {
         const NONE: u32 = u32::MAX;
         let q = problem.qi_columns().len();
         let base = problem.base_groups();
         let table = problem.table();
-        // Per quasi-identifier: label text → id, and a memo (level, code) → id.
+        // Per quasi-identifier: label text → id, and the memo (level, code) → id.
         let mut text_ids: Vec<HashMap<&str, u32>> = vec![HashMap::new(); q];
-        let mut memo: Vec<Vec<Vec<u32>>> = problem
+        let mut label_ids: Vec<Vec<Vec<u32>>> = problem
             .hierarchies()
             .iter()
             .map(|h| (0..h.height()).map(|_| Vec::new()).collect())
             .collect();
-        let mut labels = vec![NONE; base.len() * q];
-        let mut class_ids: HashMap<Vec<u32>, u32> = HashMap::new();
+        // Classes: hash of the label key → candidates; keys stored flat (q per class).
+        let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut keys: Vec<u32> = Vec::new();
+        let mut hinted: Vec<u32> = Vec::new();
         let mut class_of_base = vec![NONE; base.len()];
         let mut counts: Vec<u32> = Vec::new();
         let mut key = vec![0u32; q];
         for g in 0..base.len() {
+            let hint = recoding.class_hint(g);
+            if let Some(h) = hint
+                && let Some(&c) = hinted.get(h)
+                && c != NONE
+            {
+                counts[c as usize] += base.counts[g];
+                class_of_base[g] = c;
+                continue;
+            }
             let Some((levels, codes)) = recoding.recode(g) else {
                 continue;
             };
             for i in 0..q {
                 let (level, code) = (levels[i] as usize, codes[i]);
-                let m = &mut memo[i][level];
+                let m = &mut label_ids[i][level];
                 if m.len() <= code as usize {
                     m.resize(code as usize + 1, NONE);
                 }
@@ -206,25 +231,51 @@ impl OutputClasses {
                 }
                 key[i] = m[code as usize];
             }
-            labels[g * q..(g + 1) * q].copy_from_slice(&key);
-            let next = counts.len() as u32;
-            let c = *class_ids.entry(key.clone()).or_insert(next);
-            if c == next {
-                counts.push(0);
-            }
+            let candidates = by_hash.entry(crate::problem::hash_codes(&key)).or_default();
+            let c = match candidates
+                .iter()
+                .find(|&&c| keys[c as usize * q..(c as usize + 1) * q] == key[..])
+            {
+                Some(&c) => c,
+                None => {
+                    let c = counts.len() as u32;
+                    counts.push(0);
+                    keys.extend_from_slice(&key);
+                    candidates.push(c);
+                    c
+                }
+            };
             counts[c as usize] += base.counts[g];
             class_of_base[g] = c;
+            if let Some(h) = hint {
+                if hinted.len() <= h {
+                    hinted.resize(h + 1, NONE);
+                }
+                hinted[h] = c;
+            }
         }
-        let suppressed_labels = text_ids
+        let suppressed_labels: Vec<u32> = text_ids
             .iter()
             .map(|ids| ids.get(SUPPRESSED).copied().unwrap_or(ids.len() as u32))
+            .collect();
+        let label_counts = text_ids
+            .iter()
+            .zip(&suppressed_labels)
+            .map(|(ids, &s)| ids.len().max(s as usize + 1))
             .collect();
         OutputClasses {
             class_of_base,
             counts,
-            labels,
+            label_ids,
             suppressed_labels,
+            label_counts,
         }
+    }
+
+    /// The label id of generalized code `code` at `level` of quasi-identifier `i`, for a value
+    /// of a published record of the output.
+    pub fn label(&self, i: usize, level: usize, code: u32) -> u32 {
+        self.label_ids[i][level][code as usize]
     }
 }
 

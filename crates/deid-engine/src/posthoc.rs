@@ -25,9 +25,33 @@
 //! transformation it equals ARX's f(x)/f(y).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::output::{OutputClasses, Recoding, class_distributions};
 use crate::problem::Problem;
+
+/// A fast hasher for the packed (value, label) keys (not exposed to untrusted keys' choice:
+/// the codes are the engine's own).
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type FastHash = BuildHasherDefault<PairHasher>;
 
 /// One post-hoc measure.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -115,9 +139,11 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
     let mut share_sum = vec![0.0f64; q];
     let mut intensity_sum = vec![0.0f64; q];
     let mut ambiguity = 0.0f64;
-    // Joint counts (input code, output label) and output label counts, per attribute.
-    let mut joint: Vec<HashMap<(u32, u32), u64>> = vec![HashMap::new(); q];
-    let mut out_counts: Vec<HashMap<u32, u64>> = vec![HashMap::new(); q];
+    // Joint counts (input code, output label) and output label counts, per attribute. For one
+    // global transformation an input value has one output label (and the marker), so the
+    // joint map stays as small as the attribute's domain.
+    let mut joint: Vec<HashMap<u64, u64, FastHash>> = vec![HashMap::default(); q];
+    let mut out_counts: Vec<Vec<u64>> = classes.label_counts.iter().map(|&n| vec![0; n]).collect();
     for g in 0..base.len() {
         let count = base.counts[g] as f64;
         let input = &base.codes[g * q..(g + 1) * q];
@@ -137,7 +163,7 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
                         intensity_sum[i] += count * level as f64 / top;
                     }
                     product *= h.leaves(level, code) as f64;
-                    classes.labels[g * q + i]
+                    classes.label(i, level, code)
                 }
                 None => {
                     share_sum[i] += count;
@@ -146,8 +172,9 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
                     classes.suppressed_labels[i]
                 }
             };
-            *joint[i].entry((input[i], label)).or_default() += base.counts[g] as u64;
-            *out_counts[i].entry(label).or_default() += base.counts[g] as u64;
+            let pair = (input[i] as u64) << 32 | label as u64;
+            *joint[i].entry(pair).or_default() += base.counts[g] as u64;
+            out_counts[i][label as usize] += base.counts[g] as u64;
         }
         ambiguity += count * product;
     }
@@ -160,7 +187,10 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
         intensity.push((intensity_sum[i] / n, 0.0, 1.0));
         let value: f64 = joint[i]
             .iter()
-            .map(|(&(_, y), &c)| c as f64 * (out_counts[i][&y] as f64 / c as f64).log2())
+            .map(|(&pair, &c)| {
+                let y = (pair & 0xffff_ffff) as usize;
+                c as f64 * (out_counts[i][y] as f64 / c as f64).log2()
+            })
             .sum();
         let max: f64 = problem
             .qi_value_counts(i)

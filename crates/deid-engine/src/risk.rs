@@ -317,19 +317,33 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
     let mut out: Vec<QuasiIdentifierRisk> = sets
         .into_iter()
         .map(|set| {
-            let mut groups: HashMap<Vec<u32>, u64> = HashMap::new();
-            for (g, &count) in base.counts.iter().enumerate() {
-                let key: Vec<u32> = set.iter().map(|&i| base.codes[g * q + i]).collect();
-                *groups.entry(key).or_default() += count as u64;
-            }
+            // The group sizes of the set: a column's value counts, the base groups for the
+            // whole set (no hashing: millions of base groups), else grouped here.
+            let sizes: Vec<u64> = if set.len() == 1 {
+                problem
+                    .qi_value_counts(set[0])
+                    .iter()
+                    .filter(|&&c| c > 0)
+                    .map(|&c| c as u64)
+                    .collect()
+            } else if set.len() == q {
+                base.counts.iter().map(|&c| c as u64).collect()
+            } else {
+                let mut groups: HashMap<Vec<u32>, u64> = HashMap::new();
+                for (g, &count) in base.counts.iter().enumerate() {
+                    let key: Vec<u32> = set.iter().map(|&i| base.codes[g * q + i]).collect();
+                    *groups.entry(key).or_default() += count as u64;
+                }
+                groups.into_values().collect()
+            };
             let pairs = |m: u64| (m as f64) * (m as f64 - 1.0) / 2.0;
-            let same: f64 = groups.values().map(|&s| pairs(s)).sum();
+            let same: f64 = sizes.iter().map(|&s| pairs(s)).sum();
             QuasiIdentifierRisk {
                 attributes: set.iter().map(|&i| names[i].to_string()).collect(),
                 distinction: if n == 0 {
                     0.0
                 } else {
-                    groups.len() as f64 / n as f64
+                    sizes.len() as f64 / n as f64
                 },
                 separation: if n <= 1 { 0.0 } else { 1.0 - same / pairs(n) },
             }
