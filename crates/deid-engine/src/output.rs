@@ -204,14 +204,14 @@ impl OutputClasses {
         let mut class_of_base = vec![NONE; base.len()];
         let mut counts: Vec<u32> = Vec::new();
         let mut key = vec![0u32; q];
-        for g in 0..base.len() {
+        for (g, class) in class_of_base.iter_mut().enumerate() {
             let hint = recoding.class_hint(g);
             if let Some(h) = hint
                 && let Some(&c) = hinted.get(h)
                 && c != NONE
             {
                 counts[c as usize] += base.counts[g];
-                class_of_base[g] = c;
+                *class = c;
                 continue;
             }
             let Some((levels, codes)) = recoding.recode(g) else {
@@ -246,7 +246,7 @@ impl OutputClasses {
                 }
             };
             counts[c as usize] += base.counts[g];
-            class_of_base[g] = c;
+            *class = c;
             if let Some(h) = hint {
                 if hinted.len() <= h {
                     hinted.resize(h + 1, NONE);
