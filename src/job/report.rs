@@ -16,7 +16,7 @@ use deid_engine::hierarchy::list_duplicates;
 use deid_engine::local::LocalOutcome;
 use deid_engine::output::OutputClasses;
 use deid_engine::output::Recoding;
-use deid_engine::posthoc::{OutputQuality, output_quality};
+use deid_engine::posthoc::{OutputQuality, output_quality, output_quality_of};
 use deid_engine::quality::QualityModel;
 use deid_engine::risk::RiskReport;
 
@@ -210,8 +210,8 @@ impl EvaluationReport {
         outcome: &LocalOutcome,
         risk_threshold: f64,
     ) -> EvaluationReport {
-        let measured = output_quality(problem, outcome);
         let classes = OutputClasses::of(problem, outcome);
+        let measured = output_quality_of(problem, outcome, &classes);
         let configured = match problem.quality_config().model {
             QualityModel::Precision => &measured.generalization_intensity,
             QualityModel::Entropy | QualityModel::NormalizedEntropy => {

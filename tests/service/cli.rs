@@ -484,18 +484,7 @@ fn unknown_names_are_rejected_with_the_valid_ones() {
 /// not depend on the number of threads.
 #[test]
 fn auto_on_generated_data_is_verified_from_the_output_and_deterministic() {
-    const QIS: [&str; 10] = [
-        "zip",
-        "age",
-        "sex",
-        "state",
-        "year",
-        "income",
-        "education",
-        "marital",
-        "occupation",
-        "race",
-    ];
+    const QIS: [&str; 10] = deid::cli::synth::QUASI_IDENTIFIERS;
     let dir = tmp_dir("scale");
     let (code, _, stderr) = deid(
         &[
@@ -862,24 +851,27 @@ fn hiv_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The problem of [`hiv_dir`]'s data: zip and sex quasi-identifiers, k = 3 and distinct
+/// 2-diversity of `hiv`.
+const HIV_PROBLEM: [&str; 12] = [
+    "--input",
+    "data.csv",
+    "--hierarchy",
+    "zip=zip.csv",
+    "--hierarchy",
+    "sex=sex.csv",
+    "--sensitive",
+    "hiv",
+    "--privacy",
+    "k-anonymity(k=3)",
+    "--privacy",
+    "distinct-l-diversity(attribute=hiv,l=2)",
+];
+
 fn hiv_evaluate(dir: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
-    let mut args = vec![
-        "evaluate",
-        "--input",
-        "data.csv",
-        "--hierarchy",
-        "zip=zip.csv",
-        "--hierarchy",
-        "sex=sex.csv",
-        "--sensitive",
-        "hiv",
-        "--privacy",
-        "k-anonymity(k=3)",
-        "--privacy",
-        "distinct-l-diversity(attribute=hiv,l=2)",
-        "--output",
-        "out.csv",
-    ];
+    let mut args = vec!["evaluate"];
+    args.extend(HIV_PROBLEM);
+    args.extend(["--output", "out.csv"]);
     // Defaults unless `extra` gives them.
     for (flag, value) in [("--suppression-limit", "0.5"), ("--levels", "zip=1,sex=1")] {
         if !extra.contains(&flag) {
@@ -987,28 +979,10 @@ fn exit_statuses_tell_a_pipeline_what_happened() {
     // No solution: 3-anonymity cannot hold for 990** without suppression unless generalized,
     // and 2-diversity needs the towns merged; with a check limit of 1 the bottom is all a
     // search sees.
-    let (code, _, stderr) = deid(
-        &[
-            "anonymize",
-            "--input",
-            "data.csv",
-            "--hierarchy",
-            "zip=zip.csv",
-            "--hierarchy",
-            "sex=sex.csv",
-            "--sensitive",
-            "hiv",
-            "--privacy",
-            "k-anonymity(k=3)",
-            "--privacy",
-            "distinct-l-diversity(attribute=hiv,l=2)",
-            "--algorithm",
-            "exhaustive",
-            "--check-limit",
-            "1",
-        ],
-        &dir,
-    );
+    let mut args = vec!["anonymize"];
+    args.extend(HIV_PROBLEM);
+    args.extend(["--algorithm", "exhaustive", "--check-limit", "1"]);
+    let (code, _, stderr) = deid(&args, &dir);
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("no transformation"), "{stderr}");
 }

@@ -23,7 +23,7 @@ use crate::cancel::CancelFlag;
 use crate::check::Checker;
 use crate::error::{EngineError, Result};
 use crate::lattice::Levels;
-use crate::output::{OutputClasses, Recoding};
+use crate::output::{OutputClasses, Recoding, class_distributions};
 use crate::privacy::PrivacyModel;
 use crate::problem::Problem;
 use crate::search::{
@@ -360,14 +360,10 @@ fn attempt(
     first_step: usize,
     checks_before: u64,
 ) -> Result<LocalOutcome> {
-    let local = LocalConfig {
-        iterations,
-        gs_factor: Some(gs),
-    };
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
     let n = problem.rows();
-    let r = 1.0 / local.iterations as f64;
+    let r = 1.0 / iterations as f64;
     let mut step_of_base = vec![u32::MAX; base.len()];
     let mut codes = vec![0u32; base.len() * q];
     let mut remaining: Vec<bool> = vec![true; base.len()];
@@ -375,7 +371,7 @@ fn attempt(
     let mut steps: Vec<LocalStep> = Vec::new();
     let mut checks = checks_before;
     let mut stop = LocalStop::Iterations;
-    for step in 0..local.iterations as usize {
+    for step in 0..iterations as usize {
         if left == 0 {
             stop = LocalStop::Complete;
             break;
@@ -389,7 +385,7 @@ fn attempt(
             break;
         }
         // Steps still possible: each publishes ≥ n/N records.
-        let possible = (local.iterations as usize - step)
+        let possible = (iterations as usize - step)
             .min(((left as f64) / (r * n as f64)).ceil().max(1.0) as usize);
         let Some(time) = search_config.time_limit.checked_sub(start.elapsed()) else {
             stop = LocalStop::TimeLimit;
@@ -483,23 +479,11 @@ fn attempt(
 /// the minimal class size, the class-based models and the sample-based models.
 fn verify_output(problem: &Problem, outcome: &LocalOutcome) -> Result<()> {
     let classes = OutputClasses::of(problem, outcome);
-    let base = problem.base_groups();
-    let slots = base.hists.len();
-    // Merge the base groups' histograms per output class.
-    let mut hists: Vec<Vec<std::collections::BTreeMap<u32, u32>>> =
-        vec![vec![std::collections::BTreeMap::new(); slots]; classes.counts.len()];
-    for g in 0..base.len() {
-        let c = classes.class_of_base[g];
-        if c == u32::MAX {
-            continue;
-        }
-        for (slot, h) in base.hists.iter().enumerate() {
-            let (values, freqs) = h.get(g);
-            for (&v, &f) in values.iter().zip(freqs) {
-                *hists[c as usize][slot].entry(v).or_default() += f;
-            }
-        }
-    }
+    let slots = problem.base_groups().hists.len();
+    // Per slot, per class: the merged distribution.
+    let hists: Vec<Vec<(Vec<u32>, Vec<u32>)>> = (0..slots)
+        .map(|slot| class_distributions(problem, &classes, slot))
+        .collect();
     let fail = |what: String| {
         Err(EngineError::Internal(format!(
             "local generalization assembled an output that does not satisfy the privacy models \
@@ -510,13 +494,9 @@ fn verify_output(problem: &Problem, outcome: &LocalOutcome) -> Result<()> {
         if count < problem.min_class_size() {
             return fail(format!("a class of {count} records"));
         }
-        let columns: Vec<(Vec<u32>, Vec<u32>)> = hists[c]
+        let view: Vec<(&[u32], &[u32])> = hists
             .iter()
-            .map(|m| (m.keys().copied().collect(), m.values().copied().collect()))
-            .collect();
-        let view: Vec<(&[u32], &[u32])> = columns
-            .iter()
-            .map(|(v, f)| (v.as_slice(), f.as_slice()))
+            .map(|per_class| (per_class[c].0.as_slice(), per_class[c].1.as_slice()))
             .collect();
         if !problem.class_models.iter().all(|m| m.holds(count, &view)) {
             return fail(format!("a class of {count} records"));

@@ -130,7 +130,16 @@ pub struct OutputQuality {
 
 /// Measures the output `recoding` makes of `problem` (the whole problem).
 pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> OutputQuality {
-    let classes = OutputClasses::of(problem, recoding);
+    output_quality_of(problem, recoding, &OutputClasses::of(problem, recoding))
+}
+
+/// [`output_quality`] with the output's classes already grouped (`OutputClasses::of` the same
+/// recoding).
+pub fn output_quality_of<R: Recoding + ?Sized>(
+    problem: &Problem,
+    recoding: &R,
+    classes: &OutputClasses,
+) -> OutputQuality {
     let q = problem.qi_columns().len();
     let base = problem.base_groups();
     let n = problem.rows() as f64;
@@ -221,7 +230,7 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
             .microaggregated()
             .iter()
             .map(|m| {
-                let shares: f64 = class_distributions(problem, &classes, m.slot)
+                let shares: f64 = class_distributions(problem, classes, m.slot)
                     .iter()
                     .zip(&classes.counts)
                     .map(|((codes, _), &count)| count as f64 * m.prepared.range_share(codes))

@@ -492,11 +492,6 @@ impl Problem {
         self.n
     }
 
-    /// Whether this is a [restricted](Problem::restrict) problem (a subset of the records).
-    pub fn is_restricted(&self) -> bool {
-        self.row_group.len() != self.table.rows()
-    }
-
     /// The same problem on the records of the base groups with `include[g]` set, with another
     /// suppression limit (and optionally another gs-factor): one step of local generalization
     /// (`docs/definitions.md` §3.6). Hierarchies, level bounds, domain shares and the privacy

@@ -6,42 +6,25 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use common::independent::{Model, Output, verify_marked};
-use deid_engine::dataset::ArxDataset;
 use deid_engine::local::{LocalConfig, LocalObserver, LocalStep, local_search};
 use deid_engine::output::{OutputOptions, SuppressedRecords};
 use deid_engine::posthoc::output_quality;
 use deid_engine::{
-    Algorithm, CancelFlag, Checker, NoObserver, PrivacyModel, Problem, ProblemConfig, SearchConfig,
-    SensitiveAttribute, search,
+    Algorithm, CancelFlag, Checker, NoObserver, PrivacyModel, Problem, SearchConfig, search,
 };
 
 const MARKER: &str = "<suppressed>";
 
 /// adult with occupation sensitive and the other eight columns as quasi-identifiers.
 fn problem(privacy: &[&str], limit: f64) -> Problem {
-    let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
-    let config = ProblemConfig {
-        quasi_identifiers: ds
-            .quasi_identifiers
-            .into_iter()
-            .filter(|q| q.column != "occupation")
-            .collect(),
-        sensitive: vec![SensitiveAttribute {
-            column: "occupation".into(),
-            hierarchy: None,
-        }],
-        privacy: privacy
-            .iter()
-            .map(|p| PrivacyModel::parse(p).unwrap())
-            .collect(),
-        suppression_limit: limit,
-        ..Default::default()
-    };
-    Problem::new(ds.table, config).unwrap()
+    let models = privacy
+        .iter()
+        .map(|p| PrivacyModel::parse(p).unwrap())
+        .collect();
+    common::adult_with_sensitive("occupation", models, limit)
 }
 
 fn flash() -> SearchConfig {
@@ -230,25 +213,14 @@ fn distinct_l_diversity() {
 /// verified like any other.
 #[test]
 fn a_second_attempt_rescues_a_skewed_sensitive_attribute() {
-    let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
-    let config = ProblemConfig {
-        quasi_identifiers: ds
-            .quasi_identifiers
-            .into_iter()
-            .filter(|q| q.column != "salary-class")
-            .collect(),
-        sensitive: vec![SensitiveAttribute {
-            column: "salary-class".into(),
-            hierarchy: None,
-        }],
-        privacy: vec![
+    let p = common::adult_with_sensitive(
+        "salary-class",
+        vec![
             PrivacyModel::KAnonymity { k: 5 },
             PrivacyModel::parse("distinct-l-diversity(attribute=salary-class, l=2)").unwrap(),
         ],
-        suppression_limit: 0.05,
-        ..Default::default()
-    };
-    let p = Problem::new(ds.table, config).unwrap();
+        0.05,
+    );
     let search = SearchConfig {
         check_limit: Some(40_000),
         time_limit: Duration::from_secs(600),

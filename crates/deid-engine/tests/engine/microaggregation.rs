@@ -131,29 +131,7 @@ fn dates_and_local_generalization() {
         );
         rows.push(vec![zip, date]);
     }
-    let table = Table::from_rows(&["zip", "birth"], &rows).unwrap();
-    let mut zips: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
-    zips.sort();
-    zips.dedup();
-    let h = Hierarchy::from_rows(
-        zips.iter()
-            .map(|z| vec![z.to_string(), format!("{}*", &z[..4]), "*".into()])
-            .collect(),
-        "zip",
-    )
-    .unwrap();
-    let config = ProblemConfig {
-        quasi_identifiers: vec![QuasiIdentifier::new("zip", h)],
-        microaggregated: vec![Microaggregation {
-            column: "birth".into(),
-            function: AggregateFunction::Median,
-            missing: MissingValues::Ignore,
-            date_format: Some("dd.MM.yyyy".into()),
-        }],
-        privacy: vec![PrivacyModel::KAnonymity { k: 20 }],
-        ..Default::default()
-    };
-    let p = Problem::new(table, config).unwrap();
+    let p = zip_and_birth(&rows, AggregateFunction::Median, 20).unwrap();
     let local = local_search(
         &p,
         &LocalConfig::default(),
@@ -184,16 +162,34 @@ fn dates_and_local_generalization() {
 
 #[test]
 fn bad_values_are_named() {
-    let table = Table::from_rows(
-        &["zip", "birth"],
-        &[
-            vec!["1".to_string(), "01.01.2000".to_string()],
-            vec!["2".to_string(), "2000-01-02".to_string()],
-        ],
-    )
-    .unwrap();
+    let rows = [["1", "01.01.2000"], ["2", "2000-01-02"]].map(|r| r.map(str::to_string).to_vec());
+    let e = zip_and_birth(&rows, AggregateFunction::ArithmeticMean, 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("attributes.birth.microaggregation") && e.contains("'2000-01-02'"),
+        "{e}"
+    );
+}
+
+/// A table of (zip, birth date) rows: zip generalized (value, first four digits + `*`, `*`),
+/// birth microaggregated with `function` as dates `dd.MM.yyyy`, k-anonymity.
+fn zip_and_birth(
+    rows: &[Vec<String>],
+    function: AggregateFunction,
+    k: u32,
+) -> deid_engine::Result<Problem> {
+    let table = Table::from_rows(&["zip", "birth"], rows).unwrap();
+    let mut zips: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    zips.sort();
+    zips.dedup();
     let h = Hierarchy::from_rows(
-        vec![vec!["1".into(), "*".into()], vec!["2".into(), "*".into()]],
+        zips.iter()
+            .map(|z| {
+                let prefix = &z[..z.len().min(4)];
+                vec![z.to_string(), format!("{prefix}*"), "*".into()]
+            })
+            .collect(),
         "zip",
     )
     .unwrap();
@@ -201,16 +197,12 @@ fn bad_values_are_named() {
         quasi_identifiers: vec![QuasiIdentifier::new("zip", h)],
         microaggregated: vec![Microaggregation {
             column: "birth".into(),
-            function: AggregateFunction::ArithmeticMean,
+            function,
             missing: MissingValues::Ignore,
             date_format: Some("dd.MM.yyyy".into()),
         }],
-        privacy: vec![PrivacyModel::KAnonymity { k: 2 }],
+        privacy: vec![PrivacyModel::KAnonymity { k }],
         ..Default::default()
     };
-    let e = Problem::new(table, config).unwrap_err().to_string();
-    assert!(
-        e.contains("attributes.birth.microaggregation") && e.contains("'2000-01-02'"),
-        "{e}"
-    );
+    Problem::new(table, config)
 }

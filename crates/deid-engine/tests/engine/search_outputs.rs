@@ -3,37 +3,20 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::independent::{Model, Output, verify};
-use deid_engine::dataset::ArxDataset;
 use deid_engine::{
-    Algorithm, CancelFlag, Checker, NoObserver, PrivacyModel, Problem, ProblemConfig, SearchConfig,
-    SensitiveAttribute, search,
+    Algorithm, CancelFlag, Checker, NoObserver, PrivacyModel, Problem, SearchConfig, search,
 };
 
-/// adult with occupation as the sensitive attribute and the other eight columns as QIs.
+/// adult with occupation sensitive, k = 5 and `privacy`.
 fn problem(privacy: &str, limit: f64) -> Problem {
-    let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
-    let config = ProblemConfig {
-        quasi_identifiers: ds
-            .quasi_identifiers
-            .into_iter()
-            .filter(|q| q.column != "occupation")
-            .collect(),
-        sensitive: vec![SensitiveAttribute {
-            column: "occupation".into(),
-            hierarchy: None,
-        }],
-        privacy: vec![
-            PrivacyModel::KAnonymity { k: 5 },
-            PrivacyModel::parse(privacy).unwrap(),
-        ],
-        suppression_limit: limit,
-        ..Default::default()
-    };
-    Problem::new(ds.table, config).unwrap()
+    let models = vec![
+        PrivacyModel::KAnonymity { k: 5 },
+        PrivacyModel::parse(privacy).unwrap(),
+    ];
+    common::adult_with_sensitive("occupation", models, limit)
 }
 
 fn run_all(privacy: &str, independent: Model, limit: f64) {

@@ -21,6 +21,31 @@ pub fn adult(privacy: Vec<PrivacyModel>, suppression_limit: f64) -> Problem {
     Problem::new(ds.table, config).expect("valid problem")
 }
 
+/// adult with `sensitive` as the sensitive attribute and the other eight columns as
+/// quasi-identifiers.
+pub fn adult_with_sensitive(
+    sensitive: &str,
+    privacy: Vec<PrivacyModel>,
+    suppression_limit: f64,
+) -> Problem {
+    let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").expect("adult loads");
+    let config = ProblemConfig {
+        quasi_identifiers: ds
+            .quasi_identifiers
+            .into_iter()
+            .filter(|q| q.column != sensitive)
+            .collect(),
+        sensitive: vec![deid_engine::SensitiveAttribute {
+            column: sensitive.into(),
+            hierarchy: None,
+        }],
+        privacy,
+        suppression_limit,
+        ..Default::default()
+    };
+    Problem::new(ds.table, config).expect("valid problem")
+}
+
 /// The anonymized CSV of an evaluation, as text (`;`-separated), with the sensitive values of
 /// suppressed records kept: the independent verifier takes the global distribution of each
 /// sensitive attribute (t-closeness, δ-disclosure, β-likeness) from the output's column, which must
