@@ -24,9 +24,9 @@ use super::state::AppState;
 use crate::job::error::SpecError;
 use crate::job::hierarchy::hierarchy_field;
 use crate::job::id::{JobId, JobStatus, TenantId};
-use crate::job::problem::{DatasetFacts, validate_service_job};
+use crate::job::problem::{DatasetFacts, validate_risk_job, validate_service_job};
 use crate::job::progress::JobProgress;
-use crate::job::spec::{DurationSpec, HierarchySource, JobSpec};
+use crate::job::spec::{DurationSpec, HierarchySource, JobSpec, Task};
 use crate::job::view::JobView;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{CancelOutcome, JobRow, NewJob};
@@ -44,6 +44,7 @@ pub async fn create_job(
     ApiJson(mut spec): ApiJson<JobSpec>,
 ) -> Result<Response> {
     let dataset_id = spec.service_dataset()?;
+    spec.check_task()?;
     let dataset = state
         .store
         .dataset(&tenant, &dataset_id)
@@ -56,6 +57,12 @@ pub async fn create_job(
         .map(|c| c.name)
         .collect();
     spec.check_columns(&columns)?;
+    if spec.task() == Task::Risk {
+        // Nothing is generalized: hierarchies are not needed (nor read).
+        validate_risk_job(&spec, &columns, dataset.row_count.max(0) as usize, state.config.webhook_allow_private)?;
+        let id = queue_job(&state, &tenant, &dataset, &spec).await?;
+        return accepted(&state, &tenant, &id).await;
+    }
     inline_stored_hierarchies(&state, &dataset, &mut spec).await?;
     let facts = dataset_facts(&state, &dataset, &spec, columns).await?;
     let (limits, allow_private) = (state.search_limits(), state.config.webhook_allow_private);
@@ -68,7 +75,12 @@ pub async fn create_job(
     spec.time_limit = Some(DurationSpec::Millis(search.time_limit.as_millis() as u64));
 
     let id = queue_job(&state, &tenant, &dataset, &spec).await?;
-    let row = find_job(&state, &tenant, &id).await?;
+    accepted(&state, &tenant, &id).await
+}
+
+/// The answer to a queued job: 202 with `Location` and the job's view.
+async fn accepted(state: &AppState, tenant: &TenantId, id: &JobId) -> Result<Response> {
+    let row = find_job(state, tenant, id).await?;
     let mut headers = HeaderMap::new();
     if let Ok(v) = format!("/v1/jobs/{id}").parse() {
         headers.insert(header::LOCATION, v);
@@ -93,6 +105,7 @@ async fn queue_job(
         id: &id,
         tenant,
         dataset_id: &dataset.id,
+        task: spec.task().as_str(),
         spec: &serde_json::to_string(spec).map_err(ApiError::internal)?,
         max_attempts: state.config.max_attempts,
         webhook: spec.callback_url.as_ref().map(|_| "pending"),

@@ -14,7 +14,7 @@ use super::{ProblemArgs, job_spec, load_problem, write_report};
 use crate::job::hierarchy::delimiter_byte;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings, peak_memory_bytes};
 use crate::job::run::anonymize;
-use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits};
+use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits, Task};
 use deid_engine::{Algorithm, CancelFlag, Improvement, NoObserver, Progress, ProgressObserver};
 
 /// Flags of `deid anonymize`.
@@ -159,6 +159,13 @@ fn cancel_on_ctrl_c(cancel: &CancelFlag) {
 /// Runs `deid anonymize`.
 pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     let mut spec = job_spec(&args.problem)?;
+    match spec.task() {
+        Task::Anonymize => {}
+        Task::Evaluate => anyhow::bail!(
+            "the configuration's task is 'evaluate': use deid evaluate --config (it reads levels)"
+        ),
+        Task::Risk => anyhow::bail!("the configuration's task is 'risk': use deid risk"),
+    }
     if let Some(a) = args.algorithm {
         spec.algorithm = Some(a.name().to_string());
     }

@@ -44,6 +44,11 @@ pub struct BenchArgs {
     /// Time limit of the scale benchmark's job.
     #[arg(long, default_value = "60s")]
     pub scale_time_limit: String,
+    /// Rows of each load job's hierarchy (at least 20: the data use the values 0–19, the rest
+    /// only make the stored specification large). 20,000 gives a ≈ 4 MB specification, like a
+    /// creditcard_int job with its hierarchies inline.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(20..=1_000_000))]
+    pub hierarchy_rows: u32,
 }
 
 /// A `deid serve` child process.
@@ -235,7 +240,12 @@ fn slow_dataset() -> String {
 
 /// The hierarchy of the load jobs' columns (values 0–19): value, band of 5, band of 10, `*`.
 pub fn slow_hierarchy() -> String {
-    (0..20)
+    hierarchy_of(20)
+}
+
+/// [`slow_hierarchy`] with `rows` values (0 to rows − 1; the data use 0–19).
+fn hierarchy_of(rows: u32) -> String {
+    (0..rows)
         .map(|v| {
             format!(
                 "{v};{}-{};{}-{};*\n",
@@ -248,8 +258,8 @@ pub fn slow_hierarchy() -> String {
         .collect()
 }
 
-fn slow_job(dataset: &str, seconds: u64) -> Value {
-    let hierarchy = slow_hierarchy();
+fn slow_job(dataset: &str, seconds: u64, hierarchy_rows: u32) -> Value {
+    let hierarchy = hierarchy_of(hierarchy_rows);
     let attributes: serde_json::Map<String, Value> = (0..10)
         .map(|i| {
             (
@@ -284,10 +294,11 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
         .await?;
     let dataset = ds["id"].as_str().context("upload failed")?.to_string();
     let mut jobs = Vec::new();
+    let spec_bytes = slow_job(&dataset, 0, args.hierarchy_rows).to_string().len();
     for _ in 0..2 {
         let j: Value = client
             .post(format!("{base}/v1/jobs"))
-            .body(slow_job(&dataset, args.seconds + 60).to_string())
+            .body(slow_job(&dataset, args.seconds + 60, args.hierarchy_rows).to_string())
             .send()
             .await?
             .json()
@@ -360,10 +371,11 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
             / 1000.0
     };
     println!(
-        "## GET /v1/jobs/{{id}} while two jobs run ({} clients, {} s, {} CPUs)",
+        "## GET /v1/jobs/{{id}} while two jobs run ({} clients, {} s, {} CPUs, specification {} bytes)",
         args.concurrency,
         args.seconds,
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        spec_bytes
     );
     println!();
     println!("| measure | value |");

@@ -23,7 +23,7 @@ use crate::job::problem::build_problem;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport};
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PopulationSpec,
-    PrivacySpec, QualitySpec, SuppressedSpec,
+    PrivacySpec, QualitySpec, SuppressedSpec, Task,
 };
 use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
@@ -426,46 +426,32 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     write_report(None, &serde_json::to_value(profiles)?)
 }
 
-/// Parses `COLUMN=LEVEL,…` into a level vector (unnamed quasi-identifiers: their minimum level).
-pub fn parse_levels(problem: &Problem, text: &str) -> anyhow::Result<Vec<u8>> {
-    let mut levels = problem.lattice().min().to_vec();
+/// Parses `--levels COLUMN=LEVEL,…` into the specification's `levels`.
+fn parse_levels(text: &str) -> anyhow::Result<std::collections::BTreeMap<String, u8>> {
+    let mut levels = std::collections::BTreeMap::new();
     for part in text.split(',').filter(|p| !p.trim().is_empty()) {
         let (col, level) = part
             .split_once('=')
             .with_context(|| format!("--levels expects COLUMN=LEVEL, got '{part}'"))?;
-        let i = problem
-            .quasi_identifiers()
-            .iter()
-            .position(|q| q.column == col.trim())
-            .with_context(|| format!("--levels: '{col}' is not a quasi-identifier"))?;
         let l: u8 = level
             .trim()
             .parse()
             .with_context(|| format!("--levels: '{level}' is not a level number"))?;
-        let (lo, hi) = (problem.lattice().min()[i], problem.lattice().max()[i]);
-        if l < lo || l > hi {
-            bail!("--levels: level {l} of '{col}' is outside {lo}..={hi}");
-        }
-        levels[i] = l;
+        levels.insert(col.trim().to_string(), l);
     }
     Ok(levels)
 }
 
 fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
-    let spec = job_spec(&args.problem)?;
+    let mut spec = job_spec(&args.problem)?;
+    if let Some(text) = &args.levels {
+        spec.levels = Some(parse_levels(text)?);
+    }
+    if spec.task() == Task::Risk {
+        bail!("the configuration's task is 'risk': use deid risk");
+    }
     let problem = load_problem(&spec)?;
-    let levels = match (&args.levels, &spec.levels) {
-        (Some(text), _) => parse_levels(&problem, text)?,
-        (None, Some(map)) => {
-            let text = map
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",");
-            parse_levels(&problem, &text)?
-        }
-        (None, None) => problem.lattice().min().to_vec(),
-    };
+    let levels = spec.transformation(&problem)?;
     let checker = Checker::new(&problem);
     let eval = checker.evaluate(&levels);
     let options = spec.output_options();

@@ -79,6 +79,9 @@ error_codes! {
     HierarchyMissingValues = ("hierarchy_missing_values", 422),
     /// Job failure: no transformation satisfies the privacy models within the limits.
     NoSolution = ("no_solution", 422),
+    /// Job failure (`"task": "evaluate"`): the given transformation does not satisfy the
+    /// privacy models within the suppression limit; the job's result has its report.
+    NotAnonymous = ("not_anonymous", 422),
     /// Too many jobs are waiting.
     QueueFull = ("queue_full", 429),
     /// An unexpected failure; the server log has the details.

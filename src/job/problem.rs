@@ -102,6 +102,38 @@ pub struct DatasetFacts {
     pub values: Vec<Option<Vec<String>>>,
 }
 
+/// Validates a risk-analysis job (`"task": "risk"`) of a dataset with `columns` and `rows`:
+/// the callback URL and what [`super::risk::RiskRequest::validate`] checks. Hierarchies are
+/// not read.
+pub fn validate_risk_job(
+    spec: &JobSpec,
+    columns: &[String],
+    rows: usize,
+    allow_private_webhooks: bool,
+) -> Result<(), SpecError> {
+    if let Some(url) = &spec.callback_url
+        && let Err(message) = super::callback::check_url(url, allow_private_webhooks)
+    {
+        return Err(SpecError::new("callback_url", message));
+    }
+    let request = super::risk::RiskRequest::from_spec(spec);
+    request.validate(columns, rows).map_err(|mut e| {
+        // The request's quasi-identifiers are the specification's attributes.
+        if let Some(rest) = e.field.strip_prefix("quasi_identifiers")
+            && let Some(i) = rest
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<usize>()
+                .ok()
+        {
+            e.field = format!("attributes.{}", request.quasi_identifiers[i]);
+        } else if e.field == "quasi_identifiers" {
+            e.field = "attributes".into();
+        }
+        e
+    })
+}
+
 /// Validates a service job whose stored hierarchies are inlined (see the module documentation)
 /// and returns its search configuration. Columns whose values were not kept at upload (too
 /// many) are only partly checked here; the rest is checked when the job runs.
@@ -196,6 +228,24 @@ pub fn validate_service_job(
         resolve(Frontend::Service, kept.then_some(&table), c, s, duplicates)
     })?;
     check_distinct_values(&models, facts)?;
+    // The levels of an evaluation name generalized quasi-identifiers (their ranges are checked
+    // on the problem below, or when the job runs).
+    if let Some(levels) = &spec.levels {
+        let names: Vec<&str> = config
+            .quasi_identifiers
+            .iter()
+            .map(|q| q.column.as_str())
+            .collect();
+        if let Some(column) = levels.keys().find(|c| !names.contains(&c.as_str())) {
+            return Err(SpecError::new(
+                format!("levels.{column}"),
+                format!(
+                    "'{column}' is not a generalized quasi-identifier; levels can be given for: {}",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
     if let Some(local) = spec.local_config() {
         local.validate_settings().map_err(SpecError::from)?;
         deid_engine::local::LocalConfig::validate_models(&config.privacy)
@@ -207,7 +257,14 @@ pub fn validate_service_job(
     let config = in_table_order(config, &table);
     match Problem::new(table, config) {
         Ok(problem) => {
-            search.resolve(&problem).map_err(search_error)?;
+            match spec.task() {
+                super::spec::Task::Evaluate => {
+                    spec.transformation(&problem)?;
+                }
+                _ => {
+                    search.resolve(&problem).map_err(search_error)?;
+                }
+            }
             spec.output_options()
                 .validate(&problem)
                 .map_err(SpecError::from)?;

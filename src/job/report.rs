@@ -119,6 +119,12 @@ pub struct EvaluationReport {
     /// Quality measured on the output's records (post-hoc measures, comparable between global
     /// and local outputs; `docs/definitions.md` §4.7).
     pub output_quality: OutputQuality,
+    /// The job (service results of `"task": "evaluate"`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobInfo>,
+    /// Where the time went, when the caller measured it (service results).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
 }
 
 /// What the output shows of the suppressed records.
@@ -197,6 +203,8 @@ impl EvaluationReport {
             warnings: problem_warnings(problem),
             suppression: None,
             output_quality: output_quality(problem, eval),
+            job: None,
+            timings: None,
         }
     }
 
@@ -283,6 +291,8 @@ impl EvaluationReport {
             warnings: problem_warnings(problem),
             suppression: None,
             output_quality: measured,
+            job: None,
+            timings: None,
         }
     }
 

@@ -33,6 +33,16 @@ pub struct RiskAnalysis {
 }
 
 impl RiskRequest {
+    /// The analysis a job with `"task": "risk"` asks for: its quasi-identifying attributes,
+    /// population and risk threshold.
+    pub fn from_spec(spec: &super::spec::JobSpec) -> RiskRequest {
+        RiskRequest {
+            quasi_identifiers: spec.risk_quasi_identifiers(),
+            population: spec.population.clone(),
+            risk_threshold: spec.risk_threshold,
+        }
+    }
+
     /// Checks what can be checked without the data: the threshold, the population's form, that
     /// quasi-identifiers are named once each and exist in `columns` and that the population is at
     /// least `rows`. Errors name the field.

@@ -367,6 +367,9 @@ pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_se
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
+    /// What the job does (default `anonymize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
     /// Dataset to anonymize (API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_id: Option<String>,
@@ -410,7 +413,8 @@ pub struct JobSpec {
     /// 100,000,000, Flash keeps one byte per transformation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flash_max_space: Option<u64>,
-    /// Transformation to evaluate (`deid evaluate`): column → level.
+    /// The transformation to evaluate (`deid evaluate`, jobs with `"task": "evaluate"`):
+    /// quasi-identifier → level; quasi-identifiers not named keep level 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levels: Option<BTreeMap<String, u8>>,
     /// Risk threshold for the "records at risk" statistic of the report (default 0.2).
@@ -546,6 +550,33 @@ impl JobSpec {
                 Some(SuppressedSpec::KeepSensitive) => SuppressedRecords::KeepSensitive,
             },
             marker: self.suppression_marker.clone().unwrap_or(d.marker),
+        }
+    }
+}
+
+/// What a job does: the `task` of a job specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// Search for the best transformation that satisfies the privacy models (the default).
+    #[default]
+    Anonymize,
+    /// Evaluate the transformation given in `levels` (the service's `deid evaluate`): its
+    /// report and, when it satisfies the privacy models, its CSV.
+    Evaluate,
+    /// Analyse the re-identification risks of the data as they are, for the
+    /// quasi-identifying attributes and the population (the report's `risk` shape; the
+    /// asynchronous `POST /v1/datasets/{id}/risk`, for large datasets).
+    Risk,
+}
+
+impl Task {
+    /// The name used in specifications, job views and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Task::Anonymize => "anonymize",
+            Task::Evaluate => "evaluate",
+            Task::Risk => "risk",
         }
     }
 }
@@ -687,12 +718,120 @@ impl JobSpec {
         Ok(config)
     }
 
+    /// The job's task (default `anonymize`).
+    pub fn task(&self) -> Task {
+        self.task.unwrap_or_default()
+    }
+
+    /// Checks that the fields fit the task: `levels` only (and always) with `evaluate`, no
+    /// local generalization for an evaluation, no privacy models, local generalization or
+    /// microaggregation for a risk analysis, and at least one quasi-identifier for it.
+    pub fn check_task(&self) -> Result<(), SpecError> {
+        let task = self.task();
+        match (task, &self.levels) {
+            (Task::Evaluate, None) => {
+                return Err(SpecError::new(
+                    "levels",
+                    "required by \"task\": \"evaluate\": the transformation to evaluate, e.g.                      {\"age\": 2, \"zip\": 1} (quasi-identifiers not named keep level 0)",
+                ));
+            }
+            (Task::Anonymize | Task::Risk, Some(_)) => {
+                return Err(SpecError::new(
+                    "levels",
+                    format!(
+                        "a given transformation is only used by \"task\": \"evaluate\", not by                          \"{}\"",
+                        task.as_str()
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if task != Task::Anonymize && self.local.is_some() {
+            return Err(SpecError::new(
+                "local",
+                format!(
+                    "local generalization is a search; \"task\": \"{}\" has none",
+                    task.as_str()
+                ),
+            ));
+        }
+        if task == Task::Risk {
+            if !self.privacy.is_empty() {
+                return Err(SpecError::new(
+                    "privacy",
+                    "a risk analysis measures the data as they are; it takes no privacy models                      (use \"task\": \"anonymize\" or \"evaluate\")",
+                ));
+            }
+            if let Some((name, _)) = self
+                .attributes
+                .iter()
+                .find(|(_, a)| a.microaggregation.is_some())
+            {
+                return Err(SpecError::new(
+                    format!("attributes.{name}.microaggregation"),
+                    "a risk analysis transforms nothing",
+                ));
+            }
+            if self.risk_quasi_identifiers().is_empty() {
+                return Err(SpecError::new(
+                    "attributes",
+                    "a risk analysis needs at least one quasi_identifying attribute",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The quasi-identifying attributes (names in key order): what a risk analysis groups by.
+    pub fn risk_quasi_identifiers(&self) -> Vec<String> {
+        self.attributes
+            .iter()
+            .filter(|(_, a)| a.kind == AttributeType::QuasiIdentifying)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// The transformation `levels` gives for `problem` (one level per quasi-identifier, in the
+    /// problem's order; quasi-identifiers not named: their lowest level). Errors name
+    /// `levels.<column>`.
+    pub fn transformation(&self, problem: &deid_engine::Problem) -> Result<Vec<u8>, SpecError> {
+        let lattice = problem.lattice();
+        let mut levels = lattice.min().to_vec();
+        let names: Vec<&str> = problem
+            .config()
+            .quasi_identifiers
+            .iter()
+            .map(|q| q.column.as_str())
+            .collect();
+        for (column, &level) in self.levels.iter().flatten() {
+            let field = format!("levels.{column}");
+            let Some(i) = names.iter().position(|n| n == column) else {
+                return Err(SpecError::new(
+                    field,
+                    format!(
+                        "'{column}' is not a generalized quasi-identifier; levels can be given \
+                         for: {}",
+                        names.join(", ")
+                    ),
+                ));
+            };
+            let (lo, hi) = (lattice.min()[i], lattice.max()[i]);
+            if level < lo || level > hi {
+                return Err(SpecError::new(
+                    field,
+                    format!("expected a level from {lo} to {hi}, got {level}"),
+                ));
+            }
+            levels[i] = level;
+        }
+        Ok(levels)
+    }
+
     /// The dataset of a service job, after refusing the fields only the command line accepts.
     pub fn service_dataset(&self) -> Result<DatasetId, SpecError> {
         for (field, present) in [
             ("input", self.input.is_some()),
             ("delimiter", self.delimiter.is_some()),
-            ("levels", self.levels.is_some()),
         ] {
             if present {
                 return Err(SpecError::new(

@@ -28,6 +28,8 @@ pub struct JobView {
     pub id: JobId,
     /// Dataset id.
     pub dataset_id: DatasetId,
+    /// What the job does: `anonymize`, `evaluate` or `risk`.
+    pub task: String,
     /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
     pub status: JobStatus,
     /// Times the job was claimed by a worker.
@@ -77,6 +79,7 @@ impl JobView {
         JobView {
             id: row.id.clone(),
             dataset_id: row.dataset_id.clone(),
+            task: row.task.clone(),
             status: row.status,
             attempts: row.attempts,
             max_attempts: row.max_attempts,

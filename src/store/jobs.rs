@@ -10,6 +10,9 @@
 //!   `lease_owner = $me AND status = 'running'`, so a zombie worker's late writes are rejected.
 //! - **Reaper**: running jobs whose lease expired go back to the queue, or fail once their
 //!   attempts are used up.
+//! - **Documents**: a job's specification and result report live in `job_documents`, beside the
+//!   row, so that status polling reads small rows only (issue 11 item 6); they are written in
+//!   the same transaction as the row.
 
 use super::{Result, Store, now_ms, on_pool};
 use crate::job::id::{DatasetId, JobId, JobStatus, TenantId};
@@ -23,6 +26,8 @@ pub struct JobRow {
     pub tenant: TenantId,
     /// The dataset.
     pub dataset_id: DatasetId,
+    /// What the job does (`anonymize`, `evaluate` or `risk`).
+    pub task: String,
     /// Where the job is.
     #[sqlx(try_from = "String")]
     pub status: JobStatus,
@@ -53,7 +58,7 @@ pub struct JobRow {
 macro_rules! select_job {
     ($rest:literal) => {
         concat!(
-            "SELECT id, tenant, dataset_id, status, attempts, max_attempts, lease_owner, cancel_requested, progress, \
+            "SELECT id, tenant, dataset_id, task, status, attempts, max_attempts, lease_owner, cancel_requested, progress, \
              result_chunks, error, webhook, created_at, started_at, finished_at FROM jobs ",
             $rest
         )
@@ -86,6 +91,8 @@ pub struct NewJob<'a> {
     pub tenant: &'a TenantId,
     /// The dataset.
     pub dataset_id: &'a DatasetId,
+    /// What the job does (`anonymize`, `evaluate` or `risk`).
+    pub task: &'a str,
     /// Validated specification JSON.
     pub spec: &'a str,
     /// Claims allowed.
@@ -126,22 +133,31 @@ impl Store {
     /// Queues a job if its dataset is ready and fewer than `max_queued` jobs wait; returns false
     /// when the queue is full.
     pub async fn insert_job(&self, job: &NewJob<'_>, max_queued: i64) -> Result<bool> {
-        const SQL: &str = "INSERT INTO jobs (id, tenant, dataset_id, status, spec, attempts, max_attempts, run_at, \
+        const SQL: &str = "INSERT INTO jobs (id, tenant, dataset_id, task, status, attempts, max_attempts, run_at, \
              cancel_requested, webhook, created_at) \
-             SELECT $1, $2, $3, 'queued', $4, 0, $5, $6, 0, $7, $6 \
+             SELECT $1, $2, $3, $4, 'queued', 0, $5, $6, 0, $7, $6 \
              WHERE (SELECT COUNT(*) FROM jobs WHERE status = 'queued') < $8";
+        const SPEC: &str = "INSERT INTO job_documents (job_id, spec) VALUES ($1, $2)";
         let now = now_ms();
-        let n = on_pool!(self, pool => sqlx::query(SQL)
-            .bind(job.id)
-            .bind(job.tenant)
-            .bind(job.dataset_id)
-            .bind(job.spec)
-            .bind(job.max_attempts)
-            .bind(now)
-            .bind(job.webhook)
-            .bind(max_queued)
-            .execute(pool)
-            .await.map(|r| r.rows_affected()))?;
+        let n = on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let n = sqlx::query(SQL)
+                .bind(job.id)
+                .bind(job.tenant)
+                .bind(job.dataset_id)
+                .bind(job.task)
+                .bind(job.max_attempts)
+                .bind(now)
+                .bind(job.webhook)
+                .bind(max_queued)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if n == 1 {
+                sqlx::query(SPEC).bind(job.id).bind(job.spec).execute(&mut *tx).await?;
+            }
+            tx.commit().await.map(|()| n)
+        })?;
         Ok(n == 1)
     }
 
@@ -203,7 +219,8 @@ impl Store {
         tenant: &TenantId,
         id: &JobId,
     ) -> Result<Option<(JobStatus, Option<String>)>> {
-        const SQL: &str = "SELECT status, result FROM jobs WHERE id = $1 AND tenant = $2";
+        const SQL: &str = "SELECT j.status, d.result FROM jobs j LEFT JOIN job_documents d ON d.job_id = j.id \
+             WHERE j.id = $1 AND j.tenant = $2";
         let row = on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?;
         row.map(|(status, result)| {
             JobStatus::try_from(status)
@@ -219,12 +236,14 @@ impl Store {
              attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
              WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= $3 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
              AND status = 'queued' \
-             RETURNING id, tenant, dataset_id, spec, attempts, max_attempts";
+             RETURNING id, tenant, dataset_id, \
+             (SELECT spec FROM job_documents WHERE job_id = jobs.id) AS spec, attempts, max_attempts";
         const SQLITE: &str = "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, heartbeat_at = $3, \
              attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
              WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= $3 ORDER BY run_at, id LIMIT 1) \
              AND status = 'queued' \
-             RETURNING id, tenant, dataset_id, spec, attempts, max_attempts";
+             RETURNING id, tenant, dataset_id, \
+             (SELECT spec FROM job_documents WHERE job_id = jobs.id) AS spec, attempts, max_attempts";
         let now = now_ms();
         let job = match &self.backend {
             super::Backend::Postgres(pool) => {
@@ -301,21 +320,30 @@ impl Store {
         owner: &str,
         done: &Completion<'_>,
     ) -> Result<bool> {
-        const SQL: &str = "UPDATE jobs SET status = $3, progress = $4, result = $5, result_chunks = $6, error = $7, \
-             finished_at = $8, lease_owner = NULL, lease_expires_at = NULL \
+        const SQL: &str = "UPDATE jobs SET status = $3, progress = $4, result_chunks = $5, error = $6, \
+             finished_at = $7, lease_owner = NULL, lease_expires_at = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
+        const RESULT: &str = "UPDATE job_documents SET result = $2 WHERE job_id = $1";
         const TRIM: &str = "DELETE FROM result_chunks WHERE job_id = $1 AND seq >= $2";
-        let n = on_pool!(self, pool => sqlx::query(SQL)
-            .bind(id)
-            .bind(owner)
-            .bind(done.status.as_str())
-            .bind(done.progress)
-            .bind(done.result)
-            .bind(done.result_chunks)
-            .bind(done.error)
-            .bind(now_ms())
-            .execute(pool)
-            .await.map(|r| r.rows_affected()))?;
+        // The row and its report change together (one transaction), fenced by the row's lease.
+        let n = on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let n = sqlx::query(SQL)
+                .bind(id)
+                .bind(owner)
+                .bind(done.status.as_str())
+                .bind(done.progress)
+                .bind(done.result_chunks)
+                .bind(done.error)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if n == 1 {
+                sqlx::query(RESULT).bind(id).bind(done.result).execute(&mut *tx).await?;
+            }
+            tx.commit().await.map(|()| n)
+        })?;
         if n == 1 {
             // Chunks beyond the result (left by an earlier, interrupted attempt).
             let keep = done.result_chunks.unwrap_or(0);
@@ -397,7 +425,7 @@ impl Store {
 
     /// The specification JSON of a job (for webhooks).
     pub async fn job_spec(&self, id: &JobId) -> Result<Option<String>> {
-        const SQL: &str = "SELECT spec FROM jobs WHERE id = $1";
+        const SQL: &str = "SELECT spec FROM job_documents WHERE job_id = $1";
         Ok(
             on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(id).fetch_optional(pool).await)?,
         )

@@ -101,6 +101,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "webhook leases",
         include_str!("../../migrations/0003_webhook_leases.sql"),
     ),
+    (
+        4,
+        "job documents",
+        include_str!("../../migrations/0004_job_documents.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

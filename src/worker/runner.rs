@@ -36,14 +36,18 @@ use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
 use crate::job::problem::{build_problem, search_error};
 use crate::job::progress::JobPhase;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, JobInfo, SuppressionReport, Timings};
+use crate::job::report::{
+    DEFAULT_RISK_THRESHOLD, EvaluationReport, JobInfo, SuppressionReport, Timings,
+};
+use crate::job::risk::RiskRequest;
 use crate::job::run::{Summary, anonymize};
-use crate::job::spec::{JobSpec, SearchLimits};
+use crate::job::spec::{JobSpec, SearchLimits, Task};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
 use deid_engine::search::SearchConfig;
-use deid_engine::{CsvOptions, Table};
+use deid_engine::output::Recoding;
+use deid_engine::{Checker, CsvOptions, Problem, Table};
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]
@@ -93,6 +97,9 @@ enum Processed {
         summary: Summary,
         report: Option<String>,
         chunks: Option<i64>,
+        /// Why the job fails although it ran to its end (an evaluated transformation that is
+        /// not anonymous); the report is kept. `None` and no solution: `no_solution`.
+        failure: Option<Failure>,
     },
     /// Shutdown or lost lease: write nothing.
     Aborted,
@@ -456,11 +463,19 @@ impl Runner {
                     summary,
                     report,
                     chunks,
+                    failure,
                 }),
                 _,
             ) => {
                 if cause == StopCause::User {
                     (JobStatus::Cancelled, report.as_deref(), *chunks, None)
+                } else if let Some(f) = failure {
+                    (
+                        JobStatus::Failed,
+                        report.as_deref(),
+                        *chunks,
+                        Some(f.json()),
+                    )
                 } else if summary.found {
                     (JobStatus::Succeeded, report.as_deref(), *chunks, None)
                 } else {
@@ -597,9 +612,15 @@ impl EngineJob {
             "dataset",
         )
         .map_err(|e| Failure::transient(ErrorCode::DatasetUnreadable, e.to_string()))?;
+        if self.spec.task() == Task::Risk {
+            return self.analyse_risk(table, started);
+        }
         // 2. The problem.
         let problem = build_problem(&self.spec, table, Frontend::Service).map_err(Failure::spec)?;
         let load = started.elapsed();
+        if self.spec.task() == Task::Evaluate {
+            return self.evaluate(&problem, load);
+        }
         // 3. The search.
         let live = &self.live;
         let result = anonymize(
@@ -620,6 +641,7 @@ impl EngineJob {
                 summary,
                 report: None,
                 chunks: None,
+                failure: None,
             });
         };
         live.set_phase(JobPhase::Writing);
@@ -628,37 +650,13 @@ impl EngineJob {
             &problem,
             self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
         );
-        report.job = Some(JobInfo {
-            job_id: self.job_id.clone(),
-            dataset_id: self.dataset.id.clone(),
-            time_limit_ms: self.settings.time_limit.as_millis() as u64,
-        });
-        let mut writer = ResultWriter::new(
-            self.store.clone(),
-            self.handle.clone(),
-            self.job_id.clone(),
-            self.owner.clone(),
-        );
-        let options = self.spec.output_options();
-        let written =
-            deid_engine::output::write_csv(&problem, recoding, &mut writer, delimiter, &options)
-                .map_err(|e| e.to_string())
-                .and_then(|w| {
-                    report.set_suppression(SuppressionReport::new(
-                        &problem,
-                        recoding,
-                        result.suppressed(),
-                        &options,
-                        Some(w),
-                    ));
-                    writer.finish().map_err(|e| e.to_string())
-                });
-        let chunks = match written {
-            Ok(n) => n,
-            Err(_) if live.cause() == StopCause::LeaseLost || !self.lease_held() => {
-                return Ok(Processed::Aborted);
-            }
-            Err(message) => return Err(Failure::transient(ErrorCode::StorageError, message)),
+        report.job = Some(self.info());
+        let suppressed = result.suppressed();
+        let chunks = match self.write_output(&problem, recoding, |s| {
+            report.set_suppression(s(suppressed));
+        })? {
+            Some(n) => n,
+            None => return Ok(Processed::Aborted),
         };
         report.timings = Some(Timings {
             load_ms: load.as_secs_f64() * 1e3,
@@ -671,7 +669,134 @@ impl EngineJob {
             summary,
             report: Some(report.to_json().to_string()),
             chunks: Some(chunks),
+            failure: None,
         })
+    }
+
+    /// Writes the anonymized CSV of `recoding` to the job's result chunks (fenced) and hands
+    /// `record` the suppression report (given the number of suppressed records). `None`: the
+    /// lease was lost, write nothing more.
+    fn write_output(
+        &self,
+        problem: &Problem,
+        recoding: &dyn Recoding,
+        record: impl FnOnce(&dyn Fn(usize) -> SuppressionReport),
+    ) -> Result<Option<i64>, Failure> {
+        let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
+        let mut writer = ResultWriter::new(
+            self.store.clone(),
+            self.handle.clone(),
+            self.job_id.clone(),
+            self.owner.clone(),
+        );
+        let options = self.spec.output_options();
+        let written =
+            deid_engine::output::write_csv(problem, recoding, &mut writer, delimiter, &options)
+                .map_err(|e| e.to_string())
+                .and_then(|w| {
+                    record(&|suppressed| {
+                        SuppressionReport::new(problem, recoding, suppressed, &options, Some(w))
+                    });
+                    writer.finish().map_err(|e| e.to_string())
+                });
+        match written {
+            Ok(n) => Ok(Some(n)),
+            Err(_) if self.live.cause() == StopCause::LeaseLost || !self.lease_held() => Ok(None),
+            Err(message) => Err(Failure::transient(ErrorCode::StorageError, message)),
+        }
+    }
+
+    /// `"task": "evaluate"`: the report of the given transformation and, if it satisfies the
+    /// privacy models, its CSV; otherwise the job fails with `not_anonymous` and keeps the
+    /// report.
+    fn evaluate(&self, problem: &Problem, load: Duration) -> Result<Processed, Failure> {
+        let levels = self.spec.transformation(problem).map_err(Failure::spec)?;
+        self.live.set_phase(JobPhase::Writing);
+        let started = std::time::Instant::now();
+        let eval = Checker::new(problem).evaluate(&levels);
+        let threshold = self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
+        let mut report = EvaluationReport::new(problem, &eval, threshold);
+        report.job = Some(self.info());
+        let anonymous = eval.result.anonymous;
+        let summary = Summary {
+            found: anonymous,
+            checks: 1,
+            elapsed: started.elapsed(),
+            optimal_proven: false,
+            stop: "completed",
+        };
+        let (chunks, failure) = if anonymous {
+            let suppressed = eval.result.suppressed;
+            match self.write_output(problem, &eval, |s| report.suppression = Some(s(suppressed)))? {
+                Some(n) => (Some(n), None),
+                None => return Ok(Processed::Aborted),
+            }
+        } else {
+            let failure = Failure {
+                code: ErrorCode::NotAnonymous,
+                message: format!(
+                    "the transformation does not satisfy the privacy models: {} records would \
+                     have to be suppressed, the limit is {}; the result has its report, no CSV \
+                     was written",
+                    eval.result.suppressed,
+                    problem.max_suppressed()
+                ),
+                details: serde_json::json!({
+                    "suppressed_rows": eval.result.suppressed,
+                    "max_suppressed": problem.max_suppressed(),
+                }),
+                retryable: false,
+            };
+            (None, Some(failure))
+        };
+        report.timings = Some(Timings {
+            load_ms: load.as_secs_f64() * 1e3,
+            search_ms: 0.0,
+            output_ms: started.elapsed().as_secs_f64() * 1e3,
+            peak_memory_bytes: None,
+        });
+        Ok(Processed::Finished {
+            summary,
+            report: Some(report.to_json().to_string()),
+            chunks,
+            failure,
+        })
+    }
+
+    /// `"task": "risk"`: the risks of the data as they are (`{"input": RiskReport}`), no CSV.
+    fn analyse_risk(&self, table: Table, started: Instant) -> Result<Processed, Failure> {
+        self.live.set_phase(JobPhase::Writing);
+        let analysis = RiskRequest::from_spec(&self.spec)
+            .analyse(table)
+            .map_err(Failure::spec)?;
+        // Exactly the shape of `POST /v1/datasets/{id}/risk`.
+        let report = serde_json::to_value(analysis).map_err(|e| Failure {
+            code: ErrorCode::InternalError,
+            message: e.to_string(),
+            details: serde_json::Value::Null,
+            retryable: false,
+        })?;
+        Ok(Processed::Finished {
+            summary: Summary {
+                found: true,
+                checks: 0,
+                elapsed: started.elapsed(),
+                optimal_proven: false,
+                stop: "completed",
+            },
+            report: Some(report.to_string()),
+            chunks: None,
+            failure: None,
+        })
+    }
+
+    /// The job a report belongs to.
+    fn info(&self) -> JobInfo {
+        JobInfo {
+            job_id: self.job_id.clone(),
+            dataset_id: self.dataset.id.clone(),
+            time_limit_ms: self.settings.time_limit.as_millis() as u64,
+        }
     }
 
     /// Whether this worker still holds the job (after a failed fenced write).
