@@ -428,3 +428,56 @@ def test_risk_analysis_of_a_dataset_as_it_is(client: Client, adult: Dataset) -> 
     assert e.value.field == "population.size"
     with pytest.raises(NotFoundError):
         client.analyse_risk("00000000-0000-7000-8000-000000000000", ["age"])
+
+
+def test_evaluate_and_risk_tasks(client: Client, adult: Dataset) -> None:
+    # A search, then the evaluation of its transformation: the same scores and the same CSV.
+    found_job = client.wait(client.submit_job(adult_job(adult.id, time_limit="3s")), progress=False)
+    assert found_job.task == "anonymize" and found_job.status == "succeeded"
+    found = client.get_result(found_job.id)
+    spec = JobSpec(
+        dataset_id=adult.id,
+        attributes={**{c: Attribute.quasi_identifying() for c in ADULT_QIS}, "salary-class": Attribute.sensitive()},
+        privacy=["k-anonymity(k=5)", DistinctLDiversity("salary-class", 2)],
+        suppression_limit=0.02,
+        quality="loss",
+        task="evaluate",
+        levels=found.transformation,
+    )
+    job = client.wait(client.submit_job(spec), progress=False)
+    assert job.task == "evaluate" and job.status == "succeeded"
+    evaluation = client.get_evaluation(job.id)
+    assert evaluation.anonymous
+    assert (evaluation.transformation, evaluation.score, evaluation.suppressed_rows) == (
+        found.transformation,
+        found.score,
+        found.suppressed_rows,
+    )
+    assert b"".join(client.iter_result_csv(job.id)) == b"".join(client.iter_result_csv(found_job.id))
+    # The three results share one operation: the wrong reader names the right one.
+    with pytest.raises(TypeError, match="get_evaluation"):
+        client.get_result(job.id)
+    # Not anonymous: the job fails with not_anonymous and keeps its evaluation; no CSV.
+    spec.levels = {}
+    failed = client.wait(client.submit_job(spec), progress=False)
+    assert failed.status == "failed" and failed.error is not None and failed.error.code == "not_anonymous"
+    assert not client.get_evaluation(failed.id).anonymous
+    with pytest.raises(ConflictError):
+        b"".join(client.iter_result_csv(failed.id))
+
+    # A risk-analysis job answers what analyse_risk answers.
+    risk_spec = JobSpec(
+        dataset_id=adult.id,
+        attributes={c: Attribute.quasi_identifying() for c in ("age", "sex", "race")},
+        task="risk",
+        population={"region": "usa"},
+    )
+    risk_job = client.wait(client.submit_job(risk_spec), progress=False)
+    assert risk_job.task == "risk" and risk_job.status == "succeeded"
+    analysis = client.get_risk_analysis(risk_job.id)
+    assert analysis.raw == client.analyse_risk(adult.id, ["age", "sex", "race"], population={"region": "usa"})
+    with pytest.raises(TypeError, match="get_risk_analysis"):
+        client.get_evaluation(risk_job.id)
+    with pytest.raises(ValidationError) as e:
+        client.submit_job(JobSpec(dataset_id=adult.id, attributes=risk_spec.attributes, task="evaluate"))
+    assert e.value.field == "levels"

@@ -28,12 +28,14 @@ from .types import (
     Best,
     Dataset,
     DatasetPage,
+    Evaluation,
     HierarchySummary,
     HierarchyTable,
     Job,
     JobEvent,
     JobPage,
     Report,
+    RiskAnalysis,
     Status,
     from_json,
 )
@@ -413,7 +415,35 @@ class Ops:
 
     def get_result(self, job_id: str) -> Generator[Call, httpx.Response, Report]:
         r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/result")
-        return from_json(Report, r.json())
+        return from_json(Report, _result_of(job_id, r.json(), "anonymize"))
+
+    def get_evaluation(self, job_id: str) -> Generator[Call, httpx.Response, Evaluation]:
+        r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/result")
+        return from_json(Evaluation, _result_of(job_id, r.json(), "evaluate"))
+
+    def get_risk_analysis(self, job_id: str) -> Generator[Call, httpx.Response, RiskAnalysis]:
+        r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/result")
+        return from_json(RiskAnalysis, _result_of(job_id, r.json(), "risk"))
+
+
+_RESULT_METHODS = {"anonymize": "get_result", "evaluate": "get_evaluation", "risk": "get_risk_analysis"}
+
+
+def _result_of(job_id: str, data: Any, task: str) -> Any:
+    """``data`` if it is the result of a job with ``task``, else a TypeError naming the method
+    that reads it (the three results share one operation, getResult)."""
+    found = (
+        "risk"
+        if isinstance(data, dict) and "input" in data and "anonymous" not in data
+        else "anonymize"
+        if isinstance(data, dict) and "algorithm" in data
+        else "evaluate"
+    )
+    if found != task:
+        raise TypeError(
+            f"job {job_id} is a {found!r} job: read its result with {_RESULT_METHODS[found]}()"
+        )
+    return data
 
 
 def events_path(job_id: str) -> str:

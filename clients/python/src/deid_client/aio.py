@@ -45,6 +45,8 @@ from .types import (
     JobPage,
     JobStatusName,
     Report,
+    Evaluation,
+    RiskAnalysis,
     Status,
 )
 
@@ -355,6 +357,12 @@ class AsyncClient:
 
     async def get_result(self, job_id: str) -> Report:
         return await self._run(self._ops.get_result(job_id))
+
+    async def get_evaluation(self, job_id: str) -> Evaluation:
+        return await self._run(self._ops.get_evaluation(job_id))
+
+    async def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
+        return await self._run(self._ops.get_risk_analysis(job_id))
 
     async def iter_result_csv(self, job_id: str) -> AsyncIterator[bytes]:
         response = await self._send(Call("GET", _core.result_csv_path(job_id)), stream=True)

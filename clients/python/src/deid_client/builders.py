@@ -424,7 +424,13 @@ class JobSpec:
 
     dataset_id: str
     attributes: Mapping[str, Attribute | Mapping[str, Any]]
-    privacy: Sequence[PrivacyModel | str | Mapping[str, Any]]
+    privacy: Sequence[PrivacyModel | str | Mapping[str, Any]] | None = None
+    """Required by ``anonymize`` and ``evaluate``; a ``risk`` job takes none."""
+    task: Literal["anonymize", "evaluate", "risk"] | None = None
+    """What the job does (default ``anonymize``): ``evaluate`` the transformation in ``levels``,
+    or analyse the ``risk`` of the data as they are (for the quasi-identifying attributes)."""
+    levels: Mapping[str, int] | None = None
+    """``task="evaluate"``: quasi-identifier → level (others keep their lowest level)."""
     suppression_limit: float | None = None
     quality: Quality | str | Mapping[str, Any] | None = None
     algorithm: Algorithm | None = None

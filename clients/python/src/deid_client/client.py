@@ -33,6 +33,8 @@ from .types import (
     JobPage,
     JobStatusName,
     Report,
+    Evaluation,
+    RiskAnalysis,
     Status,
 )
 
@@ -372,8 +374,18 @@ class Client:
             bar.close()
 
     def get_result(self, job_id: str) -> Report:
-        """The report of a finished job (ConflictError while it runs or when it has none)."""
+        """The report of a finished anonymization job (ConflictError while it runs or when it has
+        none; TypeError naming the right method for an evaluation or risk-analysis job)."""
         return self._run(self._ops.get_result(job_id))
+
+    def get_evaluation(self, job_id: str) -> Evaluation:
+        """The report of a job with ``task="evaluate"`` (also kept when it failed with
+        ``not_anonymous``: ``anonymous`` is then false and there is no CSV)."""
+        return self._run(self._ops.get_evaluation(job_id))
+
+    def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
+        """The result of a job with ``task="risk"`` (the shape of :meth:`analyse_risk`)."""
+        return self._run(self._ops.get_risk_analysis(job_id))
 
     def iter_result_csv(self, job_id: str) -> Iterator[bytes]:
         """The anonymized CSV as it streams (the dataset's delimiter)."""

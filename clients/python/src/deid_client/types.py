@@ -44,11 +44,15 @@ __all__ = [
     "Timings",
     "TraceEntry",
     "Report",
+    "Evaluation",
+    "RiskAnalysis",
+    "TaskName",
     "JobEvent",
     "from_json",
 ]
 
 JobStatusName = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+TaskName = Literal["anonymize", "evaluate", "risk"]
 ErrorCode = Literal[
     "malformed_json",
     "invalid_query",
@@ -73,6 +77,7 @@ ErrorCode = Literal[
     "invalid_hierarchy",
     "hierarchy_missing_values",
     "no_solution",
+    "not_anonymous",
     "queue_full",
     "internal_error",
     "storage_error",
@@ -299,6 +304,7 @@ class Job:
     SCHEMA: ClassVar[str] = "Job"
     id: str
     dataset_id: str
+    task: TaskName
     status: JobStatusName
     attempts: int
     max_attempts: int
@@ -489,6 +495,43 @@ class Report:
     output_quality: OutputQuality | None = None
     local: LocalReport | None = None
     warnings: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Evaluation:
+    """The report of one given transformation (a job with ``task="evaluate"``)."""
+
+    SCHEMA: ClassVar[str] = "Evaluation"
+    anonymous: bool
+    transformation: dict[str, int]
+    suppressed_rows: int
+    rows: int
+    classes: int
+    quality_model: str
+    score: float
+    lower_bound: float
+    quality: dict[str, QualityScore]
+    per_attribute: dict[str, float]
+    utility: float
+    risk: Risk
+    output_quality: OutputQuality
+    job_id: str | None = None
+    dataset_id: str | None = None
+    time_limit_ms: int | None = None
+    suppression: Suppression | None = None
+    timings: Timings | None = None
+    warnings: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class RiskAnalysis:
+    """The risks of data as they are (``analyse_risk``, a job with ``task="risk"``);
+    ``input`` is the RiskReport as JSON."""
+
+    SCHEMA: ClassVar[str] = "RiskAnalysis"
+    input: dict[str, Any]
     raw: dict[str, Any] = _raw()
 
 
