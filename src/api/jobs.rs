@@ -59,7 +59,12 @@ pub async fn create_job(
     spec.check_columns(&columns)?;
     if spec.task() == Task::Risk {
         // Nothing is generalized: hierarchies are not needed (nor read).
-        validate_risk_job(&spec, &columns, dataset.row_count.max(0) as usize, state.config.webhook_allow_private)?;
+        validate_risk_job(
+            &spec,
+            &columns,
+            dataset.row_count.max(0) as usize,
+            state.config.webhook_allow_private,
+        )?;
         let id = queue_job(&state, &tenant, &dataset, &spec).await?;
         return accepted(&state, &tenant, &id).await;
     }

@@ -49,6 +49,10 @@ pub struct BenchArgs {
     /// creditcard_int job with its hierarchies inline.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(20..=1_000_000))]
     pub hierarchy_rows: u32,
+    /// The `deid` binary to start as the server (default: this one), to compare builds with
+    /// the same client.
+    #[arg(long)]
+    pub server_bin: Option<PathBuf>,
 }
 
 /// A `deid serve` child process.
@@ -63,7 +67,11 @@ impl Server {
         let dir = std::env::temp_dir().join(format!("deid-bench-{}", uuid::Uuid::now_v7()));
         std::fs::create_dir_all(&dir)?;
         let log = dir.join("server.log");
-        let mut cmd = Command::new(std::env::current_exe()?);
+        let bin = match &args.server_bin {
+            Some(b) => b.clone(),
+            None => std::env::current_exe()?,
+        };
+        let mut cmd = Command::new(bin);
         cmd.args(["serve", "--bind", "127.0.0.1:0", "--workers", "2"])
             .arg("--engine-threads")
             .arg(args.engine_threads.to_string())

@@ -45,8 +45,8 @@ use crate::job::spec::{JobSpec, SearchLimits, Task};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
-use deid_engine::search::SearchConfig;
 use deid_engine::output::Recoding;
+use deid_engine::search::SearchConfig;
 use deid_engine::{Checker, CsvOptions, Problem, Table};
 
 /// Settings of the worker.

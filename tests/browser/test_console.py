@@ -279,3 +279,24 @@ def test_pages_load_without_errors_or_policy_violations(browser, server, dataset
         browser.find_element(By.ID, "preview-button").click()
         wait(browser, lambda d: d.find_elements(By.ID, "preview-table"))
         browser.save_screenshot(str(screenshots / "console-dataset.png"))
+
+
+def test_a_risk_analysis_job_shows_its_risks_and_no_csv(browser, server, dataset):
+    spec = {"dataset_id": dataset["id"], "task": "risk",
+            "attributes": {c: {"type": "quasi_identifying"} for c in ("age", "sex", "zip")}}
+    req = urllib.request.Request(server.url + "/v1/jobs", data=json.dumps(spec).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        job = json.loads(r.read())
+    visit(browser, server, "/jobs/" + job["id"])
+    wait(browser, lambda d: "risk analysis" in text(d, "#job-algorithm"), message="the risk job did not finish")
+    wait(browser, lambda d: d.find_elements(By.ID, "risk-bars"))
+    assert not browser.find_element(By.ID, "download-csv").is_displayed()
+    assert browser.find_element(By.ID, "download-report").is_displayed()
+    report = json.loads(text(browser, "#report-json"))
+    assert report == json.loads(server.get(f"/v1/jobs/{job['id']}/result"))
+    visit(browser, server, "/jobs")
+    wait(browser, lambda d: job["id"] in text(d, "#jobs-table"))
+    row = [r for r in browser.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr") if job["id"] in r.text][0]
+    assert [td.text for td in row.find_elements(By.TAG_NAME, "td")][3] == "risk"
+    assert not severe_logs(browser)

@@ -46,7 +46,13 @@ async fn evaluate_task(kind: Db) {
     let report = app.get(&format!("/v1/jobs/{id}/result")).await.json();
     assert_eq!(report["anonymous"], true);
     assert_eq!(report["job_id"], id);
-    for field in ["transformation", "suppressed_rows", "classes", "score", "rows"] {
+    for field in [
+        "transformation",
+        "suppressed_rows",
+        "classes",
+        "score",
+        "rows",
+    ] {
         assert_eq!(report[field], found[field], "{field}");
     }
     assert!(report["algorithm"].is_null() && report["trace"].is_null());
@@ -55,7 +61,10 @@ async fn evaluate_task(kind: Db) {
     let max = (30162.0 * 0.02) as usize;
     let (rows, suppressed) = check_k_anonymity(&csv, b';', &ADULT_QIS, k as usize, max);
     assert_eq!(rows, 30162);
-    assert_eq!(suppressed as u64, report["suppressed_rows"].as_u64().unwrap());
+    assert_eq!(
+        suppressed as u64,
+        report["suppressed_rows"].as_u64().unwrap()
+    );
 
     // Every quasi-identifier at level 0 (none named): adult has unique records.
     spec["levels"] = json!({});
@@ -66,7 +75,13 @@ async fn evaluate_task(kind: Db) {
     let id = job["id"].as_str().unwrap();
     let report = app.get(&format!("/v1/jobs/{id}/result")).await.json();
     assert_eq!(report["anonymous"], false);
-    assert!(report["transformation"].as_object().unwrap().values().all(|l| l == 0));
+    assert!(
+        report["transformation"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|l| l == 0)
+    );
     app.get(&format!("/v1/jobs/{id}/result.csv"))
         .await
         .assert_error(409, "result_not_available");
@@ -105,7 +120,10 @@ async fn risk_task(kind: Db) {
     let id = job["id"].as_str().unwrap();
     let result = app.get(&format!("/v1/jobs/{id}/result")).await.json();
     assert_eq!(result, sync.json());
-    assert!(result["input"]["population_uniqueness"].is_object(), "{result}");
+    assert!(
+        result["input"]["population_uniqueness"].is_object(),
+        "{result}"
+    );
     app.get(&format!("/v1/jobs/{id}/result.csv"))
         .await
         .assert_error(409, "result_not_available");
@@ -170,3 +188,94 @@ async fn task_fields_are_checked() {
     assert_eq!(page["items"].as_array().unwrap().len(), 0, "{page}");
     app.stop().await;
 }
+
+/// Jobs stored before specifications and reports moved to `job_documents` (schema version 3)
+/// keep them: an ended job shows its report and task, a queued one is read and run by the
+/// worker (its dataset is gone, so it fails with `dataset_not_found`, not with an unreadable
+/// specification).
+async fn version_3_jobs_survive(kind: Db) {
+    use sqlx::Connection;
+    use sqlx::SqlSafeStr;
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let migrator = Migrator {
+        migrations: deid::store::MIGRATIONS[..3]
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    description.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect::<Vec<_>>()
+            .into(),
+        ..Migrator::DEFAULT
+    };
+    let done = "0190f000-0000-7000-8000-000000000001";
+    let queued = "0190f000-0000-7000-8000-000000000002";
+    const JOB: &str = "INSERT INTO jobs (id, tenant, dataset_id, status, spec, attempts, max_attempts, run_at, \
+         cancel_requested, result, result_chunks, created_at, finished_at) \
+         VALUES ($1, 'default', 'gone', $2, $3, 1, 3, 0, 0, $4, NULL, 0, $5)";
+    let spec = json!({"dataset_id": "gone", "attributes": {}, "privacy": ["k-anonymity(k=2)"]})
+        .to_string();
+    macro_rules! fill {
+        ($conn:expr) => {{
+            let mut conn = $conn;
+            migrator.run(&mut conn).await.unwrap();
+            for (id, status, result, finished) in [
+                (
+                    done,
+                    "succeeded",
+                    Some(r#"{"anonymous": true}"#),
+                    Some(5i64),
+                ),
+                (queued, "queued", None, None),
+            ] {
+                sqlx::query(JOB)
+                    .bind(id)
+                    .bind(status)
+                    .bind(&spec)
+                    .bind(result)
+                    .bind(finished)
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            }
+            conn.close().await.unwrap();
+        }};
+    }
+    if db.url.starts_with("sqlite:") {
+        let options: sqlx::sqlite::SqliteConnectOptions = db.url.parse().unwrap();
+        fill!(
+            sqlx::SqliteConnection::connect_with(&options.create_if_missing(true))
+                .await
+                .unwrap()
+        );
+    } else {
+        fill!(sqlx::PgConnection::connect(&db.url).await.unwrap());
+    }
+    let c = config(&db);
+    let app = spawn_app_with(db, c).await;
+    let job = app.job(done).await;
+    assert_eq!(
+        (&job["task"], &job["status"]),
+        (&json!("anonymize"), &json!("succeeded"))
+    );
+    let result = app.get(&format!("/v1/jobs/{done}/result")).await.json();
+    assert_eq!(result, json!({"anonymous": true}));
+    let job = app
+        .wait_job(queued, Duration::from_secs(30), finished)
+        .await;
+    assert_eq!(job["error"]["code"], "dataset_not_found", "{job}");
+    app.stop().await;
+}
+both_databases!(
+    version_3_jobs_survive,
+    version_3_jobs_survive_sqlite,
+    version_3_jobs_survive_postgres
+);

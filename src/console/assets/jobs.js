@@ -43,7 +43,7 @@ export async function jobList(main, _params, signal) {
         h("a", { href: "#/jobs/" + j.id }, j.id),
         status(j.status),
         h("a", { href: "#/datasets/" + j.dataset_id }, names.get(j.dataset_id) || j.dataset_id),
-        reports.get(j.id)?.algorithm || "—",
+        j.task && j.task !== "anonymize" ? j.task : reports.get(j.id)?.algorithm || "—",
         ms(elapsed(j)),
         j.best ? num(j.best.utility) : "—",
         new Date(j.created_at).toLocaleString(),
@@ -119,6 +119,9 @@ export async function jobPage(main, [id], signal) {
     fill(el.exploredText, pct(job.progress.explored_share));
     el.cancel.hidden = TERMINAL.includes(job.status);
     el.csv.hidden = el.report.hidden = job.status !== "succeeded";
+    // A risk analysis has no CSV; a failed evaluation keeps its report.
+    if (job.task === "risk") el.csv.hidden = true;
+    if (job.task === "evaluate" && job.error && job.error.code === "not_anonymous") el.report.hidden = false;
     if (!loaded) showTransformation(el.transformation, job.best && job.best.transformation, null, dataset, null);
     if (job.status === "failed" && job.error) fill(el.actionError, notice(job.error));
   };
@@ -127,8 +130,14 @@ export async function jobPage(main, [id], signal) {
     if (loaded || job.status !== "succeeded") return;
     loaded = true;
     const r = await report(id, signal);
-    algorithm = r.algorithm;
-    fill(el.algorithm, r.algorithm);
+    if (job.task === "risk") {
+      fill(el.algorithm, "risk analysis");
+      showRisk(el.risk, { input: r.input });
+      fill(el.raw, JSON.stringify(r, null, 2));
+      return;
+    }
+    algorithm = r.algorithm || job.task;
+    fill(el.algorithm, algorithm);
     if (r.trace && r.trace.length >= chart.points.length) {
       chart.points = [];
       chart.strategies = [];
