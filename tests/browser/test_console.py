@@ -293,7 +293,7 @@ def test_a_risk_analysis_job_shows_its_risks_and_no_csv(browser, server, dataset
     wait(browser, lambda d: d.find_elements(By.ID, "risk-bars"))
     assert not browser.find_element(By.ID, "download-csv").is_displayed()
     assert browser.find_element(By.ID, "download-report").is_displayed()
-    report = json.loads(text(browser, "#report-json"))
+    report = json.loads(browser.find_element(By.ID, "report-json").get_attribute("textContent"))
     assert report == json.loads(server.get(f"/v1/jobs/{job['id']}/result"))
     visit(browser, server, "/jobs")
     wait(browser, lambda d: job["id"] in text(d, "#jobs-table"))
