@@ -14,6 +14,7 @@ mod helpers;
 mod hierarchies;
 mod process;
 mod queue;
+mod readme;
 mod tasks;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
