@@ -367,12 +367,13 @@ pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_se
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
-    /// What the job does (default `anonymize`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<Task>,
     /// Dataset to anonymize (API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_id: Option<String>,
+    /// What the job does (default `anonymize`). Not the first field: a JSON array given as
+    /// the specification must fail on a field of a simple type (422), not on the enumeration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
     /// Input CSV file (CLI only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<PathBuf>,

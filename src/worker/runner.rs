@@ -646,16 +646,18 @@ impl EngineJob {
         };
         live.set_phase(JobPhase::Writing);
         let output_started = std::time::Instant::now();
-        let mut report = result.report(
-            &problem,
-            self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
+        // The CSV and the report are independent: written and computed at once.
+        let threshold = self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
+        let (written, mut report) = rayon::join(
+            || self.write_output(&problem, recoding, result.suppressed()),
+            || result.report(&problem, threshold),
         );
         report.job = Some(self.info());
-        let suppressed = result.suppressed();
-        let chunks = match self.write_output(&problem, recoding, |s| {
-            report.set_suppression(s(suppressed));
-        })? {
-            Some(n) => n,
+        let chunks = match written? {
+            Some((n, suppression)) => {
+                report.set_suppression(suppression);
+                n
+            }
             None => return Ok(Processed::Aborted),
         };
         report.timings = Some(Timings {
@@ -673,15 +675,15 @@ impl EngineJob {
         })
     }
 
-    /// Writes the anonymized CSV of `recoding` to the job's result chunks (fenced) and hands
-    /// `record` the suppression report (given the number of suppressed records). `None`: the
-    /// lease was lost, write nothing more.
+    /// Writes the anonymized CSV of `recoding` (suppressing `suppressed` records) to the job's
+    /// result chunks (fenced); returns the number of chunks and the suppression report. `None`:
+    /// the lease was lost, write nothing more.
     fn write_output(
         &self,
         problem: &Problem,
         recoding: &dyn Recoding,
-        record: impl FnOnce(&dyn Fn(usize) -> SuppressionReport),
-    ) -> Result<Option<i64>, Failure> {
+        suppressed: usize,
+    ) -> Result<Option<(i64, SuppressionReport)>, Failure> {
         let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
         let mut writer = ResultWriter::new(
             self.store.clone(),
@@ -694,13 +696,15 @@ impl EngineJob {
             deid_engine::output::write_csv(problem, recoding, &mut writer, delimiter, &options)
                 .map_err(|e| e.to_string())
                 .and_then(|w| {
-                    record(&|suppressed| {
-                        SuppressionReport::new(problem, recoding, suppressed, &options, Some(w))
-                    });
-                    writer.finish().map_err(|e| e.to_string())
+                    let suppression =
+                        SuppressionReport::new(problem, recoding, suppressed, &options, Some(w));
+                    writer
+                        .finish()
+                        .map(|n| (n, suppression))
+                        .map_err(|e| e.to_string())
                 });
         match written {
-            Ok(n) => Ok(Some(n)),
+            Ok(done) => Ok(Some(done)),
             Err(_) if self.live.cause() == StopCause::LeaseLost || !self.lease_held() => Ok(None),
             Err(message) => Err(Failure::transient(ErrorCode::StorageError, message)),
         }
@@ -727,8 +731,11 @@ impl EngineJob {
         };
         let (chunks, failure) = if anonymous {
             let suppressed = eval.result.suppressed;
-            match self.write_output(problem, &eval, |s| report.suppression = Some(s(suppressed)))? {
-                Some(n) => (Some(n), None),
+            match self.write_output(problem, &eval, suppressed)? {
+                Some((n, suppression)) => {
+                    report.suppression = Some(suppression);
+                    (Some(n), None)
+                }
                 None => return Ok(Processed::Aborted),
             }
         } else {

@@ -216,7 +216,7 @@ fn hierarchy_duplicates_flag_and_config() {
 #[test]
 fn config_errors_name_the_field() {
     let dir = setup("config", DATA.as_bytes(), AGE);
-    assert_error(&dir, &["--levels", "age=7"], &["level 7", "'age'"]);
+    assert_error(&dir, &["--levels", "age=7"], &["got 7", "levels.age"]);
     assert_error(
         &dir,
         &["--suppression-limit", "1.5"],

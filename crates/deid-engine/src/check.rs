@@ -84,6 +84,9 @@ pub struct Checker<'p> {
     /// keeps reusing its own snapshots.
     workspaces: Vec<Mutex<Workspace>>,
     checks: AtomicU64,
+    /// The longest check so far, in nanoseconds (searches keep time for one more check and the
+    /// evaluation of their result before their time limit).
+    slowest_nanos: AtomicU64,
     snapshot_budget_words: usize,
 }
 
@@ -140,6 +143,7 @@ impl<'p> Checker<'p> {
             problem,
             workspaces: (0..threads.max(9)).map(|_| Mutex::default()).collect(),
             checks: AtomicU64::new(0),
+            slowest_nanos: AtomicU64::new(0),
             snapshot_budget_words: words,
         }
     }
@@ -154,10 +158,27 @@ impl<'p> Checker<'p> {
         self.checks.load(Ordering::Relaxed)
     }
 
+    /// The longest [`Checker::check`] or [`Checker::evaluate`] so far.
+    pub fn slowest_check(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.slowest_nanos.load(Ordering::Relaxed))
+    }
+
+    fn record_duration(&self, started: std::time::Instant) {
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.slowest_nanos.fetch_max(nanos, Ordering::Relaxed);
+    }
+
     /// Checks one transformation. `levels` must lie in the problem's lattice.
     pub fn check(&self, levels: &[u8]) -> CheckResult {
         debug_assert!(self.problem.lattice().contains(levels));
         self.checks.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let result = self.check_in_workspace(levels);
+        self.record_duration(started);
+        result
+    }
+
+    fn check_in_workspace(&self, levels: &[u8]) -> CheckResult {
         self.with_workspace(|ws| {
             let groups = match self.pick_snapshot(ws, levels) {
                 Some(Source::Cached(i)) => {
@@ -185,11 +206,13 @@ impl<'p> Checker<'p> {
     /// groups the base groups, so class order is the order of first appearance in the data.
     pub fn evaluate(&self, levels: &[u8]) -> Evaluation {
         self.checks.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let (groups, class_of_base) = self.with_workspace(|ws| {
             let groups = self.group_from(ws, self.problem.base_groups(), None, levels);
             (groups, ws.class_of_src.clone())
         });
         let (result, quality, suppressed) = self.judge(levels, &groups);
+        self.record_duration(started);
         Evaluation {
             result,
             quality,

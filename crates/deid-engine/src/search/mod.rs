@@ -248,8 +248,10 @@ impl GeneticParams {
 pub struct SearchConfig {
     /// The strategy.
     pub algorithm: Algorithm,
-    /// Wall-clock limit; the search stops within ~100 ms plus one check after it and returns the
-    /// best transformation found so far. Must be > 0.
+    /// Wall-clock limit of the search and of the evaluation of its result: the search starts no
+    /// check once the time left is less than twice its slowest check so far (at most a tenth of
+    /// the limit) — one more check and the evaluation of the best — and returns the best
+    /// transformation found so far. Must be > 0.
     pub time_limit: Duration,
     /// Stop after this many checks (≥ 1); `None` = unlimited.
     pub check_limit: Option<u64>,
@@ -949,7 +951,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
         }
         if self.cancel.is_cancelled() {
             self.stop = Some(StopReason::Cancelled);
-        } else if self.start.elapsed() > self.config.time_limit {
+        } else if self.out_of_time() {
             self.stop = Some(StopReason::TimeLimit);
         } else if self
             .config
@@ -963,7 +965,14 @@ impl<'a, 'p> Ctx<'a, 'p> {
 
     /// Thread-safe part of [`Ctx::should_stop`] used inside parallel batches.
     fn interrupted(&self) -> bool {
-        self.cancel.is_cancelled() || self.start.elapsed() > self.config.time_limit
+        self.cancel.is_cancelled() || self.out_of_time()
+    }
+
+    /// True once the time left is less than the time kept for one more check and the
+    /// evaluation of the result (see [`SearchConfig::time_limit`]).
+    fn out_of_time(&self) -> bool {
+        let reserve = (self.checker.slowest_check() * 2).min(self.config.time_limit / 10);
+        self.start.elapsed() + reserve > self.config.time_limit
     }
 
     /// Checks one transformation (`None` if the search must stop). A result already in the

@@ -501,7 +501,8 @@ fn time_limit_is_honoured_and_the_best_is_kept() {
         assert!(took < limit + Duration::from_secs(1), "{alg}: {took:?}");
         if o.stop == StopReason::TimeLimit {
             assert!(!o.optimal_proven);
-            assert!(o.elapsed >= limit);
+            // It keeps at most a tenth of the limit for one more check and the evaluation.
+            assert!(o.elapsed >= limit - limit / 10, "{alg}: {:?}", o.elapsed);
         }
         // With 100 % suppression every transformation is anonymous.
         assert!(o.best.is_some(), "{alg}");
