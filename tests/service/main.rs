@@ -7,6 +7,7 @@
 mod auth;
 mod cli;
 mod console;
+mod contract;
 mod deploy;
 mod errors;
 mod flow;
