@@ -23,6 +23,14 @@ pub enum KeyConfigError {
         /// 1-based position in the list.
         index: usize,
     },
+    /// A key is a publicly known placeholder (from a template or an example).
+    #[error(
+        "API key entry #{index} is a placeholder from a template or an example; generate a key, e.g. with `openssl rand -hex 24`"
+    )]
+    Placeholder {
+        /// 1-based position in the list.
+        index: usize,
+    },
     /// Two entries have the same key: a key must identify one tenant.
     #[error(
         "API key entry #{index} repeats the key of entry #{first}: every key must belong to one tenant"
@@ -34,6 +42,18 @@ pub enum KeyConfigError {
         first: usize,
     },
 }
+
+/// Parts of keys that templates and examples use (compared in lower case): a key containing one
+/// is public and refused at start-up.
+const PLACEHOLDERS: &[&str] = &[
+    "change-me",
+    "changeme",
+    "change_me",
+    "replace-me",
+    "replaceme",
+    "your-key",
+    "a-long-random-key",
+];
 
 fn hash(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
@@ -51,6 +71,10 @@ impl ApiKeys {
             }
             match entry.split_once(':') {
                 Some((tenant, key)) if !tenant.trim().is_empty() && key.trim().len() >= 16 => {
+                    let lower = key.trim().to_lowercase();
+                    if PLACEHOLDERS.iter().any(|p| lower.contains(p)) {
+                        return Err(KeyConfigError::Placeholder { index: i + 1 });
+                    }
                     let h = hash(key.trim());
                     if let Some(j) = keys.iter().position(|(k, _)| *k == h) {
                         return Err(KeyConfigError::Duplicate {
@@ -107,6 +131,19 @@ mod tests {
         assert_eq!(keys.tenant_of("0123456789abcdeX"), None);
         assert!(ApiKeys::parse(&["acme:short".into()]).is_err());
         assert!(ApiKeys::parse(&["nocolon".into()]).is_err());
+        // Keys of templates and examples are public: refused, without showing them.
+        for key in [
+            "default:change-me-please-0123456789",
+            "acme:a-long-random-key-0123456789",
+            "t:REPLACE-ME-0123456789abcdef",
+        ] {
+            let err = ApiKeys::parse(&["ok:0123456789abcdef".into(), key.into()]).unwrap_err();
+            assert!(
+                matches!(err, KeyConfigError::Placeholder { index: 2 }),
+                "{key}"
+            );
+            assert!(!err.to_string().contains("0123456789"), "{err}");
+        }
         assert!(ApiKeys::parse(&[]).unwrap().is_empty());
         // One key for two tenants is a configuration error that names the entries, not the key.
         let err = ApiKeys::parse(&[

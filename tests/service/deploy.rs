@@ -170,7 +170,8 @@ fn compose_runs_deid_next_to_postgres() {
 
     let deid = &services["deid"];
     assert_eq!(deid["build"], ".");
-    assert_eq!(deid["ports"][0], "8080:8080");
+    // Published on loopback unless DEID_PUBLISH says otherwise.
+    assert_eq!(deid["ports"][0], "${DEID_PUBLISH:-127.0.0.1}:8080:8080");
     assert_eq!(
         deid["depends_on"]["postgres"]["condition"],
         "service_healthy"
@@ -187,21 +188,83 @@ fn compose_runs_deid_next_to_postgres() {
         "{url}"
     );
     assert_eq!(env["DEID_BIND"], "0.0.0.0:8080");
-    // Binding beyond loopback requires keys: the compose file must provide them.
+    // No secret has a default: compose refuses to start without them.
     assert!(
         env["DEID_API_KEYS"]
             .as_str()
-            .is_some_and(|k| k.contains(':'))
+            .is_some_and(|k| k.starts_with("${DEID_API_KEYS:?")),
+        "{}",
+        env["DEID_API_KEYS"]
     );
-    // The database credentials agree.
-    let pg_env = &pg["environment"];
-    let creds = format!(
-        "postgres://{}:{}@postgres:5432/{}",
-        pg_env["POSTGRES_USER"].as_str().unwrap(),
-        pg_env["POSTGRES_PASSWORD"].as_str().unwrap(),
-        pg_env["POSTGRES_DB"].as_str().unwrap()
+    let password = pg["environment"]["POSTGRES_PASSWORD"].as_str().unwrap();
+    assert!(password.starts_with("${POSTGRES_PASSWORD:?"), "{password}");
+    assert!(url.contains(":${POSTGRES_PASSWORD:?"), "{url}");
+    // Compose waits longer than deid's shutdown grace before it kills the container.
+    let seconds = |v: &Value| {
+        humantime::parse_duration(v.as_str().unwrap())
+            .unwrap()
+            .as_secs()
+    };
+    assert!(
+        seconds(&deid["stop_grace_period"]) > seconds(&env["DEID_SHUTDOWN_GRACE"]),
+        "stop_grace_period must exceed DEID_SHUTDOWN_GRACE"
     );
-    assert_eq!(url, creds);
+}
+
+/// `docker-compose config` (Debian's docker-compose, no Docker engine needed) accepts the file
+/// with both secrets set, publishes on loopback by default, and refuses it without either.
+#[test]
+fn compose_needs_its_secrets() {
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new("docker-compose");
+        cmd.args(["-f", "docker-compose.yml", "config"])
+            .current_dir(repo(""))
+            .env_remove("DEID_API_KEYS")
+            .env_remove("POSTGRES_PASSWORD")
+            .env_remove("DEID_PUBLISH");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .output()
+            .expect("docker-compose runs (scripts/test installs Debian's docker-compose)");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let key = ("DEID_API_KEYS", "acme:3f9a0c27d1e84b6f9a0c27d1e84b6f9a");
+    let password = ("POSTGRES_PASSWORD", "9a0c27d1e84b6f3f");
+    let (ok, text) = run(&[key, password]);
+    assert!(ok, "{text}");
+    assert!(text.contains("127.0.0.1:8080:8080"), "{text}");
+    let (ok, text) = run(&[key, password, ("DEID_PUBLISH", "0.0.0.0")]);
+    assert!(ok && text.contains("0.0.0.0:8080:8080"), "{text}");
+    for (env, missing) in [
+        (vec![password], "DEID_API_KEYS"),
+        (vec![key], "POSTGRES_PASSWORD"),
+    ] {
+        let (ok, text) = run(&env);
+        assert!(!ok, "started without {missing}: {text}");
+        assert!(text.contains(missing), "{text}");
+    }
+}
+
+/// deid refuses to start with a key from a template or an example (and does not print it).
+#[test]
+fn placeholder_keys_are_refused_at_start_up() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deid"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(std::env::temp_dir().join(format!("deid-placeholder-{}", std::process::id())))
+        .env("DEID_API_KEYS", "default:change-me-please-0123456789")
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("placeholder"), "{stderr}");
+    assert!(!stderr.contains("change-me-please"), "{stderr}");
 }
 
 #[test]
@@ -223,6 +286,18 @@ fn dockerfile_is_multi_stage_and_unprivileged() {
         "non-root: {user}"
     );
     assert!(text.contains("EXPOSE 8080"));
+    // Dependencies are built in a layer of their own, before the sources are copied.
+    let deps = text.find("cargo build --release --locked").unwrap();
+    let sources = text.find("COPY . .").expect("the sources are copied");
+    assert!(deps < sources, "a dependency layer before COPY . .");
+    assert!(
+        text.contains("strip target/release/deid"),
+        "a stripped binary"
+    );
+    assert!(
+        text.contains("VOLUME [\"/var/lib/deid/data\"]"),
+        "the data directory is a volume"
+    );
     let runtime = text.rsplit("FROM ").next().unwrap();
     assert!(
         runtime.starts_with("debian:") && runtime.contains("slim"),

@@ -20,8 +20,9 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the test suite itself: CI runs it (.ci/run)",
     ),
     (
-        "DEID_API_KEYS=",
-        "needs a Docker engine; tests/service/deploy.rs checks the compose file and the image",
+        "export DEID_API_KEYS=",
+        "needs a Docker engine; tests/service/deploy.rs checks the compose file (docker-compose \
+         config) and the Dockerfile",
     ),
 ];
 
