@@ -51,6 +51,28 @@ impl App {
         if config.max_attempts < 1 {
             bail!("--max-attempts must be at least 1");
         }
+        install_crypto_provider();
+        let webhook_roots = match &config.webhook_ca_file {
+            Some(path) => {
+                let pem = std::fs::read(path).with_context(|| {
+                    format!("cannot read DEID_WEBHOOK_CA_FILE {}", path.display())
+                })?;
+                let roots = reqwest::Certificate::from_pem_bundle(&pem).with_context(|| {
+                    format!(
+                        "DEID_WEBHOOK_CA_FILE {}: not PEM certificates",
+                        path.display()
+                    )
+                })?;
+                if roots.is_empty() {
+                    bail!(
+                        "DEID_WEBHOOK_CA_FILE {}: no certificate in the file",
+                        path.display()
+                    );
+                }
+                roots
+            }
+            None => Vec::new(),
+        };
         let store = Store::connect(
             config.database_url.as_deref(),
             &config.data_dir,
@@ -76,6 +98,7 @@ impl App {
                 webhook_attempts: config.webhook_attempts,
                 webhook_backoff: config.webhook_backoff,
                 webhook_allow_private: config.webhook_allow_private,
+                webhook_roots: Arc::new(webhook_roots),
                 upload_timeout: config.upload_timeout,
             },
             token.clone(),
@@ -225,4 +248,10 @@ pub fn healthcheck(args: &HealthcheckArgs) -> anyhow::Result<()> {
     } else {
         bail!("unhealthy: {status}")
     }
+}
+
+/// Makes rustls's ring provider the process's default (TLS to PostgreSQL and to webhook
+/// receivers); harmless when called again.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// internal services).
     #[arg(long, env = "DEID_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
     pub webhook_allow_private: bool,
+    /// PEM file of certificate authorities trusted for https callbacks besides the system's
+    /// (e.g. an internal CA).
+    #[arg(long, env = "DEID_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<std::path::PathBuf>,
     /// Log format.
     #[arg(long, env = "DEID_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

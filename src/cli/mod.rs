@@ -251,6 +251,7 @@ impl std::error::Error for Exit {}
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    crate::app::install_crypto_provider();
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
         Some(Command::Serve(args)) => serve(args),

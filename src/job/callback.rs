@@ -54,20 +54,14 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 /// `allow_private`, not `localhost` nor a literal non-public address (names are checked again
 /// when they are resolved at delivery). The error says what is wrong.
 pub fn check_url(url: &str, allow_private: bool) -> Result<reqwest::Url, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| format!("not an http URL: '{url}'"))?;
+    let parsed =
+        reqwest::Url::parse(url).map_err(|_| format!("not an http or https URL: '{url}'"))?;
     match parsed.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(
-                "https callbacks are not supported by this build; use http (e.g. \
-                        through a local TLS proxy)"
-                    .into(),
-            );
-        }
-        _ => return Err(format!("not an http URL: '{url}'")),
+        "http" | "https" => {}
+        _ => return Err(format!("not an http or https URL: '{url}'")),
     }
     let Some(host) = parsed.host_str() else {
-        return Err(format!("not an http URL: '{url}'"));
+        return Err(format!("not an http or https URL: '{url}'"));
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let private = match host.parse::<IpAddr>() {
@@ -141,20 +135,18 @@ mod tests {
             assert!(err.contains("private"), "{url}: {err}");
             assert!(check_url(url, true).is_ok(), "{url}");
         }
-        assert!(
-            check_url("https://example.com", true)
-                .unwrap_err()
-                .contains("https")
-        );
+        // https callbacks are delivered with rustls (tests/service/flow.rs).
+        assert!(check_url("https://hooks.example.com/x", false).is_ok());
+        assert!(check_url("https://127.0.0.1:8443/x", false).is_err());
         assert!(
             check_url("ftp://example.com", true)
                 .unwrap_err()
-                .contains("not an http URL")
+                .contains("not an http or https URL")
         );
         assert!(
             check_url("nonsense", true)
                 .unwrap_err()
-                .contains("not an http URL")
+                .contains("not an http or https URL")
         );
     }
 }

@@ -66,6 +66,8 @@ pub struct RunnerSettings {
     pub webhook_backoff: Duration,
     /// Deliver webhooks to non-public addresses too.
     pub webhook_allow_private: bool,
+    /// Certificate authorities trusted for https callbacks besides the system's.
+    pub webhook_roots: Arc<Vec<reqwest::Certificate>>,
     /// Longest upload: an upload still incomplete after it (plus a lease) was abandoned by a
     /// process that stopped, and is removed by the reaper.
     pub upload_timeout: Duration,
@@ -319,6 +321,7 @@ impl Runner {
             attempts: self.settings.webhook_attempts,
             backoff: self.settings.webhook_backoff,
             allow_private: self.settings.webhook_allow_private,
+            extra_roots: self.settings.webhook_roots.clone(),
         }
     }
 

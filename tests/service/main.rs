@@ -17,6 +17,7 @@ mod process;
 mod queue;
 mod readme;
 mod tasks;
+mod tls;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
 #[macro_export]
