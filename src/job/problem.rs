@@ -164,16 +164,21 @@ pub fn validate_service_job(
             .parse()?
             .population_size(facts.rows)
             .map_err(|e| SpecError::from(e.within("population")))?;
-    } else if let Some((i, _)) = spec.privacy.iter().enumerate().find(|(i, p)| {
-        matches!(
-            p.parse(&format!("privacy[{i}]")),
-            Ok(PrivacyModel::PopulationUniqueness { .. })
-        )
-    }) {
+    } else if let Some((i, name)) =
+        spec.privacy
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| match p.parse(&format!("privacy[{i}]")) {
+                Ok(m @ (PrivacyModel::PopulationUniqueness { .. } | PrivacyModel::KMap { .. })) => {
+                    Some((i, m.name()))
+                }
+                _ => None,
+            })
+    {
         return Err(SpecError::new(
             "population",
             format!(
-                "population-uniqueness (privacy[{i}]) needs a population model: give \
+                "{name} (privacy[{i}]) needs a population model: give \
                  \"population\": {{\"size\": N}}, {{\"sampling_fraction\": f}} or \
                  {{\"region\": \"usa\"}}"
             ),

@@ -39,6 +39,46 @@ pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
 /// Warnings about the problem: hierarchies whose duplicated values were resolved with
 /// `hierarchy_duplicates: "last"` (one message per hierarchy, listing every value and its rows).
 pub fn problem_warnings(problem: &Problem) -> Vec<String> {
+    let mut out = kmap_notes(problem);
+    out.extend(hierarchy_warnings(problem));
+    out
+}
+
+/// What an estimated k-map model is enforced as (k′ and its type-I error).
+fn kmap_notes(problem: &Problem) -> Vec<String> {
+    let Some(population) = problem.population() else {
+        return Vec::new();
+    };
+    let rows = problem.rows() as u64;
+    problem
+        .config()
+        .privacy
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let deid_engine::PrivacyModel::KMap {
+                k,
+                alpha,
+                estimator,
+            } = m
+            else {
+                return None;
+            };
+            let kp = deid_engine::population::k_prime(*k, *alpha, *estimator, rows, population);
+            Some(format!(
+                "{m} (privacy[{i}]) holds as {}-anonymity: k′ = {} for the sampling fraction \
+                 {:.3e} ({rows} of {population}; type-I error {:.4})",
+                kp.k,
+                kp.k,
+                rows as f64 / population as f64,
+                kp.type_one_error
+            ))
+        })
+        .collect()
+}
+
+/// Values listed in several rows of a hierarchy (`hierarchy_duplicates: last`).
+fn hierarchy_warnings(problem: &Problem) -> Vec<String> {
     let qis = problem
         .quasi_identifiers()
         .iter()

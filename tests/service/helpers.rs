@@ -159,7 +159,10 @@ pub async fn spawn_app_with(db: TestDb, config: ServeArgs) -> TestApp {
     TestApp {
         api: ApiClient {
             base,
-            client: reqwest::Client::new(),
+            client: {
+                deid::app::install_crypto_provider();
+                reqwest::Client::new()
+            },
             key: None,
         },
         token,
@@ -214,7 +217,10 @@ impl ApiClient {
     pub fn new(base: &str) -> ApiClient {
         ApiClient {
             base: base.to_string(),
-            client: reqwest::Client::new(),
+            client: {
+                deid::app::install_crypto_provider();
+                reqwest::Client::new()
+            },
             key: None,
         }
     }

@@ -681,21 +681,8 @@ both_databases!(
 /// release before specifications could be stored left it.
 async fn version_1_database(db: &TestDb) {
     use sqlx::Connection;
-    use sqlx::SqlSafeStr;
-    use sqlx::migrate::{Migration, MigrationType, Migrator};
-    let (version, description, sql) = deid::store::MIGRATIONS[0];
-    assert_eq!(version, 1);
-    let migrator = Migrator {
-        migrations: vec![Migration::new(
-            version,
-            description.into(),
-            MigrationType::Simple,
-            sql.into_sql_str(),
-            false,
-        )]
-        .into(),
-        ..Migrator::DEFAULT
-    };
+    assert_eq!(deid::store::MIGRATIONS[0].0, 1);
+    let migrator = deid::store::migrator_of(&deid::store::MIGRATIONS[..1]);
     const DATASET: &str = "INSERT INTO datasets (id, tenant, name, status, delimiter, has_header, size_bytes, row_count, chunk_count, columns, created_at) \
          VALUES ('v1', 'default', 'old', 'ready', ',', 1, 10, 3, 1, '[{\"name\":\"zip\",\"detected_type\":\"code\",\"distinct_count\":3}]', 0)";
     const CHUNK: &str = "INSERT INTO dataset_chunks (dataset_id, seq, data) VALUES ('v1', 0, $1)";

@@ -481,3 +481,17 @@ def test_evaluate_and_risk_tasks(client: Client, adult: Dataset) -> None:
     with pytest.raises(ValidationError) as e:
         client.submit_job(JobSpec(dataset_id=adult.id, attributes=risk_spec.attributes, task="evaluate"))
     assert e.value.field == "levels"
+
+
+def test_estimated_k_map(client: Client, adult: Dataset) -> None:
+    from deid_client import KMap
+
+    spec = adult_job(adult.id, privacy=[KMap(1000, 0.01).to_json()], time_limit="5s")
+    with pytest.raises(ValidationError) as e:
+        client.submit_job(spec)
+    assert e.value.field == "population"
+    spec["population"] = {"region": "usa"}
+    job = client.wait(client.submit_job(spec), progress=False)
+    assert job.status == "succeeded"
+    assert any("holds as 3-anonymity" in w for w in client.get_result(job.id).warnings)
+    assert str(KMap(5, 0.05, "zero-truncated-poisson")) == "k-map(k=5,alpha=0.05,estimator=zero-truncated-poisson)"

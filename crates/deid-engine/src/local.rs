@@ -98,13 +98,15 @@ impl LocalConfig {
                     | PrivacyModel::BasicBetaLikeness { .. }
                     | PrivacyModel::EnhancedBetaLikeness { .. }
                     | PrivacyModel::AverageRisk { .. }
+                    | PrivacyModel::KMap { .. }
             );
             if !supported {
                 return Err(EngineError::config(
                     format!("privacy[{i}]"),
                     format!(
                         "{} does not support local generalization (supported: k-anonymity, \
-                         ℓ-diversity, t-closeness, δ-disclosure, β-likeness, average risk)",
+                         ℓ-diversity, t-closeness, δ-disclosure, β-likeness, average risk, \
+                         estimated k-map)",
                         m.name()
                     ),
                 ));

@@ -308,7 +308,11 @@ impl Problem {
         for (i, model) in config.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");
             model.validate().map_err(|e| e.within(&field))?;
-            if matches!(model, PrivacyModel::PopulationUniqueness { .. }) && population.is_none() {
+            if matches!(
+                model,
+                PrivacyModel::PopulationUniqueness { .. } | PrivacyModel::KMap { .. }
+            ) && population.is_none()
+            {
                 return Err(EngineError::config(
                     "population",
                     format!(
@@ -441,7 +445,15 @@ impl Problem {
         let min_class_size = config
             .privacy
             .iter()
-            .filter_map(PrivacyModel::min_class_size)
+            .filter_map(|m| match m {
+                PrivacyModel::KMap {
+                    k,
+                    alpha,
+                    estimator,
+                } => population
+                    .map(|pop| crate::population::k_prime(*k, *alpha, *estimator, n as u64, pop).k),
+                other => other.min_class_size(),
+            })
             .max()
             .unwrap_or(1);
         let max_suppressed = (config.suppression_limit * n as f64).floor() as usize;

@@ -47,6 +47,7 @@ __all__ = [
     "EnhancedBetaLikeness",
     "AverageRisk",
     "SampleUniqueness",
+    "KMap",
     "Quality",
     "GeneticParams",
     "JobSpec",
@@ -368,6 +369,18 @@ class SampleUniqueness(PrivacyModel):
 
     threshold: float
     model = "sample-uniqueness"
+
+
+@dataclass
+class KMap(PrivacyModel):
+    """Estimated k-map: every published class stands, with probability 1 − ``alpha``, for at
+    least ``k`` individuals of the population (the job needs ``population``); enforced as
+    k′-anonymity (the report's ``warnings`` give k′)."""
+
+    k: int
+    alpha: float
+    estimator: Literal["poisson", "zero-truncated-poisson"] | None = None
+    model = "k-map"
 
 
 @dataclass

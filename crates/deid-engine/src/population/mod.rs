@@ -11,10 +11,12 @@ use std::fmt;
 use crate::error::{EngineError, Result};
 
 pub mod estimators;
+pub mod kmap;
 pub mod newton;
 pub mod special;
 
 pub use estimators::{Estimate, Estimator, UniquenessEstimates};
+pub use kmap::{KMapEstimator, KPrime, k_prime};
 pub use newton::SolverConfig;
 
 /// ARX's population presets (ARX 3.9.2 `ARXPopulationModel.Region`).

@@ -69,7 +69,7 @@ use std::fmt;
 
 use crate::error::{EngineError, Result};
 use crate::hierarchy::EncodedHierarchy;
-pub use crate::population::Estimator;
+pub use crate::population::{Estimator, KMapEstimator};
 
 pub mod ldiversity;
 pub mod likeness;
@@ -230,6 +230,18 @@ pub enum PrivacyModel {
         /// Threshold in (0, 1].
         threshold: f64,
     },
+    /// Estimated k-map: every published class is, with probability 1 − `alpha`, a class of at
+    /// least `k` individuals of the population (needs the problem's population model); holds
+    /// as k′-anonymity with k′ derived from k, α, the estimator and the sampling fraction
+    /// (`population::k_prime`, `docs/definitions.md` §3.2).
+    KMap {
+        /// k of the population (≥ 1).
+        k: u32,
+        /// Significance level α in [0, 1].
+        alpha: f64,
+        /// Population model of the class sizes.
+        estimator: KMapEstimator,
+    },
     /// The estimated share of the population that is unique on the published quasi-identifiers
     /// (estimated population uniques / N) is at most `threshold`; needs the problem's population
     /// model (`docs/definitions.md` §3.2, §6.2).
@@ -263,6 +275,7 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
     "average-risk(threshold=…[,highest=…,records_at_risk=…])",
     "sample-uniqueness(threshold=…)",
     "population-uniqueness(threshold=…[,model=pitman|zayatz|snb|dankar])",
+    "k-map(k=…,alpha=…[,estimator=poisson|zero-truncated-poisson])",
 ];
 
 impl PrivacyModel {
@@ -299,6 +312,7 @@ impl PrivacyModel {
             PrivacyModel::AverageRisk { .. } => "average-risk",
             PrivacyModel::SampleUniqueness { .. } => "sample-uniqueness",
             PrivacyModel::PopulationUniqueness { .. } => "population-uniqueness",
+            PrivacyModel::KMap { .. } => "k-map",
         }
     }
 
@@ -308,6 +322,7 @@ impl PrivacyModel {
             PrivacyModel::KAnonymity { .. }
             | PrivacyModel::AverageRisk { .. }
             | PrivacyModel::SampleUniqueness { .. }
+            | PrivacyModel::KMap { .. }
             | PrivacyModel::PopulationUniqueness { .. } => None,
             PrivacyModel::DistinctLDiversity { attribute, .. }
             | PrivacyModel::EntropyLDiversity { attribute, .. }
@@ -324,6 +339,7 @@ impl PrivacyModel {
     pub fn monotonicity(&self) -> Monotonicity {
         let (generalization, suppression) = match self {
             PrivacyModel::KAnonymity { .. }
+            | PrivacyModel::KMap { .. }
             | PrivacyModel::DistinctLDiversity { .. }
             | PrivacyModel::SampleUniqueness { .. } => (true, true),
             PrivacyModel::AverageRisk { highest, .. } => (true, highest.is_none()),
@@ -425,6 +441,10 @@ impl PrivacyModel {
             PrivacyModel::PopulationUniqueness { threshold, .. } => {
                 check_share("threshold", *threshold, true)
             }
+            PrivacyModel::KMap { k, .. } if *k < 1 => {
+                err("k", format!("k must be at least 1, got {k}"))
+            }
+            PrivacyModel::KMap { alpha, .. } => check_share("alpha", *alpha, true),
             _ => Ok(()),
         }
     }
@@ -556,7 +576,10 @@ impl PreparedModel {
             }
         };
         Ok(match model {
-            PrivacyModel::KAnonymity { .. } => PreparedModel::MinClassSize,
+            // Estimated k-map holds as k′-anonymity (k′ from the problem's rows and population).
+            PrivacyModel::KAnonymity { .. } | PrivacyModel::KMap { .. } => {
+                PreparedModel::MinClassSize
+            }
             PrivacyModel::DistinctLDiversity { l, .. } => {
                 let (slot, _) = sensitive()?;
                 PreparedModel::Class(PreparedClassModel::DistinctL { slot, l: *l })

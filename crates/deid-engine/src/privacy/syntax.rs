@@ -13,7 +13,9 @@
 
 use std::fmt;
 
-use super::{EntropyEstimator, Estimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance};
+use super::{
+    EntropyEstimator, Estimator, KMapEstimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance,
+};
 use crate::error::{EngineError, Result};
 
 /// One model's name and its keys, each flagged required or optional.
@@ -70,6 +72,10 @@ const SCHEMAS: &[Schema] = &[
     Schema {
         name: "population-uniqueness",
         keys: &[("threshold", true), ("model", false)],
+    },
+    Schema {
+        name: "k-map",
+        keys: &[("k", true), ("alpha", true), ("estimator", false)],
     },
 ];
 
@@ -427,6 +433,16 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
                 Some(Estimator::Dankar),
             )?,
         },
+        "k-map" => PrivacyModel::KMap {
+            k: p.whole("k")?,
+            alpha: p.number("alpha")?,
+            estimator: p.choice(
+                "estimator",
+                KMapEstimator::parse,
+                "poisson or zero-truncated-poisson",
+                Some(KMapEstimator::Poisson),
+            )?,
+        },
         _ => PrivacyModel::SampleUniqueness {
             threshold: p.number("threshold")?,
         },
@@ -482,6 +498,11 @@ pub(super) fn write(m: &PrivacyModel, f: &mut fmt::Formatter<'_>) -> fmt::Result
             threshold,
             estimator,
         } => write!(f, "threshold={threshold},model={}", estimator.name())?,
+        PrivacyModel::KMap {
+            k,
+            alpha,
+            estimator,
+        } => write!(f, "k={k},alpha={alpha},estimator={}", estimator.name())?,
     }
     f.write_str(")")
 }
@@ -685,6 +706,27 @@ mod tests {
         let (field, message) = field_of("distinct-l-diversity(attribute=f(x),l=2)");
         assert_eq!(field, "");
         assert!(message.contains("quote"), "{message}");
+
+        // Estimated k-map: Poisson by default, the estimator named, α in [0, 1].
+        let m = PrivacyModel::parse("k-map(k=1000,alpha=0.01)").unwrap();
+        assert_eq!(
+            m,
+            PrivacyModel::KMap {
+                k: 1000,
+                alpha: 0.01,
+                estimator: KMapEstimator::Poisson
+            }
+        );
+        assert_eq!(PrivacyModel::parse(&m.to_string()).unwrap(), m);
+        let ztp = "k-map(k=5,alpha=0.05,estimator=zero-truncated-poisson)";
+        assert_eq!(PrivacyModel::parse(ztp).unwrap().to_string(), ztp);
+        assert_eq!(
+            field_of("k-map(k=5,alpha=0.01,estimator=normal)").0,
+            "estimator"
+        );
+        assert_eq!(field_of("k-map(k=5,alpha=1.5)").0, "alpha");
+        assert_eq!(field_of("k-map(k=0,alpha=0.1)").0, "k");
+        assert_eq!(field_of("k-map(k=5)").0, "alpha");
 
         // The estimator defaults to Dankar's rule; the threshold lies in [0, 1].
         assert_eq!(

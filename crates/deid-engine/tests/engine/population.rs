@@ -150,3 +150,72 @@ fn the_literal_zayatz_agrees_with_the_engine() {
         );
     }
 }
+
+/// k′ of the estimated k-map by its definition, written independently of the engine: the
+/// Poisson CDF from pmf(i) = e^−λ λ^i / i! computed in log space, ARX's "+2" offset and the caps.
+fn k_prime_literal(k: u32, alpha: f64, rows: u64, population: u64) -> u32 {
+    let lambda = rows as f64 * k as f64 / population as f64;
+    let ln_pmf =
+        |i: u64| -lambda + i as f64 * lambda.ln() - (1..=i).map(|j| (j as f64).ln()).sum::<f64>();
+    let mut cdf = 0.0;
+    let mut c = 0u64;
+    let raw = loop {
+        cdf += ln_pmf(c).exp();
+        if cdf >= 1.0 - alpha || c + 1 >= k as u64 {
+            break c + 2;
+        }
+        c += 1;
+    };
+    raw.min(k as u64).min(rows) as u32
+}
+
+/// Estimated k-map on adult in the US population: enforced as k′-anonymity with the k′ of its
+/// definition; every algorithm's output CSV has classes of at least k′ (independent checker),
+/// and k-map needs a population model.
+#[test]
+fn estimated_k_map_holds_as_k_prime_anonymity() {
+    for (k, expected) in [(1000, 3), (10_000, 6)] {
+        let privacy = format!("k-map(k={k},alpha=0.01)");
+        let p = problem(&privacy, PopulationModel::Region(Region::Usa), 0.05);
+        let n = p.population().unwrap();
+        assert_eq!(k_prime_literal(k, 0.01, p.rows() as u64, n), expected);
+        assert_eq!(p.min_class_size(), expected);
+        let qis: Vec<String> = common::qi_names(&p);
+        let qis: Vec<&str> = qis.iter().map(String::as_str).collect();
+        for algorithm in [Algorithm::Flash, Algorithm::Lightning] {
+            let config = SearchConfig {
+                algorithm,
+                time_limit: Duration::from_secs(3),
+                seed: 1,
+                ..Default::default()
+            };
+            let best = search(&p, &config, &CancelFlag::new(), &NoObserver)
+                .unwrap()
+                .best
+                .unwrap_or_else(|| panic!("{algorithm}: no solution for {privacy}"));
+            let (eval, csv) = common::anonymize(&p, &best.levels);
+            assert!(eval.result.anonymous);
+            let v = verify(
+                &Output::parse(&csv, b';'),
+                &qis,
+                &[Model::K(expected as usize)],
+                0.05,
+            );
+            assert!(
+                v.violations.is_empty(),
+                "{algorithm} {privacy}: {:?}",
+                v.violations
+            );
+        }
+    }
+    let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
+    let config = ProblemConfig {
+        quasi_identifiers: ds.quasi_identifiers,
+        privacy: vec![PrivacyModel::parse("k-map(k=5,alpha=0.05)").unwrap()],
+        ..Default::default()
+    };
+    let Err(err) = Problem::new(ds.table, config) else {
+        panic!("k-map needs a population");
+    };
+    assert!(err.to_string().contains("population"), "{err}");
+}
