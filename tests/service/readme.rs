@@ -146,9 +146,10 @@ fn localize(text: &str, dir: &Path) -> String {
     let tmp = format!("{}/", dir.display());
     text.lines()
         .map(|l| {
+            // `/tmp/` first: the binary itself may live under /tmp (a clone there).
             let l = l
-                .replace("cargo run --release --", bin())
-                .replace("/tmp/", &tmp);
+                .replace("/tmp/", &tmp)
+                .replace("cargo run --release --", bin());
             match l.strip_prefix("deid ") {
                 Some(rest) => format!("{} {rest}", bin()),
                 None => l,
