@@ -181,7 +181,8 @@ async fn dataset_facts(
 ) -> Result<DatasetFacts> {
     let mut values = Vec::with_capacity(columns.len());
     for c in &columns {
-        values.push(match spec.attributes.contains_key(c) {
+        let named = spec.attributes.contains_key(c) || spec.research_subset_column() == Some(c);
+        values.push(match named {
             true => stored_column(state, dataset, c)
                 .await?
                 .map(|col| col.dict.values().map(str::to_string).collect()),

@@ -23,7 +23,7 @@ use crate::job::problem::build_problem;
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport};
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PopulationSpec,
-    PrivacySpec, QualitySpec, SuppressedSpec, Task,
+    PrivacySpec, QualitySpec, ResearchSubsetSpec, SuppressedSpec, Task,
 };
 use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
 
@@ -144,6 +144,18 @@ pub struct ProblemArgs {
     /// The population the data were sampled from.
     #[command(flatten)]
     pub population: PopulationArgs,
+    /// Research subset: the records to release when the input is the population they were
+    /// drawn from (δ-presence, k-map without alpha) — those whose COLUMN holds a yes/no mark
+    /// (1/0, true/false, yes/no; empty is no), or `--research-subset-value`.
+    #[arg(long, value_name = "COLUMN", conflicts_with = "research_subset_rows")]
+    pub research_subset_column: Option<String>,
+    /// With `--research-subset-column`: the value that marks a released record.
+    #[arg(long, value_name = "VALUE", requires = "research_subset_column")]
+    pub research_subset_value: Option<String>,
+    /// Research subset as record numbers (1 = the first record after the header): a file of
+    /// numbers separated by commas, spaces or new lines.
+    #[arg(long, value_name = "FILE")]
+    pub research_subset_rows: Option<PathBuf>,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -365,7 +377,38 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     if let Some(p) = args.population.spec() {
         spec.population = Some(p);
     }
+    if let Some(column) = &args.research_subset_column {
+        spec.research_subset = Some(ResearchSubsetSpec {
+            column: Some(column.clone()),
+            value: args.research_subset_value.clone(),
+            rows: None,
+        });
+    }
+    if let Some(path) = &args.research_subset_rows {
+        spec.research_subset = Some(ResearchSubsetSpec {
+            rows: Some(read_record_numbers(path)?),
+            ..Default::default()
+        });
+    }
     Ok(spec)
+}
+
+/// Reads record numbers separated by commas, white space or new lines.
+fn read_record_numbers(path: &Path) -> anyhow::Result<Vec<u64>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--research-subset-rows: cannot read {}", path.display()))?;
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<u64>().map_err(|_| {
+                anyhow::anyhow!(
+                    "--research-subset-rows: {} holds '{t}': expected record numbers \
+                     (1 = the first record after the header) separated by commas or new lines",
+                    path.display()
+                )
+            })
+        })
+        .collect()
 }
 
 /// Loads the input and builds the problem described by `spec`. Relative paths in a config

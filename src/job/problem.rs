@@ -9,6 +9,7 @@
 //!   distinct values ([`DatasetFacts`]), which checks hierarchies (coverage of every value), level
 //!   bounds, privacy and quality models and the search configuration.
 
+use deid_engine::config::ResearchSubset;
 use deid_engine::{EngineError, PrivacyModel, Problem, ProblemConfig, SearchConfig, Table};
 
 use super::error::SpecError;
@@ -184,6 +185,22 @@ pub fn validate_service_job(
             ),
         ));
     }
+    // The research subset against the dataset's rows and the column's stored values; the
+    // problem below (a table of distinct values) gets a subset of all its rows instead.
+    if let Some(subset) = &spec.research_subset {
+        let subset = subset.parse()?;
+        let values = match &subset {
+            ResearchSubset::Column { column, .. } => facts
+                .columns
+                .iter()
+                .position(|c| c == column)
+                .and_then(|i| facts.values[i].as_deref()),
+            ResearchSubset::Rows(_) => None,
+        };
+        subset
+            .check(facts.rows, values)
+            .map_err(|e| SpecError::from(e.within("research_subset")))?;
+    }
     // A table of the stored distinct values: as many rows as the largest domain, or the largest
     // minimal class size the data allows.
     // Models that do not parse are reported by `problem_config` below.
@@ -253,13 +270,15 @@ pub fn validate_service_job(
     }
     if let Some(local) = spec.local_config() {
         local.validate_settings().map_err(SpecError::from)?;
-        deid_engine::local::LocalConfig::validate_models(&config.privacy)
-            .map_err(SpecError::from)?;
+        deid_engine::local::LocalConfig::validate_config(&config).map_err(SpecError::from)?;
     }
     if !complete {
         return Ok(search);
     }
-    let config = in_table_order(config, &table);
+    let mut config = in_table_order(config, &table);
+    if config.research_subset.is_some() {
+        config.research_subset = Some(ResearchSubset::Rows((1..=n as u64).collect()));
+    }
     match Problem::new(table, config) {
         Ok(problem) => {
             match spec.task() {

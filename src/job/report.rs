@@ -156,6 +156,10 @@ pub struct EvaluationReport {
     /// How the suppressed records were written, once the output is known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppression: Option<SuppressionReport>,
+    /// The research subset, when the dataset is the population of the released records
+    /// (`rows` counts the released ones); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub research_subset: Option<SubsetReport>,
     /// Quality measured on the output's records (post-hoc measures, comparable between global
     /// and local outputs; `docs/definitions.md` §4.7).
     pub output_quality: OutputQuality,
@@ -165,6 +169,25 @@ pub struct EvaluationReport {
     /// Where the time went, when the caller measured it (service results).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timings: Option<Timings>,
+}
+
+/// The research subset of a problem whose table is the population.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubsetReport {
+    /// Records of the subset: the records released (suppressed ones included).
+    pub records: usize,
+    /// Records of the whole dataset (the population table); the others are never written.
+    pub population_records: usize,
+}
+
+impl SubsetReport {
+    /// The subset of `problem`, if it has one.
+    pub fn of(problem: &Problem) -> Option<SubsetReport> {
+        problem.subset().map(|s| SubsetReport {
+            records: s.len(),
+            population_records: s.table_rows(),
+        })
+    }
 }
 
 /// What the output shows of the suppressed records.
@@ -242,6 +265,7 @@ impl EvaluationReport {
             },
             warnings: problem_warnings(problem),
             suppression: None,
+            research_subset: SubsetReport::of(problem),
             output_quality: output_quality(problem, eval),
             job: None,
             timings: None,
@@ -330,6 +354,7 @@ impl EvaluationReport {
             },
             warnings: problem_warnings(problem),
             suppression: None,
+            research_subset: SubsetReport::of(problem),
             output_quality: measured,
             job: None,
             timings: None,

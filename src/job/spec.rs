@@ -23,6 +23,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use deid_engine::config::ResearchSubset;
 use deid_engine::config::SensitiveAttribute;
 use deid_engine::population::{PopulationModel, Region};
 use deid_engine::privacy::PrivacyModel;
@@ -426,6 +427,11 @@ pub struct JobSpec {
     /// report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub population: Option<PopulationSpec>,
+    /// The records to release when the dataset is the population they were drawn from
+    /// (δ-presence, k-map without α): `{"column": "c"}` (a yes/no mark), `{"column": "c",
+    /// "value": "v"}` or `{"rows": [1, 5, …]}` (record numbers, 1 = the first record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub research_subset: Option<ResearchSubsetSpec>,
     /// URL POSTed when a job ends (API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
@@ -469,6 +475,43 @@ impl LocalSpec {
         deid_engine::local::LocalConfig {
             iterations: self.iterations.unwrap_or(d.iterations),
             gs_factor: self.gs_factor.or(d.gs_factor),
+        }
+    }
+}
+
+/// The `research_subset` of a job specification: a column (with an optional value) or record
+/// numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResearchSubsetSpec {
+    /// The column that marks the released records (yes/no, or `value`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// The value of `column` that marks a released record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// The numbers of the released records (1 = the first record after the header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Vec<u64>>,
+}
+
+impl ResearchSubsetSpec {
+    /// The engine's research subset; errors name `research_subset` or its field.
+    pub fn parse(&self) -> Result<ResearchSubset, SpecError> {
+        match (&self.column, &self.value, &self.rows) {
+            (Some(column), value, None) => Ok(ResearchSubset::Column {
+                column: column.clone(),
+                value: value.clone(),
+            }),
+            (None, None, Some(rows)) => Ok(ResearchSubset::Rows(rows.clone())),
+            (None, Some(_), _) => Err(SpecError::new(
+                "research_subset.value",
+                "value selects the records of a column: give \"column\" too",
+            )),
+            _ => Err(SpecError::new(
+                "research_subset",
+                "give exactly one of column (with an optional value) or rows",
+            )),
         }
     }
 }
@@ -757,6 +800,13 @@ impl JobSpec {
             ));
         }
         if task == Task::Risk {
+            if self.research_subset.is_some() {
+                return Err(SpecError::new(
+                    "research_subset",
+                    "a risk analysis measures the whole dataset; a research subset is used by \
+                     \"task\": \"anonymize\" or \"evaluate\"",
+                ));
+            }
             if !self.privacy.is_empty() {
                 return Err(SpecError::new(
                     "privacy",
@@ -781,6 +831,11 @@ impl JobSpec {
             }
         }
         Ok(())
+    }
+
+    /// The column that marks the research subset, if it is given by a column.
+    pub fn research_subset_column(&self) -> Option<&str> {
+        self.research_subset.as_ref()?.column.as_deref()
     }
 
     /// The quasi-identifying attributes (names in key order): what a risk analysis groups by.
@@ -855,6 +910,17 @@ impl JobSpec {
                 format!("attributes.{name}"),
                 format!(
                     "the dataset has no column '{name}'; its columns are: {}",
+                    columns.join(", ")
+                ),
+            ));
+        }
+        if let Some(column) = self.research_subset_column()
+            && !columns.iter().any(|c| c == column)
+        {
+            return Err(SpecError::new(
+                "research_subset.column",
+                format!(
+                    "the dataset has no column '{column}'; its columns are: {}",
                     columns.join(", ")
                 ),
             ));
@@ -990,6 +1056,11 @@ impl JobSpec {
         config.suppression_limit = self.suppression_limit.unwrap_or(0.0);
         config.quality = self.quality.clone().unwrap_or_default().parse()?;
         config.population = self.population.as_ref().map(|p| p.parse()).transpose()?;
+        config.research_subset = self
+            .research_subset
+            .as_ref()
+            .map(|r| r.parse())
+            .transpose()?;
         Ok(config)
     }
 }

@@ -224,7 +224,7 @@ impl<'p> Checker<'p> {
 
     /// Suppresses violating classes, scores the result and decides.
     fn judge(&self, levels: &[u8], groups: &Groups) -> (CheckResult, Quality, Vec<bool>) {
-        let (suppressed, suppressed_records) = self.suppress(levels, groups);
+        let (suppressed, suppressed_records, rejected) = self.suppress(levels, groups);
         let view = ClassView {
             levels,
             codes: &groups.codes,
@@ -232,7 +232,8 @@ impl<'p> Checker<'p> {
             suppressed: &suppressed,
         };
         let quality = self.problem.prepared_quality().evaluate(&view);
-        let result = self.verdict(levels, groups, &suppressed, suppressed_records, &quality);
+        let mut result = self.verdict(levels, groups, &suppressed, suppressed_records, &quality);
+        result.anonymous &= !rejected;
         (result, quality, suppressed)
     }
 
@@ -258,7 +259,13 @@ impl<'p> Checker<'p> {
             anonymous: suppressed_records <= p.max_suppressed(),
             min_class_size_ok: small <= p.max_suppressed(),
             suppressed: suppressed_records,
-            classes: groups.len(),
+            // With a research subset, classes of unreleased records only are not classes of the
+            // output.
+            classes: if groups.pcounts.is_empty() {
+                groups.len()
+            } else {
+                groups.counts.iter().filter(|&&c| c > 0).count()
+            },
             score: quality.score,
             lower_bound: quality.lower_bound,
             utility: quality.utility,
@@ -267,16 +274,32 @@ impl<'p> Checker<'p> {
 
     /// Flags classes that violate a class-based model, then suppresses further classes until the
     /// sample-based models hold (smallest first; among equal sizes the cheapest to suppress under
-    /// the quality model, then by codes); returns the flags and the suppressed records.
-    fn suppress(&self, levels: &[u8], groups: &Groups) -> (Vec<bool>, usize) {
+    /// the quality model, then by codes); returns the flags, the suppressed records and whether
+    /// the transformation fails whatever is suppressed.
+    ///
+    /// With a research subset, a class without released records (count 0) is flagged without
+    /// suppressing anything (it is not part of the output); if it fails δ-presence (δ = 0 <
+    /// δmin) the transformation fails (`docs/definitions.md` §3.2).
+    fn suppress(&self, levels: &[u8], groups: &Groups) -> (Vec<bool>, usize, bool) {
         let p = self.problem;
         let k = p.min_class_size();
         let models = &p.class_models;
+        let presence = &p.presence_models;
         let mut hists: Vec<(&[u32], &[u32])> = Vec::with_capacity(groups.hists.len());
         let mut suppressed = vec![false; groups.len()];
         let mut records = 0usize;
+        let mut rejected = false;
+        let subset = !groups.pcounts.is_empty();
         for (c, (flag, &count)) in suppressed.iter_mut().zip(&groups.counts).enumerate() {
+            if subset && count == 0 {
+                *flag = true;
+                rejected |= presence.iter().any(|m| m.rejects_unreleased());
+                continue;
+            }
             let mut bad = count < k;
+            if !bad && subset {
+                bad = presence.iter().any(|m| !m.holds(count, groups.pcounts[c]));
+            }
             if !bad && !models.is_empty() {
                 hists.clear();
                 hists.extend(groups.hists.iter().map(|h| h.get(c)));
@@ -301,7 +324,7 @@ impl<'p> Checker<'p> {
                 &cost,
             );
         }
-        (suppressed, records)
+        (suppressed, records, rejected)
     }
 
     /// Runs `f` with the calling thread's workspace (a fresh one if it is busy, e.g. when two
@@ -378,6 +401,7 @@ impl<'p> Checker<'p> {
             codes: Vec::with_capacity(guess * q),
             counts: Vec::with_capacity(guess),
             reps: Vec::with_capacity(guess),
+            pcounts: Vec::new(),
             hists: Vec::new(),
         };
         for e in 0..entries {
@@ -421,6 +445,13 @@ impl<'p> Checker<'p> {
             };
             out.counts[class as usize] += src.counts[e];
             ws.class_of_src.push(class);
+        }
+        if !src.pcounts.is_empty() {
+            // Research subset: the records of the whole table per class.
+            out.pcounts = vec![0; out.len()];
+            for (&class, &p) in ws.class_of_src.iter().zip(&src.pcounts) {
+                out.pcounts[class as usize] += p;
+            }
         }
         if !src.hists.is_empty() {
             out.hists = self.merge_hists(ws, src, out.len());

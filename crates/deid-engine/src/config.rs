@@ -3,6 +3,7 @@
 //! quality model. The service's job specification is parsed into these types.
 
 use crate::aggregate::Microaggregation;
+pub use crate::data::subset::ResearchSubset;
 use crate::hierarchy::Hierarchy;
 use crate::population::PopulationModel;
 use crate::privacy::PrivacyModel;
@@ -65,6 +66,9 @@ pub struct ProblemConfig {
     /// The population the data were sampled from (needed by `population-uniqueness`; enables the
     /// population risks of the report).
     pub population: Option<PopulationModel>,
+    /// The records to release when the table is the population they were drawn from
+    /// (δ-presence, k-map without α); the other records are never written.
+    pub research_subset: Option<ResearchSubset>,
 }
 
 impl Default for ProblemConfig {
@@ -78,6 +82,7 @@ impl Default for ProblemConfig {
             suppression_limit: 0.0,
             quality: QualityConfig::default(),
             population: None,
+            research_subset: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! dictionaries.
 
 pub mod scanner;
+pub mod subset;
 
 use std::io::Read;
 

@@ -56,10 +56,27 @@ pub const MAX_LOCAL_ITERATIONS: u32 = 10_000;
 
 impl LocalConfig {
     /// Checks the settings and that every privacy model of `problem` supports local
-    /// generalization. Errors name `local.iterations`, `local.gs_factor` or `privacy[i]`.
+    /// generalization. Errors name `local.iterations`, `local.gs_factor`, `privacy[i]` or
+    /// `research_subset`.
     pub fn validate(&self, problem: &Problem) -> Result<()> {
         self.validate_settings()?;
-        Self::validate_models(&problem.config().privacy)
+        Self::validate_config(problem.config())
+    }
+
+    /// Checks that the problem's privacy models support local generalization and that no
+    /// research subset is given (local generalization publishes every record it can; with a
+    /// population table ARX does not support it either). Errors name `privacy[i]` or
+    /// `research_subset`.
+    pub fn validate_config(config: &crate::config::ProblemConfig) -> Result<()> {
+        Self::validate_models(&config.privacy)?;
+        if config.research_subset.is_some() {
+            return Err(EngineError::config(
+                "research_subset",
+                "local generalization does not support a research subset: leave out \
+                 \"local\" or the research subset",
+            ));
+        }
+        Ok(())
     }
 
     /// Checks `iterations` and `gs_factor` (errors name `local.iterations`, `local.gs_factor`).

@@ -422,6 +422,10 @@ fn format_rows<R: Recoding + ?Sized>(
     let mut record: Vec<&str> = Vec::with_capacity(plan.len());
     let row_groups = problem.row_groups();
     for row in range {
+        if !problem.is_released(row) {
+            // Outside the research subset: part of the population, never written.
+            continue;
+        }
         let group = row_groups[row] as usize;
         let recoded = recoding.recode(group);
         let suppressed = recoded.is_none();

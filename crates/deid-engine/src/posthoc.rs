@@ -138,6 +138,10 @@ impl Sums {
         let hierarchies = problem.hierarchies();
         let q = hierarchies.len();
         let records = base.counts[g] as u64;
+        if records == 0 {
+            // Unreleased records only (research subset).
+            return;
+        }
         let count = records as f64;
         let input = &base.codes[g * q..(g + 1) * q];
         let recoded = recoding.recode(g);
@@ -336,10 +340,11 @@ pub fn output_quality_of<R: Recoding + ?Sized>(
     let disc_min: f64 = base.counts.iter().map(|&c| (c as f64) * (c as f64)).sum();
     let blocks = published + usize::from(suppressed > 0);
     let aecs = if blocks == 0 { n } else { n / blocks as f64 };
-    let aecs_min = if base.is_empty() {
+    let base_classes = base.counts.iter().filter(|&&c| c > 0).count();
+    let aecs_min = if base_classes == 0 {
         n
     } else {
-        n / base.len() as f64
+        n / base_classes as f64
     };
     let domains: f64 = hierarchies.iter().map(|h| h.domain_size as f64).product();
     let microaggregation = (!problem.microaggregated().is_empty()).then(|| {

@@ -11,12 +11,15 @@ use std::sync::Arc;
 use crate::aggregate::PreparedAggregate;
 use crate::config::{ProblemConfig, QuasiIdentifier};
 use crate::data::Table;
+use crate::data::subset::Subset;
 use crate::error::{EngineError, Result};
 use crate::hierarchy::EncodedHierarchy;
 use crate::lattice::Lattice;
 pub use crate::lattice::MAX_QUASI_IDENTIFIERS;
 use crate::privacy::risk::PreparedSampleModel;
-use crate::privacy::{PreparedClassModel, PreparedModel, PrivacyModel, SensitiveDomain};
+use crate::privacy::{
+    PreparedClassModel, PreparedModel, PresenceModel, PrivacyModel, SensitiveDomain,
+};
 use crate::quality::{PreparedQuality, QualityConfig};
 
 /// How far the privacy models' verdicts can be predicted in the lattice
@@ -60,6 +63,9 @@ pub struct Groups {
     pub counts: Vec<u32>,
     /// A representative base group (its original values generalize to this group).
     pub reps: Vec<u32>,
+    /// With a research subset: records of the whole table per group (`counts` are the records
+    /// in the subset); empty otherwise.
+    pub pcounts: Vec<u32>,
     /// Per tracked sensitive attribute, the histograms of the groups.
     pub hists: Vec<Histograms>,
 }
@@ -77,7 +83,11 @@ impl Groups {
 
     /// Heap size in bytes (capacities of codes, counts, representatives and histograms).
     pub fn heap_bytes(&self) -> usize {
-        (self.codes.capacity() + self.counts.capacity() + self.reps.capacity()) * 4
+        (self.codes.capacity()
+            + self.counts.capacity()
+            + self.reps.capacity()
+            + self.pcounts.capacity())
+            * 4
             + self.hists.capacity() * std::mem::size_of::<Histograms>()
             + self
                 .hists
@@ -91,6 +101,7 @@ impl Groups {
         self.codes.shrink_to_fit();
         self.counts.shrink_to_fit();
         self.reps.shrink_to_fit();
+        self.pcounts.shrink_to_fit();
         for h in &mut self.hists {
             h.offsets.shrink_to_fit();
             h.values.shrink_to_fit();
@@ -102,6 +113,7 @@ impl Groups {
     pub(crate) fn words(&self) -> usize {
         self.codes.len()
             + self.counts.len() * 2
+            + self.pcounts.len()
             + self
                 .hists
                 .iter()
@@ -164,6 +176,9 @@ pub struct Problem {
     sensitive_hierarchies: Vec<Option<EncodedHierarchy>>,
     pub(crate) class_models: Vec<PreparedClassModel>,
     pub(crate) sample_models: Vec<PreparedSampleModel>,
+    pub(crate) presence_models: Vec<PresenceModel>,
+    /// The research subset (the released records), if the table is the population.
+    subset: Option<Arc<Subset>>,
     min_class_size: u32,
     max_suppressed: usize,
     quality: PreparedQuality,
@@ -297,7 +312,13 @@ impl Problem {
             ));
         }
         config.quality.validate().map_err(|e| e.within("quality"))?;
-        let n = table.rows();
+        let subset = config
+            .research_subset
+            .as_ref()
+            .map(|spec| Subset::resolve(spec, &table).map_err(|e| e.within("research_subset")))
+            .transpose()?;
+        // The records of the problem are the released ones: the subset, if there is one.
+        let n = subset.as_ref().map_or(table.rows(), Subset::len);
         let population = config
             .population
             .map(|m| m.population_size(n))
@@ -320,6 +341,31 @@ impl Problem {
                          {{\"size\": N}}, {{\"sampling_fraction\": f}} or {{\"region\": \"usa\"}} \
                          (CLI: --population-size, --sampling-fraction or --population-region)",
                         model.name()
+                    ),
+                ));
+            }
+            if matches!(
+                model,
+                PrivacyModel::KMapSubset { .. } | PrivacyModel::DeltaPresence { .. }
+            ) && subset.is_none()
+            {
+                let what = match model {
+                    PrivacyModel::KMapSubset { .. } => {
+                        "k-map without alpha (the table as the population)"
+                    }
+                    _ => "delta-presence",
+                };
+                return Err(EngineError::config(
+                    "research_subset",
+                    format!(
+                        "{what} ({field}) needs a research subset, the records to release: give \
+                         \"research_subset\": {{\"column\": \"…\"}} or {{\"rows\": […]}} (CLI: \
+                         --research-subset-column or --research-subset-rows){}",
+                        if what.starts_with("k-map") {
+                            "; or give alpha and a population model for the estimated k-map"
+                        } else {
+                            ""
+                        }
                     ),
                 ));
             }
@@ -381,18 +427,29 @@ impl Problem {
 
         // 4. Base groups.
         let q = qi_columns.len();
-        let (base, row_group) = base_groups(&table, &qi_columns, &slot_columns);
-        let qi_value_counts: Vec<Vec<u32>> = qi_columns
-            .iter()
-            .map(|&c| {
-                let col = table.column(c);
-                let mut counts = vec![0u32; col.dict.len()];
-                for code in col.codes.iter() {
-                    counts[code as usize] += 1;
+        let (base, row_group) = base_groups(&table, &qi_columns, &slot_columns, subset.as_ref());
+        // Value frequencies of the released records.
+        let released_counts = |c: usize| {
+            let col = table.column(c);
+            let mut counts = vec![0u32; col.dict.len()];
+            match &subset {
+                None => {
+                    for code in col.codes.iter() {
+                        counts[code as usize] += 1;
+                    }
                 }
-                counts
-            })
-            .collect();
+                Some(s) => {
+                    for (row, code) in col.codes.iter().enumerate() {
+                        if s.contains(row) {
+                            counts[code as usize] += 1;
+                        }
+                    }
+                }
+            }
+            counts
+        };
+        let qi_value_counts: Vec<Vec<u32>> =
+            qi_columns.iter().map(|&c| released_counts(c)).collect();
         debug_assert_eq!(base.codes.len(), base.len() * q);
 
         // 5. Models.
@@ -400,10 +457,7 @@ impl Problem {
             .iter()
             .map(|&c| {
                 let col = table.column(c);
-                let mut global_counts = vec![0u32; col.dict.len()];
-                for code in col.codes.iter() {
-                    global_counts[code as usize] += 1;
-                }
+                let global_counts = released_counts(c);
                 SensitiveDomain {
                     column: col.name.clone(),
                     global_counts,
@@ -429,6 +483,7 @@ impl Problem {
         }
         let mut class_models = Vec::new();
         let mut sample_models = Vec::new();
+        let mut presence_models = Vec::new();
         for (i, (model, slot)) in config.privacy.iter().zip(&model_slots).enumerate() {
             let domain = slot.map(|s| &domains[s]);
             let hierarchy = slot.and_then(|s| sensitive_hierarchies[s].as_ref());
@@ -438,6 +493,7 @@ impl Problem {
                 PreparedModel::MinClassSize => {}
                 PreparedModel::Class(m) => class_models.push(m),
                 PreparedModel::Sample(m) => sample_models.push(m),
+                PreparedModel::Presence(m) => presence_models.push(m),
             }
         }
         // Cheap models first: a class is suppressed as soon as one model rejects it.
@@ -484,6 +540,8 @@ impl Problem {
             sensitive_hierarchies,
             class_models,
             sample_models,
+            presence_models,
+            subset: subset.map(Arc::new),
             min_class_size,
             max_suppressed,
             quality,
@@ -542,6 +600,9 @@ impl Problem {
             let count = self.base.counts[g];
             base.codes.extend_from_slice(codes);
             base.counts.push(count);
+            if let Some(&p) = self.base.pcounts.get(g) {
+                base.pcounts.push(p);
+            }
             base.reps.push(base.reps.len() as u32);
             for (i, &c) in codes.iter().enumerate() {
                 qi_value_counts[i][c as usize] += count;
@@ -588,6 +649,8 @@ impl Problem {
             sensitive_hierarchies: self.sensitive_hierarchies.clone(),
             class_models: self.class_models.clone(),
             sample_models: self.sample_models.clone(),
+            presence_models: self.presence_models.clone(),
+            subset: self.subset.clone(),
             min_class_size: self.min_class_size,
             max_suppressed,
             quality,
@@ -679,6 +742,18 @@ impl Problem {
         self.max_suppressed
     }
 
+    /// The research subset (the released records) when the table is the population; rows
+    /// outside it are never written.
+    pub fn subset(&self) -> Option<&Subset> {
+        self.subset.as_deref()
+    }
+
+    /// Whether row `row` of the table is released (in the research subset, or there is none).
+    #[inline]
+    pub fn is_released(&self, row: usize) -> bool {
+        self.subset.as_ref().is_none_or(|s| s.contains(row))
+    }
+
     /// The population size N of the configured population model (validated: N ≥ rows).
     pub fn population(&self) -> Option<u64> {
         self.population
@@ -716,7 +791,9 @@ impl Problem {
                     .iter()
                     .map(PreparedClassModel::heap_bytes)
                     .sum::<usize>(),
-            index: self.base.heap_bytes() + vec_bytes(&self.row_group),
+            index: self.base.heap_bytes()
+                + vec_bytes(&self.row_group)
+                + self.subset.as_ref().map_or(0, |s| s.heap_bytes()),
         }
     }
 }
@@ -783,7 +860,15 @@ pub(crate) fn hash_codes(codes: &[u32]) -> u64 {
 /// radix over the dictionary sizes) when they fit, otherwise a hash of the codes, confirmed by
 /// comparing the codes. No allocation per group: 4 bytes per slot plus 8 per group while
 /// grouping, released afterwards.
-fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (Groups, Vec<u32>) {
+/// Groups the rows by their quasi-identifier codes. With a research subset, `counts` and the
+/// histograms count the subset's rows and `pcounts` every row (groups of rows outside the
+/// subset only have count 0).
+fn base_groups(
+    table: &Table,
+    qi_columns: &[usize],
+    slot_columns: &[usize],
+    subset: Option<&Subset>,
+) -> (Groups, Vec<u32>) {
     const EMPTY: u32 = u32::MAX;
     let q = qi_columns.len();
     let n = table.rows();
@@ -831,7 +916,16 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
             }
             slot = (slot + 1) & mask;
         };
-        groups.counts[g as usize] += 1;
+        match subset {
+            None => groups.counts[g as usize] += 1,
+            Some(s) => {
+                if groups.pcounts.len() <= g as usize {
+                    groups.pcounts.push(0);
+                }
+                groups.pcounts[g as usize] += 1;
+                groups.counts[g as usize] += u32::from(s.contains(row));
+            }
+        }
         row_group.push(g);
         if groups.counts.len() * 2 > slots.len() {
             // Grow (load factor ≤ 1/2) and re-insert every group.
@@ -860,6 +954,9 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
         let mut order = vec![0u32; n];
         let mut fill = starts.clone();
         for (row, &g) in row_group.iter().enumerate() {
+            if subset.is_some_and(|s| !s.contains(row)) {
+                continue;
+            }
             order[fill[g as usize] as usize] = row as u32;
             fill[g as usize] += 1;
         }
@@ -890,6 +987,7 @@ fn base_groups(table: &Table, qi_columns: &[usize], slot_columns: &[usize]) -> (
     groups.codes.shrink_to_fit();
     groups.counts.shrink_to_fit();
     groups.reps.shrink_to_fit();
+    groups.pcounts.shrink_to_fit();
     for h in &mut groups.hists {
         h.values.shrink_to_fit();
         h.freqs.shrink_to_fit();

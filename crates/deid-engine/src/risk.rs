@@ -75,7 +75,9 @@ pub struct AttackerModels {
     /// The attacker re-identifies as many records as possible: expected share (1/n)·Σ f/F; without
     /// a research subset classes / records.
     pub marketer_risk: f64,
-    /// Where the population class sizes F come from: `published_classes` (no research subset).
+    /// Where the population class sizes F come from: `published_classes` (no research subset)
+    /// or `population_table` (the classes of the whole table, of which a research subset is
+    /// released).
     pub population_classes: &'static str,
 }
 
@@ -202,6 +204,51 @@ impl RiskReport {
         }
     }
 
+    /// Replaces the journalist and marketer risks with those against a population table (ARX's
+    /// `RiskModelSampleSummary` with a research subset): `classes` gives every published class's
+    /// (released records f, records of the whole table F). Journalist: records at risk
+    /// Σ_{1/F > t} f / n, highest 1/min F, lowest 1/max F, success rate
+    /// max(u / Σ F, (1/n)·Σ f/F); marketer (1/n)·Σ f/F.
+    pub fn with_population_table(mut self, classes: &[(u32, u32)]) -> RiskReport {
+        let n: u64 = classes.iter().map(|&(f, _)| u64::from(f)).sum();
+        let total: u64 = classes.iter().map(|&(_, big)| u64::from(big)).sum();
+        let (mut min, mut max, mut at_risk, mut expected) = (u32::MAX, 0u32, 0u64, 0.0f64);
+        for &(f, big) in classes {
+            min = min.min(big);
+            max = max.max(big);
+            if 1.0 / big as f64 > self.risk_threshold {
+                at_risk += u64::from(f);
+            }
+            expected += f as f64 / big as f64;
+        }
+        let (journalist, marketer) = if classes.is_empty() || n == 0 {
+            (
+                AttackerRisk {
+                    records_at_risk: 0.0,
+                    highest_risk: 0.0,
+                    lowest_risk: 0.0,
+                    success_rate: 0.0,
+                },
+                0.0,
+            )
+        } else {
+            let marketer = expected / n as f64;
+            (
+                AttackerRisk {
+                    records_at_risk: at_risk as f64 / n as f64,
+                    highest_risk: 1.0 / min as f64,
+                    lowest_risk: 1.0 / max as f64,
+                    success_rate: (classes.len() as f64 / total as f64).max(marketer),
+                },
+                marketer,
+            )
+        };
+        self.attacker_models.journalist = journalist;
+        self.attacker_models.marketer_risk = marketer;
+        self.attacker_models.population_classes = "population_table";
+        self
+    }
+
     /// Adds the population uniqueness of these classes for a population of `population`.
     pub fn with_population(mut self, sizes: &ClassSizes, population: u64) -> RiskReport {
         self.population_uniqueness = Some(population_uniqueness(sizes, population));
@@ -212,10 +259,16 @@ impl RiskReport {
     /// population uniqueness if the problem has a population model and the distinction and
     /// separation of the quasi-identifiers.
     pub fn input(problem: &Problem, risk_threshold: f64) -> RiskReport {
-        let counts = &problem.base_groups().counts;
-        let mut report = Self::from_class_sizes(counts.iter().copied(), 0, risk_threshold);
+        let base = problem.base_groups();
+        // With a research subset, base groups of unreleased records only are no classes.
+        let counts = || base.counts.iter().copied().filter(|&c| c > 0);
+        let mut report = Self::from_class_sizes(counts(), 0, risk_threshold);
+        if !base.pcounts.is_empty() {
+            report =
+                report.with_population_table(&released_pairs(&base.counts, &base.pcounts, None));
+        }
         if let Some(n) = problem.population() {
-            let h = ClassSizes::from_sizes(counts.iter().map(|&c| c as u64));
+            let h = ClassSizes::from_sizes(counts().map(u64::from));
             report = report.with_population(&h, n);
         }
         report.quasi_identifiers = Some(quasi_identifier_risks(problem));
@@ -231,13 +284,32 @@ impl RiskReport {
             .zip(&evaluation.suppressed)
             .filter(|(_, s)| !**s)
             .map(|(c, _)| *c);
-        let report =
+        let mut report =
             Self::from_class_sizes(sizes.clone(), evaluation.result.suppressed, risk_threshold);
+        if !g.pcounts.is_empty() {
+            report = report.with_population_table(&released_pairs(
+                &g.counts,
+                &g.pcounts,
+                Some(&evaluation.suppressed),
+            ));
+        }
         match problem.population() {
             Some(n) => report.with_population(&ClassSizes::from_sizes(sizes.map(u64::from)), n),
             None => report,
         }
     }
+}
+
+/// (released records, records of the whole table) of every class with released records that
+/// is not suppressed.
+fn released_pairs(counts: &[u32], pcounts: &[u32], suppressed: Option<&[bool]>) -> Vec<(u32, u32)> {
+    counts
+        .iter()
+        .zip(pcounts)
+        .enumerate()
+        .filter(|&(c, (&f, _))| f > 0 && !suppressed.is_some_and(|s| s[c]))
+        .map(|(_, (&f, &big))| (f, big))
+        .collect()
 }
 
 /// ARX's risk distribution: every class's records go to the bucket of its risk 1/|EC| (the first
@@ -327,10 +399,14 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
                     .map(|&c| c as u64)
                     .collect()
             } else if set.len() == q {
-                base.counts.iter().map(|&c| c as u64).collect()
+                base.counts
+                    .iter()
+                    .filter(|&&c| c > 0)
+                    .map(|&c| c as u64)
+                    .collect()
             } else {
                 let mut groups: HashMap<Vec<u32>, u64> = HashMap::new();
-                for (g, &count) in base.counts.iter().enumerate() {
+                for (g, &count) in base.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
                     let key: Vec<u32> = set.iter().map(|&i| base.codes[g * q + i]).collect();
                     *groups.entry(key).or_default() += count as u64;
                 }
@@ -363,6 +439,24 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn journalist_and_marketer_against_a_population_table_by_hand() {
+        // Released (f, F): (2, 5) and (1, 3); n = 3, threshold 0.25.
+        let r = RiskReport::from_class_sizes([2u32, 1].into_iter(), 0, 0.25)
+            .with_population_table(&[(2, 5), (1, 3)]);
+        let j = &r.attacker_models.journalist;
+        assert_eq!(j.highest_risk, 1.0 / 3.0);
+        assert_eq!(j.lowest_risk, 0.2);
+        assert_eq!(j.records_at_risk, 1.0 / 3.0);
+        let marketer = (2.0 / 5.0 + 1.0 / 3.0) / 3.0;
+        assert!((r.attacker_models.marketer_risk - marketer).abs() < 1e-15);
+        // max(u / ΣF, marketer) = max(2/8, 0.244…).
+        assert_eq!(j.success_rate, 0.25);
+        assert_eq!(r.attacker_models.population_classes, "population_table");
+        // The prosecutor keeps the released classes.
+        assert_eq!(r.attacker_models.prosecutor.highest_risk, 1.0);
+    }
 
     #[test]
     fn attacker_models_and_distribution_by_hand() {

@@ -242,6 +242,22 @@ pub enum PrivacyModel {
         /// Population model of the class sizes.
         estimator: KMapEstimator,
     },
+    /// k-map with the table as the population: every published class stands for at least `k`
+    /// records of the whole table, of which only the research subset is released
+    /// (`docs/definitions.md` §3.2).
+    KMapSubset {
+        /// k of the population (≥ 1).
+        k: u32,
+    },
+    /// δ-presence (Nergiz et al.): the share of a class's records of the whole table that
+    /// belong to the released research subset lies in [`delta_min`, `delta_max`] for every
+    /// class (`docs/definitions.md` §3.2).
+    DeltaPresence {
+        /// Lowest probability of membership, in [0, 1].
+        delta_min: f64,
+        /// Highest probability of membership, in [0, 1], at least `delta_min`.
+        delta_max: f64,
+    },
     /// The estimated share of the population that is unique on the published quasi-identifiers
     /// (estimated population uniques / N) is at most `threshold`; needs the problem's population
     /// model (`docs/definitions.md` §3.2, §6.2).
@@ -275,7 +291,8 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
     "average-risk(threshold=…[,highest=…,records_at_risk=…])",
     "sample-uniqueness(threshold=…)",
     "population-uniqueness(threshold=…[,model=pitman|zayatz|snb|dankar])",
-    "k-map(k=…,alpha=…[,estimator=poisson|zero-truncated-poisson])",
+    "k-map(k=…[,alpha=…,estimator=poisson|zero-truncated-poisson])",
+    "delta-presence(delta_min=…,delta_max=…)",
 ];
 
 impl PrivacyModel {
@@ -312,7 +329,8 @@ impl PrivacyModel {
             PrivacyModel::AverageRisk { .. } => "average-risk",
             PrivacyModel::SampleUniqueness { .. } => "sample-uniqueness",
             PrivacyModel::PopulationUniqueness { .. } => "population-uniqueness",
-            PrivacyModel::KMap { .. } => "k-map",
+            PrivacyModel::KMap { .. } | PrivacyModel::KMapSubset { .. } => "k-map",
+            PrivacyModel::DeltaPresence { .. } => "delta-presence",
         }
     }
 
@@ -323,6 +341,8 @@ impl PrivacyModel {
             | PrivacyModel::AverageRisk { .. }
             | PrivacyModel::SampleUniqueness { .. }
             | PrivacyModel::KMap { .. }
+            | PrivacyModel::KMapSubset { .. }
+            | PrivacyModel::DeltaPresence { .. }
             | PrivacyModel::PopulationUniqueness { .. } => None,
             PrivacyModel::DistinctLDiversity { attribute, .. }
             | PrivacyModel::EntropyLDiversity { attribute, .. }
@@ -340,6 +360,7 @@ impl PrivacyModel {
         let (generalization, suppression) = match self {
             PrivacyModel::KAnonymity { .. }
             | PrivacyModel::KMap { .. }
+            | PrivacyModel::KMapSubset { .. }
             | PrivacyModel::DistinctLDiversity { .. }
             | PrivacyModel::SampleUniqueness { .. } => (true, true),
             PrivacyModel::AverageRisk { highest, .. } => (true, highest.is_none()),
@@ -348,6 +369,7 @@ impl PrivacyModel {
             }
             PrivacyModel::RecursiveCLDiversity { .. }
             | PrivacyModel::TCloseness { .. }
+            | PrivacyModel::DeltaPresence { .. }
             | PrivacyModel::BasicBetaLikeness { .. }
             | PrivacyModel::EnhancedBetaLikeness { .. } => (true, false),
             PrivacyModel::DeltaDisclosure { .. } | PrivacyModel::PopulationUniqueness { .. } => {
@@ -445,6 +467,25 @@ impl PrivacyModel {
                 err("k", format!("k must be at least 1, got {k}"))
             }
             PrivacyModel::KMap { alpha, .. } => check_share("alpha", *alpha, true),
+            PrivacyModel::KMapSubset { k } if *k < 1 => {
+                err("k", format!("k must be at least 1, got {k}"))
+            }
+            PrivacyModel::DeltaPresence {
+                delta_min,
+                delta_max,
+            } => {
+                check_share("delta_min", *delta_min, true)?;
+                check_share("delta_max", *delta_max, true)?;
+                if delta_min > delta_max {
+                    return err(
+                        "delta_min",
+                        format!(
+                            "delta_min must be at most delta_max, got {delta_min} > {delta_max}"
+                        ),
+                    );
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -552,6 +593,44 @@ pub(crate) enum PreparedModel {
     Class(PreparedClassModel),
     /// Evaluated on the class-size distribution after the class-based models.
     Sample(PreparedSampleModel),
+    /// Evaluated per class on its records in the research subset and in the whole table.
+    Presence(PresenceModel),
+}
+
+/// A model that compares a class's records in the research subset (`count`, released) with its
+/// records in the whole table (`pcount`, the population): δ-presence and k-map with the table
+/// as the population (`docs/definitions.md` §3.2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum PresenceModel {
+    /// δmin ≤ count / pcount ≤ δmax.
+    DeltaPresence { min: f64, max: f64 },
+    /// pcount ≥ k.
+    KMap { k: u32 },
+}
+
+impl PresenceModel {
+    /// Whether a class with `count` released records of `pcount` records in the table may be
+    /// published (`count` ≥ 1).
+    pub(crate) fn holds(self, count: u32, pcount: u32) -> bool {
+        match self {
+            PresenceModel::DeltaPresence { min, max } => {
+                let delta = if pcount == 0 {
+                    0.0
+                } else {
+                    count as f64 / pcount as f64
+                };
+                min <= delta && delta <= max
+            }
+            PresenceModel::KMap { k } => pcount >= k,
+        }
+    }
+
+    /// Whether a class without released records fails the model: its δ = 0 is below δmin > 0
+    /// and suppression cannot change that (there is nothing to suppress), so the transformation
+    /// is not anonymous.
+    pub(crate) fn rejects_unreleased(self) -> bool {
+        matches!(self, PresenceModel::DeltaPresence { min, .. } if min > 0.0)
+    }
 }
 
 impl PreparedModel {
@@ -580,6 +659,16 @@ impl PreparedModel {
             PrivacyModel::KAnonymity { .. } | PrivacyModel::KMap { .. } => {
                 PreparedModel::MinClassSize
             }
+            PrivacyModel::KMapSubset { k } => {
+                PreparedModel::Presence(PresenceModel::KMap { k: *k })
+            }
+            PrivacyModel::DeltaPresence {
+                delta_min,
+                delta_max,
+            } => PreparedModel::Presence(PresenceModel::DeltaPresence {
+                min: *delta_min,
+                max: *delta_max,
+            }),
             PrivacyModel::DistinctLDiversity { l, .. } => {
                 let (slot, _) = sensitive()?;
                 PreparedModel::Class(PreparedClassModel::DistinctL { slot, l: *l })

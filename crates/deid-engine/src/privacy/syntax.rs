@@ -75,7 +75,11 @@ const SCHEMAS: &[Schema] = &[
     },
     Schema {
         name: "k-map",
-        keys: &[("k", true), ("alpha", true), ("estimator", false)],
+        keys: &[("k", true), ("alpha", false), ("estimator", false)],
+    },
+    Schema {
+        name: "delta-presence",
+        keys: &[("delta_min", true), ("delta_max", true)],
     },
 ];
 
@@ -433,6 +437,18 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
                 Some(Estimator::Dankar),
             )?,
         },
+        // Without α: the population is the table itself (a research subset is released).
+        "k-map" if p.raw("alpha").is_none() => {
+            if p.raw("estimator").is_some() {
+                return Err(EngineError::config(
+                    "alpha",
+                    "k-map with an estimator needs alpha (the significance level, in [0, 1]); \
+                     without alpha and estimator the table is the population and a research \
+                     subset is released",
+                ));
+            }
+            PrivacyModel::KMapSubset { k: p.whole("k")? }
+        }
         "k-map" => PrivacyModel::KMap {
             k: p.whole("k")?,
             alpha: p.number("alpha")?,
@@ -442,6 +458,10 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
                 "poisson or zero-truncated-poisson",
                 Some(KMapEstimator::Poisson),
             )?,
+        },
+        "delta-presence" => PrivacyModel::DeltaPresence {
+            delta_min: p.number("delta_min")?,
+            delta_max: p.number("delta_max")?,
         },
         _ => PrivacyModel::SampleUniqueness {
             threshold: p.number("threshold")?,
@@ -503,6 +523,11 @@ pub(super) fn write(m: &PrivacyModel, f: &mut fmt::Formatter<'_>) -> fmt::Result
             alpha,
             estimator,
         } => write!(f, "k={k},alpha={alpha},estimator={}", estimator.name())?,
+        PrivacyModel::KMapSubset { k } => write!(f, "k={k}")?,
+        PrivacyModel::DeltaPresence {
+            delta_min,
+            delta_max,
+        } => write!(f, "delta_min={delta_min},delta_max={delta_max}")?,
     }
     f.write_str(")")
 }
@@ -726,7 +751,36 @@ mod tests {
         );
         assert_eq!(field_of("k-map(k=5,alpha=1.5)").0, "alpha");
         assert_eq!(field_of("k-map(k=0,alpha=0.1)").0, "k");
-        assert_eq!(field_of("k-map(k=5)").0, "alpha");
+        // Without α: k-map with the table as the population (a research subset is released).
+        let m = PrivacyModel::parse("k-map(k=5)").unwrap();
+        assert_eq!(m, PrivacyModel::KMapSubset { k: 5 });
+        assert_eq!(m.to_string(), "k-map(k=5)");
+        assert_eq!(field_of("k-map(k=5,estimator=poisson)").0, "alpha");
+        assert_eq!(field_of("k-map(k=0)").0, "k");
+
+        // δ-presence: both bounds in [0, 1], δmin ≤ δmax.
+        let text = "delta-presence(delta_min=0.1,delta_max=0.5)";
+        let m = PrivacyModel::parse(text).unwrap();
+        assert_eq!(
+            m,
+            PrivacyModel::DeltaPresence {
+                delta_min: 0.1,
+                delta_max: 0.5
+            }
+        );
+        assert_eq!(m.to_string(), text);
+        assert_eq!(field_of("delta-presence(delta_min=0.1)").0, "delta_max");
+        assert_eq!(
+            field_of("delta-presence(delta_min=-0.1,delta_max=0.5)").0,
+            "delta_min"
+        );
+        assert_eq!(
+            field_of("delta-presence(delta_min=0,delta_max=1.5)").0,
+            "delta_max"
+        );
+        let (field, message) = field_of("delta-presence(delta_min=0.6,delta_max=0.5)");
+        assert_eq!(field, "delta_min");
+        assert!(message.contains("at most delta_max"), "{message}");
 
         // The estimator defaults to Dankar's rule; the threshold lies in [0, 1].
         assert_eq!(

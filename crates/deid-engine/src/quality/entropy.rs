@@ -36,8 +36,9 @@ pub(super) fn evaluate(
     let n = p.n as f64;
     // Suppressed classes as (value at the current level, count), per column.
     let suppressed_classes: Vec<usize> = if s.suppressed > 0 {
+        // Classes without records (unreleased ones of a research subset) contribute nothing.
         (0..view.counts.len())
-            .filter(|&c| view.suppressed[c])
+            .filter(|&c| view.suppressed[c] && view.counts[c] > 0)
             .collect()
     } else {
         Vec::new()

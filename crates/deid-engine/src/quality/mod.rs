@@ -284,6 +284,10 @@ impl Summary {
     fn of(view: &ClassView<'_>) -> Summary {
         let mut s = Summary::default();
         for (&count, &suppressed) in view.counts.iter().zip(view.suppressed) {
+            if count == 0 {
+                // Unreleased records only (research subset): not a class of the output.
+                continue;
+            }
             let k = count as u64;
             let sq = k as u128 * k as u128;
             s.classes += 1;
@@ -360,7 +364,8 @@ impl PreparedQuality {
         let mut ambiguity_max = WideSum::default();
         ambiguity_max.add(n, domain_area);
         let base = BaseConstants {
-            groups: base_counts.len(),
+            // Base groups of unreleased records only (research subset) are no classes.
+            groups: base_counts.iter().filter(|&&c| c > 0).count(),
             sum_sq,
             k_log_k,
             ambiguity_min: ambiguity_min.value().min(f64::MAX),

@@ -12,5 +12,6 @@ mod layering;
 mod local;
 mod microaggregation;
 mod population;
+mod presence;
 mod properties;
 mod search_outputs;
