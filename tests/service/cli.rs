@@ -1150,3 +1150,94 @@ fn population_uniqueness_on_the_command_line() {
     assert_eq!(report["anonymous"], false);
     assert_eq!(report["suppressed_rows"], 4);
 }
+
+/// A research subset on the command line: by a column (yes/no or a value) or a file of record
+/// numbers; only the subset is written, δ-presence decided against the whole input; bad files,
+/// numbers and columns are exit 2 naming the flag or field.
+#[test]
+fn research_subset_flags() {
+    // Ann and Cid are released: at age level 1 the classes <50 (Ann, Bob) and >=50 (Cid, Dan)
+    // each have δ = 1/2; at level 0 every record is its own class (δ 1 or 0).
+    let data = "name,age,zip,disease,study\nAnn,34,81667,flu,yes\nBob,45,81675,cold,no\n\
+                Cid,66,81925,flu,1\nDan,70,81931,cold,\n";
+    let dir = setup("subset", data.as_bytes(), AGE);
+    std::fs::write(dir.join("rows.txt"), "1,\n3\n").unwrap();
+    std::fs::write(dir.join("bad.txt"), "1, two\n").unwrap();
+    std::fs::write(dir.join("far.txt"), "1 9\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "evaluate",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.csv",
+            "--identifying",
+            "name",
+            "--privacy",
+            "k-anonymity(k=1)",
+        ];
+        args.extend_from_slice(extra);
+        deid(&args, &dir)
+    };
+    let model = [
+        "--privacy",
+        "delta-presence(delta_min=0.4,delta_max=0.6)",
+        "--identifying",
+        "study",
+        "--output",
+        "out.csv",
+    ];
+    for subset in [
+        &["--research-subset-column", "study"][..],
+        &["--research-subset-rows", "rows.txt"][..],
+    ] {
+        let mut args = model.to_vec();
+        args.extend_from_slice(subset);
+        args.extend_from_slice(&["--levels", "age=1"]);
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["rows"], 2);
+        assert_eq!(report["research_subset"]["population_records"], 4);
+        let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+        assert_eq!(out, "age,zip,disease\n<50,81667,flu\n>=50,81925,flu\n");
+        // Level 0: Bob and Dan are classes with δ = 0 < 0.4, which no suppression can fix.
+        let mut args = model.to_vec();
+        args.extend_from_slice(subset);
+        args.extend_from_slice(&["--levels", "age=0", "--suppression-limit", "1"]);
+        let (code, stdout, _) = run(&args);
+        assert_eq!(code, 4);
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["anonymous"], false);
+    }
+    let (code, _, stderr) = run(&["--research-subset-column", "zip", "--levels", "age=1"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("research_subset.column") && stderr.contains("'81667'"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&[
+        "--research-subset-column",
+        "zip",
+        "--research-subset-value",
+        "81925",
+        "--levels",
+        "age=1",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run(&["--research-subset-rows", "bad.txt"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--research-subset-rows") && stderr.contains("'two'"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["--research-subset-rows", "far.txt"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("research_subset.rows[1]") && stderr.contains("1 to 4"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["--privacy", "k-map(k=2)", "--levels", "age=1"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("research subset"), "{stderr}");
+}

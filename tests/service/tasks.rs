@@ -291,3 +291,178 @@ async fn estimated_k_map_job() {
     assert_eq!(rows, 30162);
     app.stop().await;
 }
+
+/// adult with a column `in_study` (`yes` for every third record, `no` otherwise), uploaded with
+/// the hierarchies of `ADULT_QIS`; returns the dataset id and the released records' numbers.
+async fn upload_adult_with_subset(app: &TestApp) -> (String, Vec<usize>) {
+    let text = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
+    let mut csv = String::new();
+    let mut released = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        csv.push_str(line);
+        if i == 0 {
+            csv.push_str(";in_study\n");
+        } else {
+            let yes = i % 3 == 1;
+            if yes {
+                released.push(i);
+            }
+            csv.push_str(if yes { ";yes\n" } else { ";no\n" });
+        }
+    }
+    let ds = app.upload(csv, "delimiter=;&name=adult-study").await;
+    let id = ds["id"].as_str().unwrap().to_string();
+    for q in ADULT_QIS {
+        let h = std::fs::read_to_string(repo(&format!("examples/adult/adult_hierarchy_{q}.csv")))
+            .unwrap();
+        app.put_hierarchy(&id, q, &h).await;
+    }
+    (id, released)
+}
+
+/// δ-presence and k-map with the dataset as the population, on both databases: the research
+/// subset given by a column and by record numbers gives the same result; only the subset is
+/// written, its classes stand for at least k records of the whole dataset and make up at most
+/// δmax of them (recounted here from the input and the output); the report gives both sizes and
+/// the journalist risk against the population table. Bad subsets are 422s naming the field.
+async fn research_subset_job(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let (dataset, released) = upload_adult_with_subset(&app).await;
+    let mut spec = adult_job(&dataset, 5, 0.05);
+    spec["privacy"] = json!([
+        {"model": "delta-presence", "delta_min": 0, "delta_max": 0.5},
+        "k-map(k=10)"
+    ]);
+    spec["time_limit"] = json!("20s");
+    spec["attributes"]["in_study"] = json!({"type": "identifying"});
+    let e = app
+        .post_json("/v1/jobs", &spec)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(e["error"]["details"]["field"], "research_subset", "{e}");
+
+    let mut results = Vec::new();
+    for subset in [
+        json!({"column": "in_study", "value": "yes"}),
+        json!({"rows": released}),
+    ] {
+        spec["research_subset"] = subset;
+        let job = ended(&app, &app.create_job(&spec).await).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let id = job["id"].as_str().unwrap();
+        let report = app.get(&format!("/v1/jobs/{id}/result")).await.json();
+        assert_eq!(report["rows"], released.len(), "{report}");
+        assert_eq!(report["research_subset"]["records"], released.len());
+        assert_eq!(report["research_subset"]["population_records"], 30162);
+        assert_eq!(
+            report["risk"]["output"]["attacker_models"]["population_classes"],
+            "population_table"
+        );
+        let csv = app.get(&format!("/v1/jobs/{id}/result.csv")).await.text;
+        let max = (released.len() as f64 * 0.05) as usize;
+        let (rows, _) = check_k_anonymity(&csv, b';', &ADULT_QIS, 1, max);
+        assert_eq!(rows, released.len());
+        check_population_classes(&csv, &report, 10, 0.5);
+        results.push((report["transformation"].clone(), csv));
+    }
+    assert_eq!(results[0], results[1]);
+
+    for (subset, field) in [
+        (json!({"column": "nope"}), "research_subset.column"),
+        (json!({"column": "sex"}), "research_subset.column"),
+        (
+            json!({"column": "sex", "value": "Other"}),
+            "research_subset",
+        ),
+        (json!({"rows": [0]}), "research_subset.rows[0]"),
+        (json!({"rows": [1, 30163]}), "research_subset.rows[1]"),
+        (json!({"rows": [4, 4]}), "research_subset.rows[1]"),
+        (json!({"rows": [1], "column": "sex"}), "research_subset"),
+        (json!({"value": "yes"}), "research_subset.value"),
+        (json!({"rows": "all"}), "research_subset.rows"),
+    ] {
+        spec["research_subset"] = subset.clone();
+        let e = app
+            .post_json("/v1/jobs", &spec)
+            .await
+            .assert_error(422, "invalid_spec");
+        assert_eq!(e["error"]["details"]["field"], field, "{subset}: {e}");
+    }
+    spec["research_subset"] = json!({"column": "in_study"});
+    spec["local"] = json!({});
+    let e = app
+        .post_json("/v1/jobs", &spec)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(e["error"]["details"]["field"], "privacy[0]", "{e}");
+    spec["privacy"] = json!(["k-anonymity(k=2)"]);
+    let e = app
+        .post_json("/v1/jobs", &spec)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(e["error"]["details"]["field"], "research_subset", "{e}");
+    app.stop().await;
+}
+both_databases!(
+    research_subset_job,
+    research_subset_job_sqlite,
+    research_subset_job_postgres
+);
+
+/// Recounts, from adult's file and its hierarchies, how many records of the whole dataset each
+/// published class of `csv` stands for (at the report's transformation): at least `k`, and the
+/// class's published records at most `delta_max` of them.
+fn check_population_classes(csv: &str, report: &Value, k: usize, delta_max: f64) {
+    use std::collections::HashMap;
+    let read = |text: &str| -> Vec<Vec<String>> {
+        csv::ReaderBuilder::new()
+            .delimiter(b';')
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(String::from).collect())
+            .collect()
+    };
+    let input = read(&std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap());
+    let output = read(csv);
+    let columns: Vec<(usize, usize, usize, HashMap<String, Vec<String>>)> = ADULT_QIS
+        .iter()
+        .map(|q| {
+            let level = report["transformation"][q].as_u64().unwrap() as usize;
+            let h =
+                std::fs::read_to_string(repo(&format!("examples/adult/adult_hierarchy_{q}.csv")))
+                    .unwrap();
+            let map = read(&h).into_iter().map(|r| (r[0].clone(), r)).collect();
+            let i = input[0].iter().position(|c| c == q).unwrap();
+            let o = output[0].iter().position(|c| c == q).unwrap();
+            (i, o, level, map)
+        })
+        .collect();
+    let mut population: HashMap<Vec<String>, usize> = HashMap::new();
+    for row in &input[1..] {
+        let key: Vec<String> = columns
+            .iter()
+            .map(|(i, _, level, map)| map[&row[*i]][*level].clone())
+            .collect();
+        *population.entry(key).or_default() += 1;
+    }
+    let mut published: HashMap<Vec<String>, usize> = HashMap::new();
+    for row in &output[1..] {
+        let key: Vec<String> = columns.iter().map(|(_, o, _, _)| row[*o].clone()).collect();
+        if !key.iter().all(|v| v == "*") {
+            *published.entry(key).or_default() += 1;
+        }
+    }
+    assert!(!published.is_empty());
+    for (key, count) in published {
+        let big = population[&key];
+        assert!(big >= k, "{key:?}: {big} records in the population");
+        assert!(
+            count as f64 / big as f64 <= delta_max,
+            "{key:?}: δ = {count}/{big}"
+        );
+    }
+}

@@ -495,3 +495,36 @@ def test_estimated_k_map(client: Client, adult: Dataset) -> None:
     assert job.status == "succeeded"
     assert any("holds as 3-anonymity" in w for w in client.get_result(job.id).warnings)
     assert str(KMap(5, 0.05, "zero-truncated-poisson")) == "k-map(k=5,alpha=0.05,estimator=zero-truncated-poisson)"
+
+
+def test_delta_presence_and_k_map_with_a_research_subset(client: Client, adult: Dataset) -> None:
+    from deid_client import DeltaPresence, KMap
+
+    spec = adult_job(
+        adult.id,
+        privacy=[DeltaPresence(0.0, 0.6).to_json(), str(KMap(5))],
+        time_limit="10s",
+    )
+    with pytest.raises(ValidationError) as e:
+        client.submit_job(spec)
+    assert e.value.field == "research_subset"
+    rows = list(range(1, adult.rows + 1, 3))
+    spec["research_subset"] = {"rows": rows}
+    job = client.wait(client.submit_job(spec), progress=False)
+    assert job.status == "succeeded"
+    report = client.get_result(job.id)
+    assert report.anonymous and report.rows == len(rows)
+    assert report.research_subset is not None
+    assert report.research_subset.records == len(rows)
+    assert report.research_subset.population_records == adult.rows
+    assert report.risk.output is not None
+    assert report.risk.output["attacker_models"]["population_classes"] == "population_table"
+    buf = io.BytesIO()
+    client.download_result(job.id, buf)
+    assert len(buf.getvalue().decode().splitlines()) == len(rows) + 1
+    spec["research_subset"] = {"rows": [0]}
+    with pytest.raises(ValidationError) as e:
+        client.submit_job(spec)
+    assert e.value.field == "research_subset.rows[0]"
+    assert str(DeltaPresence(0.1, 0.5)) == "delta-presence(delta_min=0.1,delta_max=0.5)"
+    assert str(KMap(5)) == "k-map(k=5)"

@@ -48,6 +48,7 @@ __all__ = [
     "AverageRisk",
     "SampleUniqueness",
     "KMap",
+    "DeltaPresence",
     "Quality",
     "GeneticParams",
     "JobSpec",
@@ -373,14 +374,26 @@ class SampleUniqueness(PrivacyModel):
 
 @dataclass
 class KMap(PrivacyModel):
-    """Estimated k-map: every published class stands, with probability 1 − ``alpha``, for at
-    least ``k`` individuals of the population (the job needs ``population``); enforced as
-    k′-anonymity (the report's ``warnings`` give k′)."""
+    """k-map. Estimated (with ``alpha``): every published class stands, with probability
+    1 − ``alpha``, for at least ``k`` individuals of the population (the job needs
+    ``population``); enforced as k′-anonymity (the report's ``warnings`` give k′). Without
+    ``alpha``: the dataset is the population and every published class stands for at least ``k``
+    of its records (the job needs ``research_subset``)."""
 
     k: int
-    alpha: float
+    alpha: float | None = None
     estimator: Literal["poisson", "zero-truncated-poisson"] | None = None
     model = "k-map"
+
+
+@dataclass
+class DeltaPresence(PrivacyModel):
+    """δ-presence: the dataset is the population and the released ``research_subset`` makes up
+    between ``delta_min`` and ``delta_max`` of every class's records."""
+
+    delta_min: float
+    delta_max: float
+    model = "delta-presence"
 
 
 @dataclass
@@ -461,6 +474,9 @@ class JobSpec:
     local: LocalGeneralization | Mapping[str, Any] | None = None
     population: Mapping[str, Any] | None = None
     """``{"size": N}``, ``{"sampling_fraction": f}`` or ``{"region": "usa"}``."""
+    research_subset: Mapping[str, Any] | None = None
+    """The records to release when the dataset is the population: ``{"column": "c"}`` (a
+    yes/no mark), ``{"column": "c", "value": "v"}`` or ``{"rows": [1, 5, …]}``."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further properties sent as they are (for service features newer than this client)."""
 

@@ -41,6 +41,7 @@ __all__ = [
     "QualityScore",
     "Risk",
     "Suppression",
+    "SubsetReport",
     "Timings",
     "TraceEntry",
     "Report",
@@ -365,6 +366,17 @@ class Suppression:
 
 
 @dataclass
+class SubsetReport:
+    """The research subset of a job whose dataset is the population: ``records`` released
+    (suppressed ones included), ``population_records`` in the dataset."""
+
+    SCHEMA: ClassVar[str] = "SubsetReport"
+    records: int
+    population_records: int
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
 class Timings:
     SCHEMA: ClassVar[str] = "Report.timings"
     load_ms: float | None = None
@@ -491,6 +503,7 @@ class Report:
     best_found_ms: float | None = None
     time_limit_ms: int | None = None
     suppression: Suppression | None = None
+    research_subset: SubsetReport | None = None
     timings: Timings | None = None
     output_quality: OutputQuality | None = None
     local: LocalReport | None = None
@@ -520,6 +533,7 @@ class Evaluation:
     dataset_id: str | None = None
     time_limit_ms: int | None = None
     suppression: Suppression | None = None
+    research_subset: SubsetReport | None = None
     timings: Timings | None = None
     warnings: list[str] = field(default_factory=list)
     raw: dict[str, Any] = _raw()
