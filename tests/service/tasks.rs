@@ -428,7 +428,9 @@ fn check_population_classes(csv: &str, report: &Value, k: usize, delta_max: f64)
     };
     let input = read(&std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap());
     let output = read(csv);
-    let columns: Vec<(usize, usize, usize, HashMap<String, Vec<String>>)> = ADULT_QIS
+    // Per quasi-identifier: input column, output column, level, value → labels.
+    type Column = (usize, usize, usize, HashMap<String, Vec<String>>);
+    let columns: Vec<Column> = ADULT_QIS
         .iter()
         .map(|q| {
             let level = report["transformation"][q].as_u64().unwrap() as usize;
