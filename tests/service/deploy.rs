@@ -128,6 +128,7 @@ fn openapi_job_spec_matches_the_parser() {
             "check_limit" | "seed" | "threads" | "flash_max_space" => serde_json::json!(1),
             "hierarchy_duplicates" => serde_json::json!("last"),
             "population" => serde_json::json!({"sampling_fraction": 0.01}),
+            "research_subset" => serde_json::json!({"rows": [1]}),
             "levels" => serde_json::json!({"age": 1}),
             "task" => serde_json::json!("evaluate"),
             _ => serde_json::json!("x"),

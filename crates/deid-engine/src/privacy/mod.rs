@@ -61,6 +61,9 @@
 //!   suppressed cheapest first under the configured quality model, then in lexicographic order
 //!   of their generalized codes (ARX: information loss ascending — the most informative, i.e.
 //!   costliest, class first — then representative row).
+//! * δ-presence: a class of the population table without released records (count 0, δ = 0 <
+//!   δmin) makes the transformation fail also when a minimal class size is configured (ARX
+//!   classifies it as too small first and never rejects the transformation for it).
 //!   A record is at risk under the relaxed average-risk model iff 1/|EC| > highest risk; ARX
 //!   rounds the highest risk to an "effective" threshold (up to 1 % off). The share of records at
 //!   risk may be 0.
