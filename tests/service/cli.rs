@@ -39,6 +39,11 @@ fn setup(name: &str, data: &[u8], age: &str) -> PathBuf {
 }
 
 fn evaluate(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    evaluate_with(dir, "k-anonymity(k=2)", extra)
+}
+
+/// `deid evaluate` of data.csv with age=age.csv, name identifying and `model`.
+fn evaluate_with(dir: &Path, model: &str, extra: &[&str]) -> (i32, String, String) {
     let mut args = vec![
         "evaluate",
         "--input",
@@ -48,7 +53,7 @@ fn evaluate(dir: &Path, extra: &[&str]) -> (i32, String, String) {
         "--identifying",
         "name",
         "--privacy",
-        "k-anonymity(k=2)",
+        model,
     ];
     args.extend_from_slice(extra);
     deid(&args, dir)
@@ -1164,21 +1169,7 @@ fn research_subset_flags() {
     std::fs::write(dir.join("rows.txt"), "1,\n3\n").unwrap();
     std::fs::write(dir.join("bad.txt"), "1, two\n").unwrap();
     std::fs::write(dir.join("far.txt"), "1 9\n").unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "evaluate",
-            "--input",
-            "data.csv",
-            "--hierarchy",
-            "age=age.csv",
-            "--identifying",
-            "name",
-            "--privacy",
-            "k-anonymity(k=1)",
-        ];
-        args.extend_from_slice(extra);
-        deid(&args, &dir)
-    };
+    let run = |extra: &[&str]| evaluate_with(&dir, "k-anonymity(k=1)", extra);
     let model = [
         "--privacy",
         "delta-presence(delta_min=0.4,delta_max=0.6)",

@@ -325,33 +325,13 @@ mod tests {
         assert!(e.config_error().unwrap().1.contains("selects no record"));
         assert!(col(Some("x")).check(5, None).is_ok());
         let rows = |r: &[u64]| ResearchSubset::Rows(r.to_vec());
+        let field = |r: &[u64]| {
+            let e = rows(r).check(5, None).unwrap_err();
+            e.config_error().unwrap().0.to_string()
+        };
         assert!(rows(&[1, 5]).check(5, None).is_ok());
-        assert_eq!(
-            rows(&[1, 6])
-                .check(5, None)
-                .unwrap_err()
-                .config_error()
-                .unwrap()
-                .0,
-            "rows[1]"
-        );
-        assert_eq!(
-            rows(&[3, 3])
-                .check(5, None)
-                .unwrap_err()
-                .config_error()
-                .unwrap()
-                .0,
-            "rows[1]"
-        );
-        assert_eq!(
-            rows(&[])
-                .check(5, None)
-                .unwrap_err()
-                .config_error()
-                .unwrap()
-                .0,
-            ""
-        );
+        assert_eq!(field(&[1, 6]), "rows[1]");
+        assert_eq!(field(&[3, 3]), "rows[1]");
+        assert_eq!(field(&[]), "");
     }
 }
