@@ -446,3 +446,32 @@ fn flash_is_optimal_with_delta_presence() {
     let exhaustive = run(Algorithm::Exhaustive).expect("a solution");
     assert_eq!(flash.1, exhaustive.1);
 }
+
+/// Values that occur only outside the subset (frequency 0 among the released records) and
+/// classes without released records leave every quality model and the risks finite.
+#[test]
+fn every_measure_is_finite_with_unreleased_values() {
+    let p = hand_problem("delta-presence(delta_min=0,delta_max=1)", 0.5, in_study()).unwrap();
+    let checker = Checker::new(&p);
+    for levels in [[0u8, 0], [0, 1], [1, 0], [1, 1], [2, 2]] {
+        let eval = checker.evaluate(&levels);
+        for (model, q) in deid_engine::check::evaluate_all(&p, &eval) {
+            assert!(
+                q.score.is_finite() && q.utility.is_finite() && q.lower_bound.is_finite(),
+                "{model:?} at {levels:?}: {q:?}"
+            );
+        }
+        let risk = deid_engine::risk::RiskReport::output(&p, &eval, 0.2);
+        assert_eq!(risk.classes, eval.result.classes);
+        let json = format!("{risk:?}");
+        assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+        let post = deid_engine::posthoc::output_quality(&p, &eval);
+        let json = format!("{post:?}");
+        assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+        assert_eq!(post.records, 3);
+    }
+    let input = deid_engine::risk::RiskReport::input(&p, 0.2);
+    assert_eq!(input.classes, 3);
+    let json = format!("{input:?}");
+    assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+}
