@@ -860,29 +860,69 @@ pub(crate) fn hash_codes(codes: &[u32]) -> u64 {
 /// radix over the dictionary sizes) when they fit, otherwise a hash of the codes, confirmed by
 /// comparing the codes. No allocation per group: 4 bytes per slot plus 8 per group while
 /// grouping, released afterwards.
-/// Groups the rows by their quasi-identifier codes. With a research subset, `counts` and the
-/// histograms count the subset's rows and `pcounts` every row (groups of rows outside the
-/// subset only have count 0).
-fn base_groups(
-    table: &Table,
-    qi_columns: &[usize],
-    slot_columns: &[usize],
-    subset: Option<&Subset>,
+/// Tables with at least this many rows are grouped by [`group_rows_partitioned`].
+const PARTITIONED_MIN_ROWS: usize = 1 << 16;
+
+/// Partitions of [`group_rows_partitioned`] (a power of two; fixed, so that the grouping does
+/// not depend on the number of threads).
+const PARTITION_BITS: u32 = 8;
+
+/// The strides of the mixed-radix packing of one code per column (`sizes` = dictionary sizes)
+/// into 64 bits, if the product of the sizes fits.
+fn packing(sizes: &[u64]) -> Option<Vec<u64>> {
+    let mut strides = vec![0u64; sizes.len()];
+    let mut product: u64 = 1;
+    for i in (0..sizes.len()).rev() {
+        strides[i] = product;
+        product = product.checked_mul(sizes[i])?;
+    }
+    Some(strides)
+}
+
+/// The multiplicative mixing of packed keys (and hashes) into table slots.
+#[inline]
+fn mix(key: u64) -> u64 {
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Adds `stride` times the code of each row of `range` to `out` (one per row).
+fn add_codes(
+    out: &mut [u64],
+    codes: &crate::data::Codes,
+    range: std::ops::Range<usize>,
+    stride: u64,
+) {
+    fn add<T: Copy + Into<u64>>(out: &mut [u64], codes: &[T], stride: u64) {
+        for (k, &c) in out.iter_mut().zip(codes) {
+            *k = k.wrapping_add(c.into() * stride);
+        }
+    }
+    use crate::data::Codes;
+    match codes {
+        Codes::U8(v) => add(out, &v[range], stride),
+        Codes::U16(v) => add(out, &v[range], stride),
+        Codes::U32(v) => add(out, &v[range], stride),
+    }
+}
+
+/// The codes of `row` packed with `strides`.
+#[inline]
+fn packed_key(cols: &[&crate::data::Codes], strides: &[u64], row: usize) -> u64 {
+    cols.iter()
+        .zip(strides)
+        .fold(0u64, |k, (c, &s)| k.wrapping_add(c.get(row) as u64 * s))
+}
+
+/// One pass over the rows with one open-addressing table: the groups (codes and
+/// representatives; counts are left empty) in the order of their first row, and the group of
+/// every row. Keys are packed with `strides` when given, else hashed (and compared).
+fn group_rows(
+    cols: &[&crate::data::Codes],
+    strides: Option<&[u64]>,
+    n: usize,
 ) -> (Groups, Vec<u32>) {
     const EMPTY: u32 = u32::MAX;
-    let q = qi_columns.len();
-    let n = table.rows();
-    let cols: Vec<&crate::data::Codes> =
-        qi_columns.iter().map(|&c| &table.column(c).codes).collect();
-    let mut strides = vec![0u64; q];
-    let mut product: Option<u64> = Some(1);
-    for i in (0..q).rev() {
-        strides[i] = product.unwrap_or(0);
-        let size = table.column(qi_columns[i]).dict.len().max(1) as u64;
-        product = product.and_then(|p| p.checked_mul(size));
-    }
-    let packed = product.is_some();
-    let mix = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let q = cols.len();
     let mut groups = Groups::default();
     let mut keys: Vec<u64> = Vec::new();
     let mut slots: Vec<u32> = vec![EMPTY; 1 << 12];
@@ -890,44 +930,35 @@ fn base_groups(
     let mut row_group = Vec::with_capacity(n);
     let mut key = vec![0u32; q];
     for row in 0..n {
-        let mut packed_key = 0u64;
-        for ((k, codes), &stride) in key.iter_mut().zip(&cols).zip(&strides) {
-            let c = codes.get(row);
-            *k = c;
-            packed_key = packed_key.wrapping_add(c as u64 * stride);
+        for (k, codes) in key.iter_mut().zip(cols) {
+            *k = codes.get(row);
         }
-        let stored = if packed { packed_key } else { hash_codes(&key) };
+        let stored = match strides {
+            Some(s) => packed_key(cols, s, row),
+            None => hash_codes(&key),
+        };
         let mask = slots.len() - 1;
         let mut slot = (mix(stored) >> shift) as usize & mask;
         let g = loop {
             let g = slots[slot];
             if g == EMPTY {
-                let g = groups.counts.len() as u32;
+                let g = groups.reps.len() as u32;
                 slots[slot] = g;
                 keys.push(stored);
                 groups.codes.extend_from_slice(&key);
-                groups.counts.push(0);
                 groups.reps.push(g);
                 break g;
             }
             let gi = g as usize;
-            if keys[gi] == stored && (packed || groups.codes[gi * q..gi * q + q] == key[..]) {
+            if keys[gi] == stored
+                && (strides.is_some() || groups.codes[gi * q..gi * q + q] == key[..])
+            {
                 break g;
             }
             slot = (slot + 1) & mask;
         };
-        match subset {
-            None => groups.counts[g as usize] += 1,
-            Some(s) => {
-                if groups.pcounts.len() <= g as usize {
-                    groups.pcounts.push(0);
-                }
-                groups.pcounts[g as usize] += 1;
-                groups.counts[g as usize] += u32::from(s.contains(row));
-            }
-        }
         row_group.push(g);
-        if groups.counts.len() * 2 > slots.len() {
+        if groups.reps.len() * 2 > slots.len() {
             // Grow (load factor ≤ 1/2) and re-insert every group.
             slots = vec![EMPTY; slots.len() * 2];
             shift = 64 - slots.len().trailing_zeros();
@@ -941,8 +972,168 @@ fn base_groups(
             }
         }
     }
-    drop(slots);
+    (groups, row_group)
+}
+
+/// [`group_rows`] for packed keys on the pool, with the same result: the rows are split into
+/// 2^[`PARTITION_BITS`] partitions by the high bits of their mixed key (in row order), each
+/// partition is grouped with a table of its own (small enough for the caches), and the groups
+/// are numbered in the order of their first rows by one scan over the rows.
+fn group_rows_partitioned(
+    cols: &[&crate::data::Codes],
+    strides: &[u64],
+    n: usize,
+) -> (Groups, Vec<u32>) {
+    use rayon::prelude::*;
+    const EMPTY: u32 = u32::MAX;
+    const CHUNK: usize = 1 << 16;
+    let parts = 1usize << PARTITION_BITS;
+    let part_of = |key: u64| (mix(key) >> (64 - PARTITION_BITS)) as usize;
+    // 1. Packed keys (column by column, a chunk of rows at a time), and per chunk of rows the
+    //    rows of each partition (in row order).
+    let mut keys = vec![0u64; n];
+    let chunk_parts: Vec<Vec<Vec<u32>>> = keys
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .map(|(c, out)| {
+            let range = c * CHUNK..c * CHUNK + out.len();
+            for (codes, &stride) in cols.iter().zip(strides) {
+                add_codes(out, codes, range.clone(), stride);
+            }
+            let mut by_part: Vec<Vec<u32>> = vec![Vec::new(); parts];
+            for (row, &k) in range.zip(out.iter()) {
+                by_part[part_of(k)].push(row as u32);
+            }
+            by_part
+        })
+        .collect();
+    // 2. Per partition: its rows in row order, grouped with its own table: the local group of
+    //    each of its rows, and whether a row is the first of its group.
+    let grouped: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = (0..parts)
+        .into_par_iter()
+        .map(|p| {
+            let rows: Vec<u32> = chunk_parts
+                .iter()
+                .flat_map(|c| c[p].iter().copied())
+                .collect();
+            let mut slots: Vec<u32> = vec![EMPTY; (rows.len() * 2).next_power_of_two().max(16)];
+            let mask = slots.len() - 1;
+            let shift = 64 - slots.len().trailing_zeros();
+            let mut local_keys: Vec<u64> = Vec::new();
+            let mut firsts: Vec<u32> = Vec::new();
+            let mut local = Vec::with_capacity(rows.len());
+            for &row in &rows {
+                let key = keys[row as usize];
+                // The low bits of the mixed key select the slot (the high ones the partition).
+                let mut slot = ((mix(key) << PARTITION_BITS) >> shift) as usize & mask;
+                let g = loop {
+                    let g = slots[slot];
+                    if g == EMPTY {
+                        let g = local_keys.len() as u32;
+                        slots[slot] = g;
+                        local_keys.push(key);
+                        firsts.push(row);
+                        break g;
+                    }
+                    if local_keys[g as usize] == key {
+                        break g;
+                    }
+                    slot = (slot + 1) & mask;
+                };
+                local.push(g);
+            }
+            (rows, local, firsts)
+        })
+        .collect();
+    drop(chunk_parts);
+    // 3. Global numbers in the order of the first rows: a partition's first rows come in row
+    //    order, so one scan over the rows hands out the numbers partition by partition.
+    let mut first = vec![false; n];
+    for (_, _, firsts) in &grouped {
+        for &row in firsts {
+            first[row as usize] = true;
+        }
+    }
+    let q = cols.len();
+    let mut global: Vec<Vec<u32>> = grouped
+        .iter()
+        .map(|(_, _, f)| Vec::with_capacity(f.len()))
+        .collect();
+    let total: usize = grouped.iter().map(|(_, _, f)| f.len()).sum();
+    let mut first_rows: Vec<u32> = Vec::with_capacity(total);
+    for (row, &is_first) in first.iter().enumerate() {
+        if is_first {
+            global[part_of(keys[row])].push(first_rows.len() as u32);
+            first_rows.push(row as u32);
+        }
+    }
+    // The codes of each group: those of its first row.
+    let mut groups = Groups {
+        codes: vec![0; total * q],
+        reps: (0..total as u32).collect(),
+        ..Groups::default()
+    };
+    groups
+        .codes
+        .par_chunks_mut(CHUNK * q)
+        .zip(first_rows.par_chunks(CHUNK))
+        .for_each(|(out, rows)| {
+            for (codes, &row) in out.chunks_exact_mut(q).zip(rows) {
+                for (c, col) in codes.iter_mut().zip(cols) {
+                    *c = col.get(row as usize);
+                }
+            }
+        });
+    drop(first);
     drop(keys);
+    // 4. The group of every row.
+    let mut row_group = vec![0u32; n];
+    for ((rows, local, _), ids) in grouped.iter().zip(&global) {
+        for (&row, &l) in rows.iter().zip(local) {
+            row_group[row as usize] = ids[l as usize];
+        }
+    }
+    (groups, row_group)
+}
+
+/// Groups the rows by their quasi-identifier codes. With a research subset, `counts` and the
+/// histograms count the subset's rows and `pcounts` every row (groups of rows outside the
+/// subset only have count 0). Groups are numbered in the order of their first row, whichever
+/// way they are found ([`group_rows_partitioned`] on large tables whose codes pack into 64 bits,
+/// else one pass over the rows).
+fn base_groups(
+    table: &Table,
+    qi_columns: &[usize],
+    slot_columns: &[usize],
+    subset: Option<&Subset>,
+) -> (Groups, Vec<u32>) {
+    let n = table.rows();
+    let cols: Vec<&crate::data::Codes> =
+        qi_columns.iter().map(|&c| &table.column(c).codes).collect();
+    let sizes: Vec<u64> = qi_columns
+        .iter()
+        .map(|&c| table.column(c).dict.len().max(1) as u64)
+        .collect();
+    let (mut groups, row_group) = match packing(&sizes) {
+        Some(strides) if n >= PARTITIONED_MIN_ROWS => group_rows_partitioned(&cols, &strides, n),
+        strides => group_rows(&cols, strides.as_deref(), n),
+    };
+    // Records per group (of the subset, and of the whole table with a subset).
+    groups.counts = vec![0; groups.reps.len()];
+    match subset {
+        None => {
+            for &g in &row_group {
+                groups.counts[g as usize] += 1;
+            }
+        }
+        Some(s) => {
+            groups.pcounts = vec![0; groups.reps.len()];
+            for (row, &g) in row_group.iter().enumerate() {
+                groups.pcounts[g as usize] += 1;
+                groups.counts[g as usize] += u32::from(s.contains(row));
+            }
+        }
+    }
     // Histograms: rows ordered by group (counting sort), then the values of each group counted.
     let groups_n = groups.counts.len();
     if !slot_columns.is_empty() {
@@ -1126,6 +1317,49 @@ mod tests {
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             (z ^ (z >> 31)) % bound
+        }
+    }
+
+    /// The partitioned grouping of large tables gives exactly the groups, their order (first
+    /// rows) and the row → group map of the one-pass grouping, on skewed data (many repeats and
+    /// many singletons), whatever the number of threads.
+    #[test]
+    fn partitioned_grouping_equals_the_one_pass_grouping() {
+        let mut next = numbers(7);
+        let rows = PARTITIONED_MIN_ROWS + 12_345;
+        let data: Vec<Vec<String>> = (0..rows)
+            .map(|_| {
+                let common = next(4) > 0;
+                vec![
+                    next(if common { 3 } else { 1000 }).to_string(),
+                    next(if common { 5 } else { 500 }).to_string(),
+                    next(7).to_string(),
+                ]
+            })
+            .collect();
+        let table = Table::from_rows(&["a", "b", "c"], &data).unwrap();
+        let cols: Vec<&crate::data::Codes> = (0..3).map(|c| &table.column(c).codes).collect();
+        let sizes: Vec<u64> = (0..3).map(|c| table.column(c).dict.len() as u64).collect();
+        let strides = packing(&sizes).unwrap();
+        let (one, one_rows) = group_rows(&cols, Some(&strides), rows);
+        let (hashed, hashed_rows) = group_rows(&cols, None, rows);
+        assert_eq!(one.codes, hashed.codes);
+        assert_eq!(one_rows, hashed_rows);
+        assert!(
+            one.reps.len() > 1000 && one.reps.len() < rows / 2,
+            "{}",
+            one.reps.len()
+        );
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (parted, parted_rows) =
+                pool.install(|| group_rows_partitioned(&cols, &strides, rows));
+            assert_eq!(parted.codes, one.codes, "{threads} threads");
+            assert_eq!(parted.reps, one.reps);
+            assert_eq!(parted_rows, one_rows);
         }
     }
 
