@@ -9,9 +9,16 @@
 //!
 //! A [`Checker`] may be shared between threads: each check borrows a private workspace (hash
 //! table, snapshot cache) from a pool. Results never depend on which snapshot was used.
+//!
+//! Memory is bounded on large data (`docs/scale.md` §3): a regrouping that grows beyond the
+//! *large* size (millions of classes near the bottom of a lattice over millions of records) must
+//! hold the checker's single large-regrouping permit, so at most one of them runs at a time and
+//! the others wait at that size; the buffers of a large check are released after it, and results
+//! too large for the snapshot cache are kept as a thread's `last` result only within one budget
+//! shared by all threads. None of this changes a result, only when it is computed.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use crate::hierarchy::CodeMap;
 use crate::lattice::{Lattice, Levels};
@@ -88,6 +95,70 @@ pub struct Checker<'p> {
     /// evaluation of their result before their time limit).
     slowest_nanos: AtomicU64,
     snapshot_budget_words: usize,
+    /// Words held by all workspaces' `last` results (at most [`LAST_BUDGETS`] snapshot budgets).
+    last_words: AtomicUsize,
+    /// Admission of large regroupings.
+    gate: LargeGate,
+}
+
+/// How many snapshot budgets the `last` results of all threads may hold together.
+const LAST_BUDGETS: usize = 4;
+
+/// Default size beyond which a regrouping is large: 8 Mi words (32 MiB) of classes and keys.
+const DEFAULT_LARGE_WORDS: usize = 8 << 20;
+
+/// At most one regrouping at a time may grow beyond `classes` classes; the others wait for it
+/// when they reach that size. The holder never waits for anything else, so this cannot deadlock.
+#[derive(Debug)]
+struct LargeGate {
+    /// Classes at which a regrouping needs the permit (`usize::MAX`: never).
+    classes: usize,
+    busy: Mutex<bool>,
+    released: Condvar,
+    /// Regroupings holding the permit now, and the most ever seen at once (tests).
+    active: AtomicUsize,
+    max_active: AtomicUsize,
+    /// Regroupings that needed the permit.
+    admitted: AtomicU64,
+}
+
+/// The large-regrouping permit; released on drop (also when a check panics).
+#[derive(Debug)]
+struct LargePermit<'a>(&'a LargeGate);
+
+impl LargeGate {
+    fn new(classes: usize) -> Self {
+        LargeGate {
+            classes,
+            busy: Mutex::new(false),
+            released: Condvar::new(),
+            active: AtomicUsize::new(0),
+            max_active: AtomicUsize::new(0),
+            admitted: AtomicU64::new(0),
+        }
+    }
+
+    /// Waits until no other regrouping holds the permit, then takes it.
+    fn acquire(&self) -> LargePermit<'_> {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy {
+            busy = self.released.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy = true;
+        drop(busy);
+        let now = self.active.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_active.fetch_max(now, Ordering::Relaxed);
+        self.admitted.fetch_add(1, Ordering::Relaxed);
+        LargePermit(self)
+    }
+}
+
+impl Drop for LargePermit<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+        *self.0.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.0.released.notify_one();
+    }
 }
 
 #[derive(Debug, Default)]
@@ -130,7 +201,8 @@ enum Source {
 }
 
 impl<'p> Checker<'p> {
-    /// A checker with a snapshot cache of 8 Mi words (32 MiB) per worker thread.
+    /// A checker with a snapshot cache of 8 Mi words (32 MiB) per worker thread; regroupings
+    /// beyond 8 Mi words of classes are large (one at a time).
     pub fn new(problem: &'p Problem) -> Self {
         Self::with_snapshot_budget(problem, 8 << 20)
     }
@@ -138,14 +210,40 @@ impl<'p> Checker<'p> {
     /// A checker whose per-thread snapshot cache holds at most `words` 4-byte words (0 disables
     /// snapshots: every check groups the base groups).
     pub fn with_snapshot_budget(problem: &'p Problem, words: usize) -> Self {
+        Self::with_budgets(problem, words, DEFAULT_LARGE_WORDS)
+    }
+
+    /// A checker with a per-thread snapshot cache of `snapshot_words` 4-byte words whose
+    /// regroupings are *large* beyond `large_words` words of classes (codes, count,
+    /// representative and key of each class): at most one large regrouping runs at a time, and
+    /// a check's buffers larger than that are released after it. `usize::MAX` never limits.
+    /// Results do not depend on either budget.
+    pub fn with_budgets(problem: &'p Problem, snapshot_words: usize, large_words: usize) -> Self {
         let threads = rayon::current_num_threads().max(2) + 1;
+        let per_class = problem.lattice().dimensions() + 4;
         Checker {
             problem,
             workspaces: (0..threads.max(9)).map(|_| Mutex::default()).collect(),
             checks: AtomicU64::new(0),
             slowest_nanos: AtomicU64::new(0),
-            snapshot_budget_words: words,
+            snapshot_budget_words: snapshot_words,
+            last_words: AtomicUsize::new(0),
+            gate: LargeGate::new(if large_words == usize::MAX {
+                usize::MAX
+            } else {
+                (large_words / per_class).max(1)
+            }),
         }
+    }
+
+    /// Number of regroupings so far that grew large and had to hold the large-regrouping permit.
+    pub fn large_regroupings(&self) -> u64 {
+        self.gate.admitted.load(Ordering::Relaxed)
+    }
+
+    /// The most large regroupings that ever ran at once (at most 1).
+    pub fn max_concurrent_large_regroupings(&self) -> usize {
+        self.gate.max_active.load(Ordering::Relaxed)
     }
 
     /// The problem.
@@ -180,26 +278,49 @@ impl<'p> Checker<'p> {
 
     fn check_in_workspace(&self, levels: &[u8]) -> CheckResult {
         self.with_workspace(|ws| {
+            // Held (if the regrouping grows large) until the result is judged and stored.
+            let mut permit = None;
             let groups = match self.pick_snapshot(ws, levels) {
                 Some(Source::Cached(i)) => {
                     // Take the snapshot out so that the workspace's buffers can be borrowed.
                     let snap = std::mem::take(&mut ws.snapshots[i]);
-                    let out = self.group_from(ws, &snap.groups, Some(&snap.levels), levels);
+                    let out =
+                        self.group_from(ws, &snap.groups, Some(&snap.levels), levels, &mut permit);
                     ws.snapshots[i] = snap;
                     out
                 }
                 Some(Source::Last) => {
                     let snap = ws.last.take().expect("picked");
-                    let out = self.group_from(ws, &snap.groups, Some(&snap.levels), levels);
+                    let out =
+                        self.group_from(ws, &snap.groups, Some(&snap.levels), levels, &mut permit);
                     ws.last = Some(snap);
                     out
                 }
-                None => self.group_from(ws, self.problem.base_groups(), None, levels),
+                None => self.group_from(ws, self.problem.base_groups(), None, levels, &mut permit),
             };
             let (result, _, _) = self.judge(levels, &groups);
             self.store_snapshot(ws, levels, groups);
+            self.trim(ws);
+            drop(permit);
             result
         })
+    }
+
+    /// Releases the workspace's per-check buffers that outgrew the large size (they were sized
+    /// for millions of classes; kept per thread they would multiply the memory of the check).
+    fn trim(&self, ws: &mut Workspace) {
+        let limit = self.gate.classes.saturating_mul(2);
+        if ws.slots.capacity() > limit {
+            ws.slots = Vec::new();
+        }
+        if ws.class_keys.capacity() > self.gate.classes {
+            ws.class_keys = Vec::new();
+        }
+        for v in [&mut ws.class_of_src, &mut ws.order, &mut ws.starts] {
+            if v.capacity() > limit {
+                *v = Vec::new();
+            }
+        }
     }
 
     /// Checks a transformation and returns the classes too (for output and reports). Always
@@ -207,11 +328,20 @@ impl<'p> Checker<'p> {
     pub fn evaluate(&self, levels: &[u8]) -> Evaluation {
         self.checks.fetch_add(1, Ordering::Relaxed);
         let started = std::time::Instant::now();
+        let mut permit = None;
         let (groups, class_of_base) = self.with_workspace(|ws| {
-            let groups = self.group_from(ws, self.problem.base_groups(), None, levels);
-            (groups, ws.class_of_src.clone())
+            let groups = self.group_from(ws, self.problem.base_groups(), None, levels, &mut permit);
+            let class_of_base = if ws.class_of_src.capacity() > self.gate.classes.saturating_mul(2)
+            {
+                std::mem::take(&mut ws.class_of_src)
+            } else {
+                ws.class_of_src.clone()
+            };
+            self.trim(ws);
+            (groups, class_of_base)
         });
         let (result, quality, suppressed) = self.judge(levels, &groups);
+        drop(permit);
         self.record_duration(started);
         Evaluation {
             result,
@@ -333,7 +463,15 @@ impl<'p> Checker<'p> {
         let idx = rayon::current_thread_index().map_or(0, |i| i + 1) % self.workspaces.len();
         match self.workspaces[idx].try_lock() {
             Ok(mut ws) => f(&mut ws),
-            Err(_) => f(&mut Workspace::default()),
+            Err(_) => {
+                let mut ws = Workspace::default();
+                let out = f(&mut ws);
+                if let Some(last) = ws.last {
+                    self.last_words
+                        .fetch_sub(last.groups.words(), Ordering::Relaxed);
+                }
+                out
+            }
         }
     }
 
@@ -359,13 +497,15 @@ impl<'p> Checker<'p> {
 
     /// Regroups `src` (the classes of transformation `src_levels`; `None` = the base groups,
     /// whose codes are level-0 codes) into the classes of `levels`. Leaves the class of every
-    /// source entry in `ws.class_of_src`.
-    fn group_from(
-        &self,
+    /// source entry in `ws.class_of_src`. Takes the large-regrouping permit into `permit` (waiting
+    /// for it) when the classes reach the large size.
+    fn group_from<'g>(
+        &'g self,
         ws: &mut Workspace,
         src: &Groups,
         src_levels: Option<&[u8]>,
         levels: &[u8],
+        permit: &mut Option<LargePermit<'g>>,
     ) -> Groups {
         let q = levels.len();
         let hs = self.problem.hierarchies();
@@ -396,6 +536,7 @@ impl<'p> Checker<'p> {
         ws.class_of_src.reserve(entries);
         ws.key.resize(q, 0);
         let mask = cap - 1;
+        let large = self.gate.classes;
         let guess = bound.min(1 << 12);
         let mut out = Groups {
             codes: Vec::with_capacity(guess * q),
@@ -429,6 +570,9 @@ impl<'p> Checker<'p> {
                 let c = ws.slots[slot];
                 if c == EMPTY {
                     let c = out.counts.len() as u32;
+                    if c as usize == large && permit.is_none() {
+                        *permit = Some(self.gate.acquire());
+                    }
                     ws.slots[slot] = c;
                     ws.class_keys.push(stored);
                     out.codes.extend_from_slice(key);
@@ -445,6 +589,12 @@ impl<'p> Checker<'p> {
             };
             out.counts[class as usize] += src.counts[e];
             ws.class_of_src.push(class);
+        }
+        if permit.is_some() {
+            // The table and the keys are not needed any more: free them before the result is
+            // judged (millions of classes).
+            ws.slots = Vec::new();
+            ws.class_keys = Vec::new();
         }
         if !src.pcounts.is_empty() {
             // Research subset: the records of the whole table per class.
@@ -520,25 +670,39 @@ impl<'p> Checker<'p> {
     }
 
     /// Keeps `groups` as a snapshot if it is small enough to be worth regrouping from; a
-    /// result too large for the cache stays as the `last` one unless it exceeds 4 budgets
-    /// (millions of classes near the bottom of a large dataset: kept per thread, those
-    /// would multiply the memory of the check).
+    /// result too large for the cache stays as the thread's `last` one if it fits, with the
+    /// other threads' `last` results, in [`LAST_BUDGETS`] budgets (millions of classes near the
+    /// bottom of a large dataset: kept per thread, those would multiply the memory of the check).
     fn store_snapshot(&self, ws: &mut Workspace, levels: &[u8], mut groups: Groups) {
-        // The vectors were sized for the worst case; a kept result holds only its classes.
-        groups.shrink_to_fit();
         let words = groups.words();
         if self.snapshot_budget_words == 0
             || groups.len() * 5 > self.problem.base_groups().len() * 4
             || words > self.snapshot_budget_words
             || ws.snapshots.iter().any(|s| s.levels == levels)
         {
-            ws.last = (words <= self.snapshot_budget_words.saturating_mul(4)).then(|| Snapshot {
-                levels: levels.to_vec(),
-                groups,
-                last_used: 0,
-            });
+            if let Some(old) = ws.last.take() {
+                self.last_words
+                    .fetch_sub(old.groups.words(), Ordering::Relaxed);
+            }
+            let limit = self.snapshot_budget_words.saturating_mul(LAST_BUDGETS);
+            if words <= limit {
+                let total = self.last_words.fetch_add(words, Ordering::Relaxed) + words;
+                if total <= limit {
+                    // The vectors were sized for the worst case; a kept result holds only its
+                    // classes.
+                    groups.shrink_to_fit();
+                    ws.last = Some(Snapshot {
+                        levels: levels.to_vec(),
+                        groups,
+                        last_used: 0,
+                    });
+                } else {
+                    self.last_words.fetch_sub(words, Ordering::Relaxed);
+                }
+            }
             return;
         }
+        groups.shrink_to_fit();
         while ws.words + words > self.snapshot_budget_words {
             // Evict the least recently used snapshot.
             let Some(i) = ws
@@ -560,5 +724,90 @@ impl<'p> Checker<'p> {
             groups,
             last_used: ws.clock,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use rayon::prelude::*;
+
+    use super::*;
+    use crate::config::ProblemConfig;
+    use crate::dataset::ArxDataset;
+    use crate::privacy::PrivacyModel;
+
+    fn adult() -> Problem {
+        let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
+        let cfg = ProblemConfig {
+            quasi_identifiers: ds.quasi_identifiers,
+            privacy: vec![PrivacyModel::KAnonymity { k: 5 }],
+            suppression_limit: 0.05,
+            ..ProblemConfig::default()
+        };
+        Problem::new(ds.table, cfg).unwrap()
+    }
+
+    /// Words held by the `last` results of all workspaces.
+    fn last_words(c: &Checker<'_>) -> usize {
+        c.workspaces
+            .iter()
+            .map(|w| {
+                w.lock()
+                    .unwrap()
+                    .last
+                    .as_ref()
+                    .map_or(0, |l| l.groups.words())
+            })
+            .sum()
+    }
+
+    #[test]
+    fn the_memory_bounds_change_no_result_and_hold() {
+        let p = adult();
+        let mut nodes: Vec<Levels> = Vec::new();
+        p.lattice().for_each(|t| nodes.push(t.to_vec()));
+        // Every 3rd transformation, bottom-up: many regroupings of the base groups and of
+        // large earlier results.
+        let nodes: Vec<Levels> = nodes.into_iter().step_by(3).collect();
+        let free = Checker::with_budgets(&p, 8 << 20, usize::MAX);
+        let expected: Vec<CheckResult> = nodes.iter().map(|t| free.check(t)).collect();
+        assert_eq!(free.large_regroupings(), 0);
+        // Tiny budgets: nearly every regrouping is large, `last` results compete for 4 × 2,048
+        // words, on four threads at once.
+        let bounded = Checker::with_budgets(&p, 2048, 64);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        let got: Vec<CheckResult> =
+            pool.install(|| nodes.par_iter().map(|t| bounded.check(t)).collect());
+        assert_eq!(got, expected);
+        assert!(bounded.large_regroupings() > nodes.len() as u64 / 2);
+        assert_eq!(bounded.max_concurrent_large_regroupings(), 1);
+        assert_eq!(bounded.gate.active.load(Ordering::Relaxed), 0);
+        assert!(
+            !*bounded.gate.busy.lock().unwrap(),
+            "the permit is released"
+        );
+        // The shared budget of `last` results holds and its accounting is exact.
+        let held = last_words(&bounded);
+        assert!(held <= 4 * 2048, "{held}");
+        assert_eq!(held, bounded.last_words.load(Ordering::Relaxed));
+        // Buffers of large checks were released.
+        for w in &bounded.workspaces {
+            let w = w.lock().unwrap();
+            assert!(w.slots.capacity() <= 2 * bounded.gate.classes);
+            assert!(w.class_of_src.capacity() <= 2 * bounded.gate.classes);
+        }
+        // Full evaluations too.
+        for t in nodes.iter().step_by(101) {
+            let (a, b) = (free.evaluate(t), bounded.evaluate(t));
+            assert_eq!(a.result, b.result);
+            assert_eq!(a.groups.codes, b.groups.codes);
+            assert_eq!(a.groups.counts, b.groups.counts);
+            assert_eq!(a.class_of_base, b.class_of_base);
+        }
     }
 }

@@ -23,6 +23,9 @@ use super::{ClassView, PreparedQuality, Quality, QualityModel, Summary};
 use crate::hierarchy::PerCode;
 use crate::lattice::MAX_QUASI_IDENTIFIERS;
 
+/// Above this many classes the suppressed ones are not listed (memory of large checks).
+const MAX_LISTED_CLASSES: usize = 1 << 20;
+
 /// Loss of a grouped transformation.
 pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -> Quality {
     let q = view.levels.len();
@@ -38,6 +41,20 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
         for (i, total) in suppressed_share.iter_mut().enumerate().take(q) {
             match &p.columns[i].share[view.levels[i] as usize] {
                 PerCode::All(share) => *total = s.suppressed as i128 * *share as i128,
+                PerCode::Each(shares) if view.counts.len() > MAX_LISTED_CLASSES => {
+                    // Millions of classes (the bottom of a large lattice): a pass over all of
+                    // them instead of a list of the suppressed ones (8 bytes per class).
+                    *total = view
+                        .counts
+                        .iter()
+                        .zip(view.suppressed)
+                        .zip(view.codes.chunks_exact(q))
+                        .filter(|((_, supp), _)| **supp)
+                        .map(|((&count, _), codes)| {
+                            count as i128 * shares[codes[i] as usize] as i128
+                        })
+                        .sum();
+                }
                 PerCode::Each(shares) => {
                     if classes.is_empty() {
                         classes = (0..view.counts.len())

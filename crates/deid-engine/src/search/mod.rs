@@ -583,6 +583,19 @@ pub(crate) fn search_with(
     observer: &dyn ProgressObserver,
     assumptions: Assumptions,
 ) -> Result<SearchOutcome> {
+    let checker = Checker::new(problem);
+    search_in(problem, config, cancel, observer, assumptions, &checker)
+}
+
+/// [`search_with`] checking with `checker` (tests: other memory budgets give the same outcome).
+pub(crate) fn search_in<'p>(
+    problem: &'p Problem,
+    config: &SearchConfig,
+    cancel: &CancelFlag,
+    observer: &dyn ProgressObserver,
+    assumptions: Assumptions,
+    checker: &Checker<'p>,
+) -> Result<SearchOutcome> {
     let algorithm = config.resolve(problem)?;
     let pool = match config.threads {
         Some(n) if n > 1 => Some(
@@ -599,15 +612,14 @@ pub(crate) fn search_with(
         Some(_) => true,
         None => rayon::current_num_threads() > 1,
     };
-    let checker = Checker::new(problem);
     let shared = Shared::new(algorithm, problem.lattice().size_f64());
     let start = Instant::now();
-    observer.progress(&shared.snapshot(&checker, config, start));
+    observer.progress(&shared.snapshot(checker, config, start));
     std::thread::scope(|scope| {
-        let ticker = scope.spawn(|| shared.tick(&checker, config, start, observer));
+        let ticker = scope.spawn(|| shared.tick(checker, config, start, observer));
         let mut ctx = Ctx {
             problem,
-            checker: &checker,
+            checker,
             config,
             cancel,
             observer,
@@ -656,7 +668,7 @@ pub(crate) fn search_with(
             trace: std::mem::take(&mut ctx.trace),
             best: ctx.best.take(),
         };
-        observer.progress(&shared.snapshot(&checker, config, start));
+        observer.progress(&shared.snapshot(checker, config, start));
         Ok(outcome)
     })
 }

@@ -918,3 +918,47 @@ fn genetic_parameters_are_bounded() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_portfolio_does_not_depend_on_the_memory_bounds() {
+    // At most one large regrouping at a time (here: nearly all of them) changes when checks run,
+    // never what the search finds.
+    let p = adult(5, 0.05);
+    let cfg = SearchConfig {
+        algorithm: Algorithm::Auto,
+        flash_max_space: 0,
+        check_limit: Some(400),
+        threads: Some(3),
+        seed: 5,
+        time_limit: Duration::from_secs(600),
+        ..SearchConfig::default()
+    };
+    let assumptions = Assumptions {
+        privacy: p.privacy_monotonicity(),
+        utility_monotone: utility_monotone(&p),
+        lower_bound_valid: lower_bound_valid(&p),
+    };
+    let trace = |checker: &Checker<'_>| {
+        let o = search_in(
+            &p,
+            &cfg,
+            &CancelFlag::new(),
+            &NoObserver,
+            assumptions,
+            checker,
+        )
+        .unwrap();
+        let t: Vec<_> = o
+            .trace
+            .iter()
+            .map(|i| (i.levels.clone(), i.score.to_bits(), i.strategy, i.checks))
+            .collect();
+        (t, o.checks, o.best.map(|b| b.levels))
+    };
+    let bounded = Checker::with_budgets(&p, 1024, 64);
+    let expected = trace(&Checker::new(&p));
+    assert!(!expected.0.is_empty());
+    assert_eq!(trace(&bounded), expected);
+    assert!(bounded.large_regroupings() > 0);
+    assert_eq!(bounded.max_concurrent_large_regroupings(), 1);
+}
