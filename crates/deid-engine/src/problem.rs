@@ -905,14 +905,6 @@ fn add_codes(
     }
 }
 
-/// The codes of `row` packed with `strides`.
-#[inline]
-fn packed_key(cols: &[&crate::data::Codes], strides: &[u64], row: usize) -> u64 {
-    cols.iter()
-        .zip(strides)
-        .fold(0u64, |k, (c, &s)| k.wrapping_add(c.get(row) as u64 * s))
-}
-
 /// One pass over the rows with one open-addressing table: the groups (codes and
 /// representatives; counts are left empty) in the order of their first row, and the group of
 /// every row. Keys are packed with `strides` when given, else hashed (and compared).
@@ -934,7 +926,10 @@ fn group_rows(
             *k = codes.get(row);
         }
         let stored = match strides {
-            Some(s) => packed_key(cols, s, row),
+            Some(s) => key
+                .iter()
+                .zip(s)
+                .fold(0u64, |k, (&c, &s)| k.wrapping_add(c as u64 * s)),
             None => hash_codes(&key),
         };
         let mask = slots.len() - 1;

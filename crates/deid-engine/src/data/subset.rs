@@ -166,21 +166,6 @@ impl Subset {
         Ok(subset)
     }
 
-    /// A subset of a table of `rows` rows holding the rows for which `select` is true.
-    pub fn from_fn(rows: usize, mut select: impl FnMut(usize) -> bool) -> Subset {
-        let mut subset = Subset {
-            bits: vec![0; rows.div_ceil(64)],
-            rows,
-            len: 0,
-        };
-        for r in 0..rows {
-            if select(r) {
-                subset.insert(r);
-            }
-        }
-        subset
-    }
-
     fn insert(&mut self, row: usize) {
         let (w, b) = (row / 64, row % 64);
         if self.bits[w] & (1 << b) == 0 {
