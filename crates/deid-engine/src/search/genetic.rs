@@ -53,128 +53,185 @@ struct Genetic<'c> {
     cache: HashMap<Levels, Fitness>,
 }
 
-/// Runs the genetic algorithm. Returns true (optimality proven) only once every
-/// transformation of the space has been checked.
-pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
-    ctx.set_phase(Phase::Evolving);
-    let lattice = ctx.lattice();
-    let params = ctx.config().genetic;
-    let mut g = Genetic {
-        params,
-        min: lattice.min(),
-        max: lattice.max(),
-        rng: Xoshiro256PlusPlus::seed_from_u64(ctx.config().seed),
-        cache: HashMap::new(),
-    };
-    let k = params.subpopulation_size;
-    let q = lattice.dimensions();
+/// What the populations wait for: their new individuals must be evaluated before the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// Nothing: the next generation can be bred.
+    Nothing,
+    /// The initial populations.
+    Start,
+    /// A new generation.
+    Generation,
+    /// Populations re-seeded after stagnation.
+    Reseed,
+}
 
-    // Initialisation.
-    let mut z1: Vec<Levels> = (0..k.min(q))
-        .map(|i| {
-            (0..q)
-                .map(|j| if j <= i { g.max[j] } else { g.min[j] })
-                .collect()
-        })
-        .collect();
-    while z1.len() < k {
-        let r = g.random_individual();
-        z1.push(r);
-    }
-    let mut z2: Vec<Levels> = (0..k).map(|_| g.random_individual()).collect();
-    // In `auto`'s portfolio the best solution found by any member joins the second
-    // subpopulation (where it replaces a random individual): the other members' findings seed
-    // the evolution.
-    if let Some(best) = ctx.shared_best() {
-        z2[k - 1] = best;
-    }
-    let mut pops = [z1, z2];
-    if !g.evaluate(ctx, &pops) {
-        return false;
+/// A run of the genetic algorithm that can stop at any point (a limit, or the end of a slice
+/// of `auto`'s portfolio) and [resume](Evolution::resume) exactly where it stopped: the
+/// populations, the generator and the counters persist, so an interrupted run continues the
+/// same evolution instead of starting again.
+pub(crate) struct Evolution<'p> {
+    g: Genetic<'p>,
+    pops: [Vec<Levels>; 2],
+    best: Levels,
+    stale: u32,
+    generation: u64,
+    pending: Pending,
+}
+
+impl<'p> Evolution<'p> {
+    /// The initial populations (not yet evaluated).
+    pub(crate) fn new(ctx: &Ctx<'_, 'p>) -> Evolution<'p> {
+        let lattice = ctx.lattice();
+        let params = ctx.config().genetic;
+        let mut g = Genetic {
+            params,
+            min: lattice.min(),
+            max: lattice.max(),
+            rng: Xoshiro256PlusPlus::seed_from_u64(ctx.config().seed),
+            cache: HashMap::new(),
+        };
+        let k = params.subpopulation_size;
+        let q = lattice.dimensions();
+        let mut z1: Vec<Levels> = (0..k.min(q))
+            .map(|i| {
+                (0..q)
+                    .map(|j| if j <= i { g.max[j] } else { g.min[j] })
+                    .collect()
+            })
+            .collect();
+        while z1.len() < k {
+            let r = g.random_individual();
+            z1.push(r);
+        }
+        let mut z2: Vec<Levels> = (0..k).map(|_| g.random_individual()).collect();
+        // In `auto`'s portfolio the best solution found by any member joins the second
+        // subpopulation (where it replaces a random individual): the other members' findings
+        // seed the evolution.
+        if let Some(best) = ctx.shared_best() {
+            z2[k - 1] = best;
+        }
+        Evolution {
+            g,
+            pops: [z1, z2],
+            best: Levels::new(),
+            stale: 0,
+            generation: 0,
+            pending: Pending::Start,
+        }
     }
 
-    let elite = ceil_count(params.elite_fraction, k);
-    let crossover = ceil_count(params.crossover_fraction, k).min(k - elite);
-    let production = ceil_count(params.production_fraction, k).max(1);
-    let immigrants = ((params.immigration_fraction * k as f64) as usize).min(k);
-    let space = lattice.size();
-    let mut best = g.fittest(&pops);
-    let mut stale = 0u32;
-    let mut generation = 0u64;
-    loop {
-        if params.stop_after_iterations && generation >= u64::from(params.iterations) {
-            return false;
-        }
-        if space.is_some_and(|s| g.cache.len() as u128 >= s) {
-            // Every transformation has been checked: the best one is the optimum.
-            return true;
-        }
-        if ctx.should_stop() {
-            return false;
-        }
-        for p in pops.iter_mut() {
-            g.sort(p);
-        }
-        let interval = u64::from(params.immigration_interval);
-        if interval > 0 && generation > 0 && generation.is_multiple_of(interval) && immigrants > 0 {
-            let best1: Vec<Levels> = pops[0][..immigrants].to_vec();
-            let best2: Vec<Levels> = pops[1][..immigrants].to_vec();
-            pops[0].truncate(k - immigrants);
-            pops[0].extend(best2);
-            pops[1].truncate(k - immigrants);
-            pops[1].extend(best1);
-            for p in pops.iter_mut() {
-                g.sort(p);
-            }
-        }
-        for p in pops.iter_mut() {
-            let old = p.clone();
-            let mut next: Vec<Levels> = old[..elite].to_vec();
-            while next.len() < k - crossover {
-                let parent = &old[g.rng.random_range(0..k)];
-                let m = g.mutate(parent);
-                next.push(m);
-            }
-            let weights = g.parent_weights(&old[..production.min(k)]);
-            while next.len() < k {
-                let a = &old[g.pick(&weights)];
-                let b = &old[g.pick(&weights)];
-                let child = g.cross(a, b);
-                next.push(child);
-            }
-            *p = next;
-        }
-        ctx.add_expansions(2 * (k - elite) as u64);
-        if !g.evaluate(ctx, &pops) {
-            return false;
-        }
-        generation += 1;
-        if params.stop_after_iterations {
-            ctx.set_algorithm_progress(generation as f64 / f64::from(params.iterations));
-        }
-        let now = g.fittest(&pops);
-        if g.better(&now, &best) {
-            best = now;
-            stale = 0;
-        } else {
-            stale += 1;
-        }
-        if !params.stop_after_iterations && stale >= params.iterations {
-            // Stagnation: keep the elite, re-seed the rest of both subpopulations at random.
-            for p in pops.iter_mut() {
-                g.sort(p);
-                p.truncate(elite.max(1));
-                while p.len() < k {
-                    let r = g.random_individual();
-                    p.push(r);
+    /// Evolves until a limit (or the portfolio's slice) stops it. Returns true (optimality
+    /// proven) only once every transformation of the space has been checked.
+    pub(crate) fn resume(&mut self, ctx: &mut Ctx<'_, '_>) -> bool {
+        ctx.set_phase(Phase::Evolving);
+        let params = self.g.params;
+        let k = params.subpopulation_size;
+        let elite = ceil_count(params.elite_fraction, k);
+        let crossover = ceil_count(params.crossover_fraction, k).min(k - elite);
+        let production = ceil_count(params.production_fraction, k).max(1);
+        let immigrants = ((params.immigration_fraction * k as f64) as usize).min(k);
+        let space = ctx.lattice().size();
+        loop {
+            if self.pending != Pending::Nothing {
+                if !self.g.evaluate(ctx, &self.pops) {
+                    return false;
                 }
+                self.evaluated(ctx, elite);
+                continue;
             }
-            ctx.add_expansions(2 * (k - elite.max(1)) as u64);
-            if !g.evaluate(ctx, &pops) {
+            if params.stop_after_iterations && self.generation >= u64::from(params.iterations) {
                 return false;
             }
-            best = g.fittest(&pops);
-            stale = 0;
+            if space.is_some_and(|s| self.g.cache.len() as u128 >= s) {
+                // Every transformation has been checked: the best one is the optimum.
+                return true;
+            }
+            if ctx.should_stop() {
+                return false;
+            }
+            let g = &mut self.g;
+            for p in self.pops.iter_mut() {
+                g.sort(p);
+            }
+            let interval = u64::from(params.immigration_interval);
+            if interval > 0
+                && self.generation > 0
+                && self.generation.is_multiple_of(interval)
+                && immigrants > 0
+            {
+                let best1: Vec<Levels> = self.pops[0][..immigrants].to_vec();
+                let best2: Vec<Levels> = self.pops[1][..immigrants].to_vec();
+                self.pops[0].truncate(k - immigrants);
+                self.pops[0].extend(best2);
+                self.pops[1].truncate(k - immigrants);
+                self.pops[1].extend(best1);
+                for p in self.pops.iter_mut() {
+                    g.sort(p);
+                }
+            }
+            for p in self.pops.iter_mut() {
+                let old = p.clone();
+                let mut next: Vec<Levels> = old[..elite].to_vec();
+                while next.len() < k - crossover {
+                    let parent = &old[g.rng.random_range(0..k)];
+                    let m = g.mutate(parent);
+                    next.push(m);
+                }
+                let weights = g.parent_weights(&old[..production.min(k)]);
+                while next.len() < k {
+                    let a = &old[g.pick(&weights)];
+                    let b = &old[g.pick(&weights)];
+                    let child = g.cross(a, b);
+                    next.push(child);
+                }
+                *p = next;
+            }
+            ctx.add_expansions(2 * (k - elite) as u64);
+            self.pending = Pending::Generation;
+        }
+    }
+
+    /// Bookkeeping once the pending individuals have been evaluated.
+    fn evaluated(&mut self, ctx: &mut Ctx<'_, '_>, elite: usize) {
+        let params = self.g.params;
+        let pending = std::mem::replace(&mut self.pending, Pending::Nothing);
+        match pending {
+            Pending::Nothing => {}
+            Pending::Start | Pending::Reseed => {
+                self.best = self.g.fittest(&self.pops);
+                self.stale = 0;
+            }
+            Pending::Generation => {
+                self.generation += 1;
+                if params.stop_after_iterations {
+                    ctx.set_algorithm_progress(
+                        self.generation as f64 / f64::from(params.iterations),
+                    );
+                }
+                let now = self.g.fittest(&self.pops);
+                if self.g.better(&now, &self.best) {
+                    self.best = now;
+                    self.stale = 0;
+                } else {
+                    self.stale += 1;
+                }
+                if !params.stop_after_iterations && self.stale >= params.iterations {
+                    // Stagnation: keep the elite, re-seed the rest of both subpopulations at
+                    // random.
+                    let k = params.subpopulation_size;
+                    for p in self.pops.iter_mut() {
+                        self.g.sort(p);
+                        p.truncate(elite.max(1));
+                        while p.len() < k {
+                            let r = self.g.random_individual();
+                            p.push(r);
+                        }
+                    }
+                    ctx.add_expansions(2 * (k - elite.max(1)) as u64);
+                    self.pending = Pending::Reseed;
+                }
+            }
         }
     }
 }

@@ -159,8 +159,14 @@ impl Search {
             .filter(|n| !self.nodes.contains_key(*n))
             .cloned()
             .collect();
-        for r in ctx.check_all(&to_check) {
+        let checked = ctx.check_all(&to_check);
+        let cut = checked.len() < to_check.len();
+        for r in checked {
             self.nodes.insert(r.levels.clone(), NodeState::of(&r));
+        }
+        if cut && let Some(st) = self.nodes.get_mut(levels) {
+            // Cut by a limit: the expansion is redone if the run resumes.
+            st.expanded = false;
         }
         ctx.set_explored(self.nodes.len() as u64);
         let mut best: Option<(f64, Levels)> = None;
@@ -180,63 +186,116 @@ impl Search {
         best.map(|(_, l)| l)
     }
 
-    /// Algorithm 3: a greedy dive from `levels`.
-    fn greedy(&mut self, ctx: &mut Ctx<'_, '_>, levels: Levels) {
+    /// Algorithm 3: a greedy dive from `levels`. Returns the transformation the dive was to
+    /// expand next if a limit (or the portfolio's slice) stopped it.
+    fn greedy(&mut self, ctx: &mut Ctx<'_, '_>, levels: Levels) -> Option<Levels> {
         ctx.set_phase(Phase::Greedy);
         let mut cur = levels;
-        while !ctx.should_stop() {
+        let mut left = None;
+        loop {
+            if ctx.should_stop() {
+                left = Some(cur);
+                break;
+            }
             match self.expand(ctx, &cur) {
                 Some(next) => cur = next,
                 None => break,
             }
         }
         ctx.set_phase(Phase::BestFirst);
+        left
     }
-}
-
-/// Lightning, bottom-up (Algorithm 2). Returns true if the queue ran empty (optimal).
-pub(crate) fn run_bottom_up(ctx: &mut Ctx<'_, '_>) -> bool {
-    ctx.set_phase(Phase::BestFirst);
-    let lattice = ctx.lattice();
-    let stepping = u64::from(lattice.height().max(1));
-    let mut s = Search::new(ctx, false);
-    if !s.start(ctx, lattice.bottom()) {
-        return false;
-    }
-    let mut step = 0u64;
-    while let Some(Reverse(item)) = s.queue.pop() {
-        if ctx.should_stop() {
-            return false;
-        }
-        if s.prune(ctx, &item.levels) {
-            continue;
-        }
-        step += 1;
-        if step.is_multiple_of(stepping) {
-            s.greedy(ctx, item.levels);
-        } else {
-            s.expand(ctx, &item.levels);
-        }
-    }
-    !ctx.stopped()
 }
 
 /// The top-down variant. Returns true if the queue ran empty (optimal).
 pub(crate) fn run_top_down(ctx: &mut Ctx<'_, '_>) -> bool {
-    ctx.set_phase(Phase::Searching);
-    let lattice = ctx.lattice();
-    let mut s = Search::new(ctx, true);
-    if !s.start(ctx, lattice.top()) {
-        return false;
-    }
-    while let Some(Reverse(item)) = s.queue.pop() {
-        if ctx.should_stop() {
-            return false;
+    BestFirst::new(ctx, true).resume(ctx)
+}
+
+/// A run of Lightning or top-down that can stop at any point (a limit, or the end of a slice of
+/// `auto`'s portfolio) and [resume](BestFirst::resume) where it stopped: the queue, the checked
+/// transformations and the pruned sets persist, and an expansion that was cut is redone (its
+/// transformations already checked are not checked again).
+pub(crate) struct BestFirst {
+    s: Search,
+    started: bool,
+    step: u64,
+    /// Where a greedy dive that was stopped goes on.
+    dive: Option<Levels>,
+}
+
+impl BestFirst {
+    /// A run that has not started (bottom-up Lightning, or top-down).
+    pub(crate) fn new(ctx: &Ctx<'_, '_>, top_down: bool) -> BestFirst {
+        BestFirst {
+            s: Search::new(ctx, top_down),
+            started: false,
+            step: 0,
+            dive: None,
         }
-        if s.prune(ctx, &item.levels) {
-            continue;
-        }
-        s.expand(ctx, &item.levels);
     }
-    !ctx.stopped()
+
+    /// Searches until the queue runs empty (returns true: optimal) or a limit (or the
+    /// portfolio's slice) stops it.
+    pub(crate) fn resume(&mut self, ctx: &mut Ctx<'_, '_>) -> bool {
+        let lattice = ctx.lattice();
+        let top_down = self.s.top_down;
+        ctx.set_phase(if top_down {
+            Phase::Searching
+        } else {
+            Phase::BestFirst
+        });
+        if !self.started {
+            let start = if top_down {
+                lattice.top()
+            } else {
+                lattice.bottom()
+            };
+            if !self.s.start(ctx, start) {
+                return false;
+            }
+            self.started = true;
+        }
+        let stepping = u64::from(lattice.height().max(1));
+        if let Some(cur) = self.dive.take() {
+            // A dive that was stopped goes on first.
+            self.dive = self.s.greedy(ctx, cur);
+            if ctx.stopped() {
+                return false;
+            }
+        }
+        while let Some(Reverse(item)) = self.s.queue.pop() {
+            if ctx.should_stop() {
+                self.s.queue.push(Reverse(item));
+                return false;
+            }
+            if self.s.prune(ctx, &item.levels) {
+                continue;
+            }
+            if top_down {
+                self.s.expand(ctx, &item.levels);
+            } else {
+                self.step += 1;
+                if self.step.is_multiple_of(stepping) {
+                    self.dive = self.s.greedy(ctx, item.levels.clone());
+                } else {
+                    self.s.expand(ctx, &item.levels);
+                }
+            }
+            if ctx.stopped() {
+                if self
+                    .s
+                    .nodes
+                    .get(&item.levels)
+                    .is_some_and(|st| !st.expanded)
+                {
+                    // Its expansion was cut: redone on resuming (its checked neighbours are
+                    // known and not checked again).
+                    self.s.queue.push(Reverse(item));
+                }
+                return false;
+            }
+        }
+        !ctx.stopped()
+    }
 }

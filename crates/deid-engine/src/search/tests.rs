@@ -712,21 +712,22 @@ fn auto_and_flash_respect_the_space_threshold() {
     let flash = run(&p, &config(Algorithm::Flash));
     assert_eq!(o.best.as_ref().unwrap().levels, flash.best.unwrap().levels);
     assert!(
-        o.trace
-            .iter()
-            .all(|i| matches!(i.strategy, Algorithm::Bfs | Algorithm::Flash)),
+        o.trace.iter().all(|i| matches!(
+            i.strategy,
+            Algorithm::Bfs | Algorithm::TopDown | Algorithm::Flash
+        )),
         "{:?}",
         o.trace
     );
-    // It does not: the members take turns, never Flash.
+    // It does not: after the incumbent the members take turns, never Flash.
     cfg.flash_max_space = 1000;
     cfg.check_limit = Some(300);
     let o = run(&p, &cfg);
     assert!(o.best.is_some());
     assert!(
-        o.trace
-            .iter()
-            .all(|i| super::portfolio::MEMBERS.contains(&i.strategy)),
+        o.trace.iter().all(
+            |i| i.strategy == Algorithm::Bfs || super::portfolio::MEMBERS.contains(&i.strategy)
+        ),
         "{:?}",
         o.trace
     );
@@ -735,6 +736,49 @@ fn auto_and_flash_respect_the_space_threshold() {
     cfg.flash_max_space = 12_959;
     let err = search(&p, &cfg, &CancelFlag::new(), &NoObserver).unwrap_err();
     assert!(err.to_string().contains("12960"), "{err}");
+}
+
+#[test]
+fn resumed_searches_go_on_where_they_stopped() {
+    // The portfolio cuts top-down and the genetic algorithm into slices and resumes them; a
+    // run cut after every batch (slices of one work unit) or into larger slices must make
+    // exactly the checks of one uninterrupted run, in the same order.
+    let problems = [adult(5, 0.05), adult(3, 0.0), random_problem(4, 0, 0.1)];
+    for (n, p) in problems.iter().enumerate() {
+        for algorithm in [Algorithm::TopDown, Algorithm::Lightning, Algorithm::Genetic] {
+            let mut cfg = config(algorithm);
+            cfg.check_limit = Some(500);
+            cfg.threads = Some(2);
+            let trace = |o: &SearchOutcome| {
+                o.trace
+                    .iter()
+                    .map(|i| (i.levels.clone(), i.score.to_bits(), i.checks))
+                    .collect::<Vec<_>>()
+            };
+            let whole = run(p, &cfg);
+            assert!(!whole.trace.is_empty(), "{algorithm:?} on problem {n}");
+            for slice in [1, 40_000] {
+                super::SLICE_WORK.set(Some(slice));
+                let cut = run(p, &cfg);
+                super::SLICE_WORK.set(None);
+                assert_eq!(
+                    trace(&cut),
+                    trace(&whole),
+                    "{algorithm:?} on problem {n}, slices of {slice}"
+                );
+                assert_eq!(cut.checks, whole.checks);
+                assert_eq!(cut.optimal_proven, whole.optimal_proven);
+                assert_eq!(key(&cut), key(&whole));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_portfolio_favours_the_member_that_suits_the_problem() {
+    use super::portfolio::{MEMBERS, favoured};
+    assert_eq!(MEMBERS[favoured(0)], Algorithm::TopDown);
+    assert_eq!(MEMBERS[favoured(1)], Algorithm::Genetic);
 }
 
 #[test]
