@@ -70,11 +70,12 @@ async fn full_flow(kind: Db) {
     assert_eq!(report["transformation"], best["transformation"]);
     assert!(report["risk"]["input"].is_object() && report["risk"]["output"].is_object());
     assert!(report["checks"].as_u64().unwrap() > 0);
-    // auto: the portfolio's incumbent (BFS's diagonal search), then Flash on this small space.
+    // auto: the portfolio's incumbent (BFS's diagonal search), then a top-down descent and
+    // Flash on this small space.
     assert_eq!(report["algorithm"], "auto");
     for t in report["trace"].as_array().unwrap() {
         assert!(
-            ["bfs", "flash"].contains(&t["strategy"].as_str().unwrap()),
+            ["bfs", "top-down", "flash"].contains(&t["strategy"].as_str().unwrap()),
             "{t}"
         );
     }
