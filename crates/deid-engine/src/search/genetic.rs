@@ -58,12 +58,10 @@ struct Genetic<'c> {
 enum Pending {
     /// Nothing: the next generation can be bred.
     Nothing,
-    /// The initial populations.
-    Start,
+    /// Fresh populations: the initial ones, or re-seeded after stagnation.
+    Fresh,
     /// A new generation.
     Generation,
-    /// Populations re-seeded after stagnation.
-    Reseed,
 }
 
 /// A run of the genetic algorithm that can stop at any point (a limit, or the end of a slice
@@ -117,7 +115,7 @@ impl<'p> Evolution<'p> {
             best: Levels::new(),
             stale: 0,
             generation: 0,
-            pending: Pending::Start,
+            pending: Pending::Fresh,
         }
     }
 
@@ -198,7 +196,7 @@ impl<'p> Evolution<'p> {
         let pending = std::mem::replace(&mut self.pending, Pending::Nothing);
         match pending {
             Pending::Nothing => {}
-            Pending::Start | Pending::Reseed => {
+            Pending::Fresh => {
                 self.best = self.g.fittest(&self.pops);
                 self.stale = 0;
             }
@@ -229,7 +227,7 @@ impl<'p> Evolution<'p> {
                         }
                     }
                     ctx.add_expansions(2 * (k - elite.max(1)) as u64);
-                    self.pending = Pending::Reseed;
+                    self.pending = Pending::Fresh;
                 }
             }
         }

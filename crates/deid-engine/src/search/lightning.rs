@@ -159,14 +159,8 @@ impl Search {
             .filter(|n| !self.nodes.contains_key(*n))
             .cloned()
             .collect();
-        let checked = ctx.check_all(&to_check);
-        let cut = checked.len() < to_check.len();
-        for r in checked {
+        for r in ctx.check_all(&to_check) {
             self.nodes.insert(r.levels.clone(), NodeState::of(&r));
-        }
-        if cut && let Some(st) = self.nodes.get_mut(levels) {
-            // Cut by a limit: the expansion is redone if the run resumes.
-            st.expanded = false;
         }
         ctx.set_explored(self.nodes.len() as u64);
         let mut best: Option<(f64, Levels)> = None;
@@ -214,8 +208,8 @@ pub(crate) fn run_top_down(ctx: &mut Ctx<'_, '_>) -> bool {
 
 /// A run of Lightning or top-down that can stop at any point (a limit, or the end of a slice of
 /// `auto`'s portfolio) and [resume](BestFirst::resume) where it stopped: the queue, the checked
-/// transformations and the pruned sets persist, and an expansion that was cut is redone (its
-/// transformations already checked are not checked again).
+/// transformations, the pruned sets and a greedy dive in progress persist. A slice ends between
+/// expansions (it never cuts a batch of checks); only the limits, which end the run, cut one.
 pub(crate) struct BestFirst {
     s: Search,
     started: bool,
@@ -277,23 +271,10 @@ impl BestFirst {
             } else {
                 self.step += 1;
                 if self.step.is_multiple_of(stepping) {
-                    self.dive = self.s.greedy(ctx, item.levels.clone());
+                    self.dive = self.s.greedy(ctx, item.levels);
                 } else {
                     self.s.expand(ctx, &item.levels);
                 }
-            }
-            if ctx.stopped() {
-                if self
-                    .s
-                    .nodes
-                    .get(&item.levels)
-                    .is_some_and(|st| !st.expanded)
-                {
-                    // Its expansion was cut: redone on resuming (its checked neighbours are
-                    // known and not checked again).
-                    self.s.queue.push(Reverse(item));
-                }
-                return false;
             }
         }
         !ctx.stopped()

@@ -691,10 +691,8 @@ fn run_resumable(ctx: &mut Ctx<'_, '_>, algorithm: Algorithm) -> bool {
     let slice: Option<u64> = None;
     let mut member = portfolio::Member::new(algorithm, ctx);
     loop {
-        ctx.slice_end = slice.map(|n| ctx.work.saturating_add(n));
-        let complete = member.resume(ctx);
-        ctx.slice_end = None;
-        if complete {
+        let end = slice.map(|n| ctx.work.saturating_add(n));
+        if ctx.sliced(end, |ctx| member.resume(ctx)) {
             return true;
         }
         if slice.is_none() || ctx.should_stop() {
@@ -928,7 +926,7 @@ pub(crate) struct Ctx<'a, 'p> {
     member_best: Option<f64>,
     /// Fixed cost of one check in [`Ctx::work`] units, see [`check_overhead`].
     check_overhead: u64,
-    /// Work of the checks made so far: the classes of each result plus [`CHECK_OVERHEAD`], a
+    /// Work of the checks made so far: the classes of each result plus the check overhead, a
     /// deterministic measure of their cost (cached results cost nothing).
     work: u64,
     /// Results of every check so far (portfolio: strategies share them), bounded by
@@ -1018,6 +1016,15 @@ impl<'a, 'p> Ctx<'a, 'p> {
             self.stop = Some(StopReason::CheckLimit);
         }
         self.stop.is_some()
+    }
+
+    /// Runs `f` as a slice of the portfolio that ends once [`Ctx::work`] reaches `end` (`None`:
+    /// only the limits stop it). A slice never cuts a batch of checks: it ends before the next.
+    pub fn sliced<R>(&mut self, end: Option<u64>, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.slice_end = end;
+        let r = f(self);
+        self.slice_end = None;
+        r
     }
 
     /// Thread-safe part of [`Ctx::should_stop`] used inside parallel batches.

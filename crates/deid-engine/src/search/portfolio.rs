@@ -93,10 +93,8 @@ pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
     let mut budget = ctx.work.max(16 * ctx.check_overhead);
     if ctx.config().flash_fits(ctx.problem) {
         ctx.strategy = Algorithm::TopDown;
-        ctx.slice_end = Some(ctx.work.saturating_add(budget * TOP_DOWN_BEFORE_FLASH));
-        let complete = lightning::run_top_down(ctx);
-        ctx.slice_end = None;
-        if complete {
+        let end = ctx.work.saturating_add(budget * TOP_DOWN_BEFORE_FLASH);
+        if ctx.sliced(Some(end), lightning::run_top_down) {
             return true;
         }
         if ctx.should_stop() {
@@ -108,25 +106,26 @@ pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
     let mut weights = [1u64; MEMBERS.len()];
     weights[favoured(ctx.problem.max_suppressed())] = FAVOURED_WEIGHT;
     let mut own_best: [Option<f64>; MEMBERS.len()] = [None; MEMBERS.len()];
-    let mut members: [Option<Member<'p>>; MEMBERS.len()] = [None, None];
+    let mut members: [Option<Member<'p>>; MEMBERS.len()] = std::array::from_fn(|_| None);
     loop {
         let before = ctx.checker.checks();
         for (i, member) in MEMBERS.into_iter().enumerate() {
             ctx.strategy = member;
-            let improvements = ctx.trace.len();
             ctx.member_best = own_best[i];
-            ctx.slice_end = Some(ctx.work.saturating_add(budget.saturating_mul(weights[i])));
-            let complete = members[i]
-                .get_or_insert_with(|| Member::new(member, ctx))
-                .resume(ctx);
-            ctx.slice_end = None;
-            // A member that improved the best of all, or its own best (the genetic algorithm
-            // improves for a while before it passes top-down), gets twice its share next
-            // round, one that did not half of it (at least one unit): checks go where they pay.
-            let progressed = ctx.trace.len() > improvements
-                || ctx
-                    .member_best
-                    .is_some_and(|b| own_best[i].is_none_or(|o| b < o));
+            let end = ctx.work.saturating_add(budget.saturating_mul(weights[i]));
+            let state = &mut members[i];
+            let complete = ctx.sliced(Some(end), |ctx| {
+                state
+                    .get_or_insert_with(|| Member::new(member, ctx))
+                    .resume(ctx)
+            });
+            // A member that improved its own best (which includes every improvement of the best
+            // of all; the genetic algorithm improves for a while before it passes top-down) gets
+            // twice its share next round, one that did not half of it (at least one unit):
+            // checks go where they pay.
+            let progressed = ctx
+                .member_best
+                .is_some_and(|b| own_best[i].is_none_or(|o| b < o));
             own_best[i] = ctx.member_best;
             weights[i] = if progressed {
                 (weights[i] * 2).min(MAX_WEIGHT)
