@@ -101,6 +101,10 @@ pub struct Checker<'p> {
     gate: LargeGate,
 }
 
+/// Largest result (in 4-byte words: codes, count and representative per class) whose vectors
+/// are reserved for the most classes possible before a regrouping (4 MiB).
+const PRESIZE_WORDS: usize = 1 << 20;
+
 /// How many snapshot budgets the `last` results of all threads may hold together.
 const LAST_BUDGETS: usize = 4;
 
@@ -537,7 +541,15 @@ impl<'p> Checker<'p> {
         ws.key.resize(q, 0);
         let mask = cap - 1;
         let large = self.gate.classes;
-        let guess = bound.min(1 << 12);
+        // Room for every possible class when that is small (the vectors then never grow: growing
+        // copies them, about a sixth of a check of tens of thousands of classes); else a small
+        // start, so that a check of few classes over millions of entries does not reserve for
+        // millions.
+        let guess = if bound.saturating_mul(q + 2) <= PRESIZE_WORDS {
+            bound
+        } else {
+            bound.min(1 << 12)
+        };
         let mut out = Groups {
             codes: Vec::with_capacity(guess * q),
             counts: Vec::with_capacity(guess),
@@ -575,7 +587,8 @@ impl<'p> Checker<'p> {
                     }
                     ws.slots[slot] = c;
                     ws.class_keys.push(stored);
-                    out.codes.extend_from_slice(key);
+                    // Element by element: `extend_from_slice` calls `memmove` for a few bytes.
+                    out.codes.extend(key.iter().copied());
                     out.counts.push(0);
                     out.reps.push(src.reps[e]);
                     break c;
@@ -589,6 +602,13 @@ impl<'p> Checker<'p> {
             };
             out.counts[class as usize] += src.counts[e];
             ws.class_of_src.push(class);
+        }
+        if out.counts.capacity() > 2 * out.counts.len() + 64 {
+            // Presized for far more classes than there are: give the room back (the result may
+            // be kept as a snapshot).
+            out.codes.shrink_to_fit();
+            out.counts.shrink_to_fit();
+            out.reps.shrink_to_fit();
         }
         if permit.is_some() {
             // The table and the keys are not needed any more: free them before the result is

@@ -636,7 +636,6 @@ pub(crate) fn search_in<'p>(
             lower_bound_valid: assumptions.lower_bound_valid,
             strategy: algorithm,
             slice_end: None,
-            member_best: None,
             check_overhead: check_overhead(problem),
             work: 0,
             cache: (algorithm == Algorithm::Auto).then(HashMap::new),
@@ -681,6 +680,13 @@ thread_local! {
     /// resuming between them as in `auto`'s portfolio (the outcome must be that of one run).
     pub(crate) static SLICE_WORK: std::cell::Cell<Option<u64>> =
         const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the individuals the genetic algorithm adopted from `auto`'s other members.
+    pub(crate) static ADOPTED: std::cell::RefCell<Vec<Levels>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Runs one of the resumable algorithms (in test slices if [`SLICE_WORK`] is set).
@@ -920,10 +926,6 @@ pub(crate) struct Ctx<'a, 'p> {
     strategy: Algorithm,
     /// The [`Ctx::work`] at which the current slice of the portfolio ends.
     slice_end: Option<u64>,
-    /// The best score among the anonymous results the running portfolio member has seen (set
-    /// by the portfolio before each slice): its own progress, even where it does not beat the
-    /// best of all members.
-    member_best: Option<f64>,
     /// Fixed cost of one check in [`Ctx::work`] units, see [`check_overhead`].
     check_overhead: u64,
     /// Work of the checks made so far: the classes of each result plus the check overhead, a
@@ -971,6 +973,11 @@ impl<'a, 'p> Ctx<'a, 'p> {
     pub fn shared_best(&self) -> Option<Levels> {
         self.cache.as_ref()?;
         self.best.as_ref().map(|b| b.levels.clone())
+    }
+
+    /// The score of the best solution so far (infinite before the first).
+    pub(crate) fn best_score(&self) -> f64 {
+        self.best.as_ref().map_or(f64::INFINITY, |b| b.score)
     }
 
     /// Sets the current phase.
@@ -1217,9 +1224,6 @@ impl<'a, 'p> Ctx<'a, 'p> {
     pub fn offer(&mut self, r: &CheckResult) {
         if !r.anonymous {
             return;
-        }
-        if self.member_best.is_none_or(|b| r.score < b) {
-            self.member_best = Some(r.score);
         }
         if let Some(b) = &self.best
             && key_cmp(r.score, &r.levels, b.score, &b.levels) != Ordering::Less

@@ -775,6 +775,46 @@ fn resumed_searches_go_on_where_they_stopped() {
 }
 
 #[test]
+fn the_genetic_member_adopts_the_other_members_improvements() {
+    // Whenever the genetic member resumes, the best solution of all joins its population if
+    // another member found it; outside the portfolio nothing is adopted.
+    let cfg = |algorithm| SearchConfig {
+        algorithm,
+        flash_max_space: 0,
+        check_limit: Some(3000),
+        threads: Some(1),
+        time_limit: Duration::from_secs(600),
+        ..SearchConfig::default()
+    };
+    let mut adopted = 0;
+    for p in [adult(2, 0.05), adult(3, 0.01), adult(3, 0.05)] {
+        super::ADOPTED.with_borrow_mut(Vec::clear);
+        let o = search(&p, &cfg(Algorithm::Auto), &CancelFlag::new(), &NoObserver).unwrap();
+        assert_confirmed(&p, &o, Algorithm::Auto);
+        for levels in super::ADOPTED.take() {
+            // Each adopted individual was an improvement of another member.
+            assert!(
+                o.trace
+                    .iter()
+                    .any(|i| i.levels == levels && i.strategy != Algorithm::Genetic),
+                "{levels:?} was not another member's improvement"
+            );
+            adopted += 1;
+        }
+    }
+    assert!(adopted >= 3, "adopted {adopted}");
+    let p = adult(3, 0.05);
+    search(
+        &p,
+        &cfg(Algorithm::Genetic),
+        &CancelFlag::new(),
+        &NoObserver,
+    )
+    .unwrap();
+    assert!(super::ADOPTED.take().is_empty());
+}
+
+#[test]
 fn the_portfolio_favours_the_member_that_suits_the_problem() {
     use super::portfolio::{MEMBERS, favoured};
     assert_eq!(MEMBERS[favoured(0)], Algorithm::TopDown);
