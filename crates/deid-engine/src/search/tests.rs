@@ -816,9 +816,17 @@ fn the_genetic_member_adopts_the_other_members_improvements() {
 
 #[test]
 fn the_portfolio_favours_the_member_that_suits_the_problem() {
-    use super::portfolio::{MEMBERS, favoured};
-    assert_eq!(MEMBERS[favoured(0)], Algorithm::TopDown);
-    assert_eq!(MEMBERS[favoured(1)], Algorithm::Genetic);
+    use super::portfolio::{GENETIC_MAX_BASE_GROUPS, MEMBERS, favoured};
+    assert_eq!(MEMBERS[favoured(0, 1000)], Algorithm::TopDown);
+    assert_eq!(MEMBERS[favoured(1, 1000)], Algorithm::Genetic);
+    assert_eq!(
+        MEMBERS[favoured(1, GENETIC_MAX_BASE_GROUPS)],
+        Algorithm::Genetic
+    );
+    assert_eq!(
+        MEMBERS[favoured(1, GENETIC_MAX_BASE_GROUPS + 1)],
+        Algorithm::TopDown
+    );
 }
 
 #[test]
