@@ -334,7 +334,10 @@ impl<'p> Checker<'p> {
         let started = std::time::Instant::now();
         let mut permit = None;
         let (groups, class_of_base) = self.with_workspace(|ws| {
-            let groups = self.group_from(ws, self.problem.base_groups(), None, levels, &mut permit);
+            let mut groups =
+                self.group_from(ws, self.problem.base_groups(), None, levels, &mut permit);
+            // Kept for the output: only its classes (a check's result is shrunk when stored).
+            groups.shrink_to_fit();
             let class_of_base = if ws.class_of_src.capacity() > self.gate.classes.saturating_mul(2)
             {
                 std::mem::take(&mut ws.class_of_src)
@@ -602,13 +605,6 @@ impl<'p> Checker<'p> {
             };
             out.counts[class as usize] += src.counts[e];
             ws.class_of_src.push(class);
-        }
-        if out.counts.capacity() > 2 * out.counts.len() + 64 {
-            // Presized for far more classes than there are: give the room back (the result may
-            // be kept as a snapshot).
-            out.codes.shrink_to_fit();
-            out.counts.shrink_to_fit();
-            out.reps.shrink_to_fit();
         }
         if permit.is_some() {
             // The table and the keys are not needed any more: free them before the result is

@@ -217,6 +217,18 @@ impl<'p> Evolution<'p> {
         self.pending = Pending::Adopted;
     }
 
+    /// Makes the fittest individual the best if it is fitter (and resets the stagnation count);
+    /// true if it was.
+    fn improved(&mut self) -> bool {
+        let now = self.g.fittest(&self.pops);
+        let better = self.g.better(&now, &self.best);
+        if better {
+            self.best = now;
+            self.stale = 0;
+        }
+        better
+    }
+
     /// Bookkeeping once the pending individuals have been evaluated.
     fn evaluated(&mut self, ctx: &mut Ctx<'_, '_>, elite: usize) {
         let params = self.g.params;
@@ -228,11 +240,7 @@ impl<'p> Evolution<'p> {
                 self.stale = 0;
             }
             Pending::Adopted => {
-                let now = self.g.fittest(&self.pops);
-                if self.g.better(&now, &self.best) {
-                    self.best = now;
-                    self.stale = 0;
-                }
+                self.improved();
             }
             Pending::Generation => {
                 self.generation += 1;
@@ -241,11 +249,7 @@ impl<'p> Evolution<'p> {
                         self.generation as f64 / f64::from(params.iterations),
                     );
                 }
-                let now = self.g.fittest(&self.pops);
-                if self.g.better(&now, &self.best) {
-                    self.best = now;
-                    self.stale = 0;
-                } else {
+                if !self.improved() {
                     self.stale += 1;
                 }
                 if !params.stop_after_iterations && self.stale >= params.iterations {

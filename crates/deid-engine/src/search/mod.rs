@@ -1025,6 +1025,11 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.stop.is_some()
     }
 
+    /// Adds the work of a new check's result to [`Ctx::work`].
+    fn charge(&mut self, r: &CheckResult) {
+        self.work += r.classes as u64 + self.check_overhead;
+    }
+
     /// Runs `f` as a slice of the portfolio that ends once [`Ctx::work`] reaches `end` (`None`:
     /// only the limits stop it). A slice never cuts a batch of checks: it ends before the next.
     pub fn sliced<R>(&mut self, end: Option<u64>, f: impl FnOnce(&mut Self) -> R) -> R {
@@ -1058,7 +1063,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             return Some(r);
         }
         let r = self.checker.check(levels);
-        self.work += r.classes as u64 + self.check_overhead;
+        self.charge(&r);
         self.offer(&r);
         self.remember(&r);
         Some(r)
@@ -1122,7 +1127,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
                 Some(r) => out.push(r),
                 None => match fresh.next().flatten() {
                     Some(r) => {
-                        self.work += r.classes as u64 + self.check_overhead;
+                        self.charge(&r);
                         out.push(r);
                     }
                     None => break,
@@ -1205,7 +1210,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
             raw.into_iter().flatten().collect()
         };
         for r in &out {
-            self.work += result(r).classes as u64 + self.check_overhead;
+            self.charge(result(r));
             self.offer(result(r));
         }
         if out.len() < total {
