@@ -48,6 +48,7 @@ def test_pipeline_publishes_adult(server: Server, client: Client, tmp_path: Path
     assert r.returncode == 0, r.stderr
     # Progress was printed while the job ran, and the checks were reported.
     assert "improvement: utility" in r.stderr and "k-anonymity (pyCANON)" in r.stderr
+    assert "%|" not in r.stderr  # no progress bar: stderr is not a terminal
     assert f"verified and written: {out}" in r.stderr
     assert sorted(p.name for p in out.parent.iterdir()) == ["adult.csv", "report.json"]  # no leftovers
 
