@@ -24,6 +24,7 @@ from deid_client import (
     PrivacyModel,
     RecursiveLDiversity,
     TCloseness,
+    ValidationError,
     suppression,
 )
 from deid_client.builders import compact_value
@@ -114,7 +115,7 @@ def models_of(name: str) -> list[PrivacyModel]:
 def test_text_forms_parse_to_the_same_models_in_deid(client: Client) -> None:
     """A dataset whose sensitive columns carry the awkward names: an evaluation job whose models
     are given as ``str(model)`` finds every column (a name parsed differently is an unknown
-    column) and the same result as the object form; a larger ℓ in text form is not met."""
+    column) and the same result as the object form; deid names the column of a text form as given."""
     names = AWKWARD + random_names(40)
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
@@ -144,11 +145,15 @@ def test_text_forms_parse_to_the_same_models_in_deid(client: Client) -> None:
     status, anonymous, by_text = evaluate(text)
     assert (status, anonymous) == ("succeeded", True), text
     _, _, by_object = evaluate([m.to_json() for m in models])
-    by_text.pop("timings", None)
-    by_object.pop("timings", None)
+    for own in ("job_id", "timings"):
+        by_text.pop(own, None)
+        by_object.pop(own, None)
     assert by_text == by_object
 
-    # The parameters after a quoted value count: ℓ = 4 exceeds the three values of each class.
-    for name in (" padded ", 'C:\\dir\\"', "k=5,l=2"):
-        status, anonymous, _ = evaluate([str(DistinctLDiversity(name, 4))])
-        assert (status, anonymous) == ("failed", False), name
+    # The parameters after a quoted value count: ℓ = 4 exceeds the three values of the column,
+    # which deid's answer names exactly as given.
+    for name in (" padded ", 'C:\\dir\\"', "k=5,l=2", "\ttab"):
+        with pytest.raises(ValidationError) as e:
+            evaluate([str(DistinctLDiversity(name, 4))])
+        assert e.value.field == "privacy[0].l"
+        assert f"at least 4 distinct values of '{name}' in every class" in e.value.message

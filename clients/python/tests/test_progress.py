@@ -54,7 +54,7 @@ def test_no_bar_on_stderr_unless_asked_or_a_terminal(
     assert plain.getvalue() == ""
     # Asked for: on stderr all the same.
     client.wait(finished, progress=True)
-    assert bar_of(finished) in plain.getvalue() and "100%" in plain.getvalue()
+    assert bar_of(finished) in plain.getvalue() and "status=succeeded" in plain.getvalue()
     # A terminal: drawn by default, never with progress=False.
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
