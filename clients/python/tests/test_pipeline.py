@@ -165,3 +165,11 @@ def test_verify_rules() -> None:
     # Recursive (c, l): (c=2, l=2) holds (r1 = 1 < 2 · 1).
     assert pipeline.verify(df, **{**common, "l_model": "recursive", "c": 2}).ok
     assert not pipeline.verify(df, **{**common, "l_model": "recursive", "c": 0.5}).ok
+
+
+def test_log_lines_without_tqdm(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pipeline = load_pipeline()
+    pipeline.log("through tqdm")
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed
+    pipeline.log("printed")
+    assert capsys.readouterr().err == "pipeline: through tqdm\npipeline: printed\n"

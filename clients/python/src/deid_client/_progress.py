@@ -70,11 +70,6 @@ class ProgressBar:
         self._checks = 0
         self._status = ""
 
-    @property
-    def enabled(self) -> bool:
-        """Whether a bar is drawn."""
-        return self._bar is not None
-
     def _refresh(self) -> None:
         if self._bar is None:
             return

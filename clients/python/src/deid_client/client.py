@@ -325,8 +325,8 @@ class Client:
         drawn on ``progress_file`` (default stderr) with ``progress=True``; with the default
         ``progress=None`` only when ``progress_file`` is given or stderr is a terminal;
         never with ``progress=False`` or without tqdm. ``on_event`` sees every event (while
-        polling: a ``progress`` event per poll). ``timeout``: WaitTimeoutError after that many seconds (the job keeps running).
-        ``raise_on_failure``: JobFailedError for a failed job.
+        polling: a ``progress`` event per poll). ``timeout``: WaitTimeoutError after that many
+        seconds (the job keeps running). ``raise_on_failure``: JobFailedError for a failed job.
         """
         jid = job_id.id if isinstance(job_id, Job) else job_id
         deadline = None if timeout is None else time.monotonic() + timeout
