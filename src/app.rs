@@ -51,7 +51,7 @@ impl App {
         if config.max_attempts < 1 {
             bail!("--max-attempts must be at least 1");
         }
-        install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let webhook_roots = match &config.webhook_ca_file {
             Some(path) => {
                 let pem = std::fs::read(path).with_context(|| {
@@ -248,10 +248,4 @@ pub fn healthcheck(args: &HealthcheckArgs) -> anyhow::Result<()> {
     } else {
         bail!("unhealthy: {status}")
     }
-}
-
-/// Makes rustls's ring provider the process's default (TLS to PostgreSQL and to webhook
-/// receivers); harmless when called again.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -7,7 +7,8 @@
 //! - [`cli`]: the `deid` command line (`evaluate`, `anonymize`, `serve`, `bench`, `bench-api`, …);
 //! - the service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
 //!   [`api`] (HTTP routes), [`console`] (the web console's embedded assets), [`worker`] (queue worker, engine pool, live jobs, webhooks),
-//!   [`store`] (PostgreSQL or SQLite), [`telemetry`] (logs and metrics).
+//!   [`store`] (PostgreSQL or SQLite), [`telemetry`] (logs and metrics), [`tls`] (rustls's
+//!   provider).
 //!
 //! `docs/architecture.md` maps every concept to its one home.
 
@@ -19,4 +20,5 @@ pub mod console;
 pub mod job;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 pub mod worker;

@@ -3,7 +3,6 @@
 //! [`super::hierarchies`]).
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -15,6 +14,7 @@ use serde_json::json;
 use super::error::{ApiError, ErrorCode, Result};
 use super::extract::{ApiJson, ApiQuery};
 use super::state::AppState;
+use super::upload::Profile;
 use crate::config::ServeArgs;
 use crate::job::id::{DatasetId, TenantId};
 use crate::job::task::risk::RiskRequest;
@@ -24,8 +24,7 @@ use crate::worker::chunks::ChunkReader;
 use deid_engine::data::Column;
 use deid_engine::{ColumnProfile, CsvOptions, EngineError};
 
-/// Distinct values of a column are kept (for validation) up to this many.
-pub const MAX_STORED_VALUES: usize = deid_engine::profile::MAX_KEPT_VALUES;
+pub use super::upload::MAX_STORED_VALUES;
 
 /// A dataset as returned by the API.
 #[derive(Debug, Clone, Serialize)]
@@ -152,41 +151,6 @@ pub fn parse_delimiter(text: Option<&str>, default: u8, field: &str) -> Result<u
     }
 }
 
-/// What the parser learned about an upload.
-pub struct Profile {
-    /// Data rows.
-    pub rows: usize,
-    /// Column profiles, in file order.
-    pub columns: Vec<ColumnProfile>,
-    /// `(column position, JSON array of its distinct values)` for the columns whose values were
-    /// kept: the storage format of [`Store::finish_dataset`].
-    pub values: Vec<(i64, String)>,
-}
-
-/// Validates and profiles an upload with the engine's streaming profile (the rules of the
-/// engine's import, memory proportional to the distinct values) and turns the kept values into
-/// their storage format.
-pub fn profile_csv<R: Read>(
-    input: R,
-    options: CsvOptions,
-) -> std::result::Result<Profile, EngineError> {
-    let profile = deid_engine::profile::profile_csv(input, options, "dataset", MAX_STORED_VALUES)?;
-    let values = profile
-        .values
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, values)| {
-            let json = serde_json::to_string(&values?).unwrap_or_else(|_| "[]".into());
-            Some((i as i64, json))
-        })
-        .collect();
-    Ok(Profile {
-        rows: profile.rows,
-        columns: profile.columns,
-        values,
-    })
-}
-
 /// `POST /v1/datasets`: streams the CSV into the store while profiling it
 /// ([`super::upload::receive`]), checks the row and column limits, and answers 201 with the
 /// dataset's view. A failed upload leaves nothing behind.
@@ -257,14 +221,6 @@ fn check_limits(profile: &Profile, config: &ServeArgs) -> Result<()> {
         .with_details(json!({"columns": profile.columns.len(), "limit": config.max_columns})));
     }
     Ok(())
-}
-
-/// The answer to a CSV the engine cannot read.
-pub fn csv_error(e: EngineError) -> ApiError {
-    ApiError::new(
-        ErrorCode::InvalidCsv,
-        format!("the CSV cannot be read: {e}"),
-    )
 }
 
 /// Paged list.
@@ -446,29 +402,8 @@ pub async fn dataset_risk(
 
 #[cfg(test)]
 mod tests {
+    use super::super::upload::profile_csv;
     use super::*;
-
-    #[test]
-    fn keeps_the_values_as_json_arrays() {
-        let p = profile_csv(
-            "i,t\n1,x\n22,y\n1,\"a,b\"\n".as_bytes(),
-            CsvOptions::default(),
-        )
-        .unwrap();
-        assert_eq!(p.rows, 3);
-        assert_eq!(p.columns[1].distinct_count, 3);
-        assert_eq!(
-            p.values,
-            [
-                (0, r#"["1","22"]"#.to_string()),
-                (1, r#"["x","y","a,b"]"#.to_string())
-            ]
-        );
-        let err = profile_csv("a,b\n1\n".as_bytes(), CsvOptions::default())
-            .err()
-            .unwrap();
-        assert_eq!(err.to_string(), "dataset: row 2 has 1 fields, expected 2");
-    }
 
     #[test]
     fn answers_suggestions_with_sorted_keys() {

@@ -22,7 +22,6 @@ use super::error::{ApiError, ErrorCode, Result};
 use super::extract::{ApiJson, ApiQuery};
 use super::state::AppState;
 use crate::job::error::SpecError;
-use crate::job::hierarchy::hierarchy_field;
 use crate::job::id::{JobId, JobStatus, TenantId};
 use crate::job::problem::DatasetFacts;
 use crate::job::progress::JobProgress;
@@ -149,7 +148,7 @@ async fn inline_stored_hierarchies(
     for column in spec.stored_hierarchies()? {
         let Some(h) = state.store.hierarchy(&dataset.id, &column).await? else {
             return Err(SpecError::new(
-                hierarchy_field(&column),
+                crate::job::field::hierarchy(&column),
                 format!(
                     "no hierarchy is stored for column '{column}'; upload one with \
                      PUT /v1/datasets/{}/hierarchies/{column} or give it inline",

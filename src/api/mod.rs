@@ -210,7 +210,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        crate::app::install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let r = reqwest::get(format!("http://{addr}/slow")).await.unwrap();
         assert_eq!(r.status().as_u16(), 503);
         let v: serde_json::Value = r.json().await.unwrap();

@@ -265,7 +265,7 @@ impl std::error::Error for Exit {}
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    crate::app::install_crypto_provider();
+    crate::tls::install_crypto_provider();
     match cli.command {
         Some(Command::Evaluate(args)) => evaluate(args),
         Some(Command::Serve(args)) => serve(args),

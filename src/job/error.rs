@@ -77,7 +77,8 @@ error_codes! {
     InvalidHierarchy = ("invalid_hierarchy", 422),
     /// A hierarchy has no row for values of the data (listed in `details.missing`).
     HierarchyMissingValues = ("hierarchy_missing_values", 422),
-    /// Job failure: no transformation satisfies the privacy models within the limits.
+    /// Job failure: no transformation satisfies the privacy models within the limits; the
+    /// job's result has its report (the input's risks, the search's trace).
     NoSolution = ("no_solution", 422),
     /// Job failure (`"task": "evaluate"`): the given transformation does not satisfy the
     /// privacy models within the suppression limit; the job's result has its report.
@@ -195,7 +196,7 @@ impl From<deid_engine::EngineError> for SpecError {
                 missing,
                 total_missing,
             } => {
-                let field = super::hierarchy::hierarchy_field(&column);
+                let field = super::field::hierarchy(&column);
                 SpecError::new(
                     field,
                     format!(

@@ -22,11 +22,6 @@ pub enum Frontend<'a> {
     Service,
 }
 
-/// The dotted path of a column's hierarchy in the specification.
-pub fn hierarchy_field(column: &str) -> String {
-    format!("attributes.{column}.hierarchy")
-}
-
 /// Resolves the hierarchy of `column` from `source`. Builder specifications are built against
 /// the column of `table`; without a table (or without the column in it) they are only checked
 /// and a one-level placeholder is returned. Errors name `attributes.{column}.hierarchy` and have
@@ -39,7 +34,7 @@ pub fn resolve(
     source: Option<&HierarchySource>,
     duplicates: DuplicatePolicy,
 ) -> Result<Hierarchy, SpecError> {
-    let field = hierarchy_field(column);
+    let field = super::field::hierarchy(column);
     let invalid = |message: String| {
         SpecError::new(field.as_str(), message).with_code(ErrorCode::InvalidHierarchy)
     };

@@ -12,6 +12,7 @@
 //! - [`task`]: what a job does, one file per task kind (`anonymize`, `evaluate`, `risk`), each
 //!   with its validation and its run, shared by the command line and the worker;
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
+//! - [`field`]: the dotted paths of the specification's fields that errors name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
 //!
@@ -19,6 +20,7 @@
 
 pub mod callback;
 pub mod error;
+pub mod field;
 pub mod hierarchy;
 pub mod id;
 pub mod problem;

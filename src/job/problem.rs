@@ -147,58 +147,12 @@ pub fn validate_generalization(
     spec: &JobSpec,
     facts: &DatasetFacts,
 ) -> Result<Option<Problem>, SpecError> {
-    // The research subset against the dataset's rows and the column's stored values; the
-    // problem below (a table of distinct values) gets a subset of all its rows instead.
-    if let Some(subset) = &spec.research_subset {
-        let subset = subset.parse()?;
-        let values = match &subset {
-            ResearchSubset::Column { column, .. } => facts
-                .columns
-                .iter()
-                .position(|c| c == column)
-                .and_then(|i| facts.values[i].as_deref()),
-            ResearchSubset::Rows(_) => None,
-        };
-        subset
-            .check(facts.rows, values)
-            .map_err(|e| SpecError::from(e.within("research_subset")))?;
-    }
-    // A table of the stored distinct values: as many rows as the largest domain, or the largest
-    // minimal class size the data allows.
+    check_research_subset(spec, facts)?;
     // Models that do not parse are reported by `problem_config` below.
-    let models: Vec<(usize, PrivacyModel)> = spec
-        .privacy
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| p.parse(&format!("privacy[{i}]")).ok().map(|m| (i, m)))
+    let models: Vec<(usize, PrivacyModel)> = (spec.privacy.iter().enumerate())
+        .filter_map(|(i, p)| p.parse(&super::field::privacy(i)).ok().map(|m| (i, m)))
         .collect();
-    let k = models
-        .iter()
-        .filter_map(|(_, m)| m.min_class_size())
-        .max()
-        .unwrap_or(1) as usize;
-    let domain = facts
-        .values
-        .iter()
-        .flatten()
-        .map(Vec::len)
-        .max()
-        .unwrap_or(1);
-    let n = domain.max(k.min(facts.rows)).max(1);
-    let data: Vec<Vec<String>> = (0..n)
-        .map(|r| {
-            facts
-                .values
-                .iter()
-                .map(|v| match v {
-                    Some(list) if !list.is_empty() => list[r % list.len()].clone(),
-                    _ => String::new(),
-                })
-                .collect()
-        })
-        .collect();
-    let header: Vec<&str> = facts.columns.iter().map(String::as_str).collect();
-    let table = Table::from_rows(&header, &data).map_err(SpecError::from)?;
+    let table = distinct_value_table(facts, &models)?;
     let complete = facts
         .columns
         .iter()
@@ -222,24 +176,7 @@ pub fn validate_generalization(
         .validate_models(facts.rows, population, config.research_subset.is_some())
         .map_err(|e| engine_error(Frontend::Service, e))?;
     check_distinct_values(&models, facts)?;
-    // The levels of an evaluation name generalized quasi-identifiers (their ranges are checked
-    // on the problem below, or when the job runs).
-    if let Some(levels) = &spec.levels {
-        let names: Vec<&str> = config
-            .quasi_identifiers
-            .iter()
-            .map(|q| q.column.as_str())
-            .collect();
-        if let Some(column) = levels.keys().find(|c| !names.contains(&c.as_str())) {
-            return Err(SpecError::new(
-                format!("levels.{column}"),
-                format!(
-                    "'{column}' is not a generalized quasi-identifier; levels can be given for: {}",
-                    names.join(", ")
-                ),
-            ));
-        }
-    }
+    check_level_names(spec, &config)?;
     if let Some(local) = spec.local_config() {
         local.validate_settings().map_err(SpecError::from)?;
         deid_engine::local::LocalConfig::validate_config(&config).map_err(SpecError::from)?;
@@ -249,7 +186,7 @@ pub fn validate_generalization(
     }
     let mut config = in_table_order(config, &table);
     if config.research_subset.is_some() {
-        config.research_subset = Some(ResearchSubset::Rows((1..=n as u64).collect()));
+        config.research_subset = Some(ResearchSubset::Rows((1..=table.rows() as u64).collect()));
     }
     match Problem::new(table, config) {
         Ok(problem) => {
@@ -271,6 +208,75 @@ pub fn validate_generalization(
             rows: facts.rows,
         })),
         Err(e) => Err(SpecError::from(e)),
+    }
+}
+
+/// The research subset against the dataset's rows and the column's stored values (the problem
+/// built on the distinct values gets a subset of all its rows instead).
+fn check_research_subset(spec: &JobSpec, facts: &DatasetFacts) -> Result<(), SpecError> {
+    let Some(subset) = &spec.research_subset else {
+        return Ok(());
+    };
+    let subset = subset.parse()?;
+    let values = match &subset {
+        ResearchSubset::Column { column, .. } => (facts.columns.iter())
+            .position(|c| c == column)
+            .and_then(|i| facts.values[i].as_deref()),
+        ResearchSubset::Rows(_) => None,
+    };
+    subset
+        .check(facts.rows, values)
+        .map_err(|e| SpecError::from(e.within("research_subset")))
+}
+
+/// A table of the dataset's stored distinct values: as many rows as the largest domain, or the
+/// largest minimal class size of `models` the data allows; columns without kept values are
+/// empty.
+fn distinct_value_table(
+    facts: &DatasetFacts,
+    models: &[(usize, PrivacyModel)],
+) -> Result<Table, SpecError> {
+    let k = (models.iter())
+        .filter_map(|(_, m)| m.min_class_size())
+        .max()
+        .unwrap_or(1) as usize;
+    let domain = (facts.values.iter().flatten())
+        .map(Vec::len)
+        .max()
+        .unwrap_or(1);
+    let n = domain.max(k.min(facts.rows)).max(1);
+    let data: Vec<Vec<String>> = (0..n)
+        .map(|r| {
+            (facts.values.iter())
+                .map(|v| match v {
+                    Some(list) if !list.is_empty() => list[r % list.len()].clone(),
+                    _ => String::new(),
+                })
+                .collect()
+        })
+        .collect();
+    let header: Vec<&str> = facts.columns.iter().map(String::as_str).collect();
+    Table::from_rows(&header, &data).map_err(SpecError::from)
+}
+
+/// The levels of an evaluation name generalized quasi-identifiers (their ranges are checked on
+/// the problem, or when the job runs).
+fn check_level_names(spec: &JobSpec, config: &ProblemConfig) -> Result<(), SpecError> {
+    let Some(levels) = &spec.levels else {
+        return Ok(());
+    };
+    let names: Vec<&str> = (config.quasi_identifiers.iter())
+        .map(|q| q.column.as_str())
+        .collect();
+    match levels.keys().find(|c| !names.contains(&c.as_str())) {
+        Some(column) => Err(SpecError::new(
+            super::field::levels(column),
+            format!(
+                "'{column}' is not a generalized quasi-identifier; levels can be given for: {}",
+                names.join(", ")
+            ),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -794,7 +794,7 @@ impl JobSpec {
             .map(|q| q.column.as_str())
             .collect();
         for (column, &level) in self.levels.iter().flatten() {
-            let field = format!("levels.{column}");
+            let field = super::field::levels(column);
             let Some(i) = names.iter().position(|n| n == column) else {
                 return Err(SpecError::new(
                     field,
@@ -841,7 +841,7 @@ impl JobSpec {
     pub fn check_columns(&self, columns: &[String]) -> Result<(), SpecError> {
         if let Some(name) = self.attributes.keys().find(|n| !columns.contains(n)) {
             return Err(SpecError::new(
-                format!("attributes.{name}"),
+                super::field::attribute(name),
                 format!(
                     "the dataset has no column '{name}'; its columns are: {}",
                     columns.join(", ")
@@ -930,7 +930,7 @@ impl JobSpec {
     ) -> Result<ProblemConfig, SpecError> {
         let mut config = ProblemConfig::default();
         for (name, attr) in &self.attributes {
-            let field = format!("attributes.{name}");
+            let field = super::field::attribute(name);
             if attr.kind != AttributeType::QuasiIdentifying
                 && (attr.min_level.is_some() || attr.max_level.is_some() || attr.weight.is_some())
             {
@@ -985,7 +985,7 @@ impl JobSpec {
             }
         }
         for (i, p) in self.privacy.iter().enumerate() {
-            config.privacy.push(p.parse(&format!("privacy[{i}]"))?);
+            config.privacy.push(p.parse(&super::field::privacy(i))?);
         }
         config.suppression_limit = self.suppression_limit.unwrap_or(0.0);
         config.quality = self.quality.clone().unwrap_or_default().parse()?;

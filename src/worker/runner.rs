@@ -385,7 +385,18 @@ impl Runner {
             beat_stop.clone(),
         ));
 
-        let result = self.process(&job, &live).await;
+        // The stored specification, read once: the task runs it, the webhook goes to its URL.
+        let spec: Result<JobSpec, Failure> = serde_json::from_str(&job.spec).map_err(|e| Failure {
+            code: ErrorCode::InvalidSpec,
+            message: format!("the stored specification cannot be read: {e}"),
+            details: serde_json::Value::Null,
+            retryable: false,
+        });
+        let callback_url = spec.as_ref().ok().and_then(|s| s.callback_url.clone());
+        let result = match spec {
+            Ok(spec) => self.process(&job, spec, &live).await,
+            Err(f) => Err(f),
+        };
         beat_stop.cancel();
         let _ = beat.await;
 
@@ -415,8 +426,7 @@ impl Runner {
                 && row.status.is_terminal()
             {
                 tracing::info!(status = %row.status, elapsed_ms = started.elapsed().as_millis() as u64, "job ended");
-                let spec: Option<JobSpec> = serde_json::from_str(&job.spec).ok();
-                if let Some(url) = spec.and_then(|s| s.callback_url) {
+                if let Some(url) = callback_url {
                     self.spawn_webhook(job.id.clone(), url);
                 }
             }
@@ -497,13 +507,12 @@ impl Runner {
     }
 
     /// Loads the dataset and runs the engine side on the pool.
-    async fn process(&self, job: &ClaimedJob, live: &Arc<LiveJob>) -> Result<Processed, Failure> {
-        let spec: JobSpec = serde_json::from_str(&job.spec).map_err(|e| Failure {
-            code: ErrorCode::InvalidSpec,
-            message: format!("the stored specification cannot be read: {e}"),
-            details: serde_json::Value::Null,
-            retryable: false,
-        })?;
+    async fn process(
+        &self,
+        job: &ClaimedJob,
+        spec: JobSpec,
+        live: &Arc<LiveJob>,
+    ) -> Result<Processed, Failure> {
         let dataset = match self.store.dataset(&job.tenant, &job.dataset_id).await {
             Ok(Some(d)) => d,
             Ok(None) => {

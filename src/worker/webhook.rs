@@ -111,7 +111,7 @@ pub async fn deliver(
                 // https: rustls, certificates checked against the system's roots and the
                 // configured extra ones, for the URL's host (the pinned address is only where
                 // the connection goes).
-                crate::app::install_crypto_provider();
+                crate::tls::install_crypto_provider();
                 let client = reqwest::Client::builder()
                     .redirect(reqwest::redirect::Policy::none())
                     .resolve(host, addr)

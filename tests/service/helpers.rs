@@ -160,7 +160,7 @@ pub async fn spawn_app_with(db: TestDb, config: ServeArgs) -> TestApp {
         api: ApiClient {
             base,
             client: {
-                deid::app::install_crypto_provider();
+                deid::tls::install_crypto_provider();
                 reqwest::Client::new()
             },
             key: None,
@@ -218,7 +218,7 @@ impl ApiClient {
         ApiClient {
             base: base.to_string(),
             client: {
-                deid::app::install_crypto_provider();
+                deid::tls::install_crypto_provider();
                 reqwest::Client::new()
             },
             key: None,

@@ -20,7 +20,7 @@ fn fixture(name: &str) -> std::path::PathBuf {
 /// An https receiver on 127.0.0.1 (the test CA's server certificate) that answers 200 and keeps
 /// the JSON bodies it receives.
 async fn https_receiver() -> (std::net::SocketAddr, Arc<Mutex<Vec<Value>>>) {
-    deid::app::install_crypto_provider();
+    deid::tls::install_crypto_provider();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
         .unwrap()
         .collect::<Result<_, _>>()
@@ -149,7 +149,7 @@ async fn a_bad_webhook_ca_file_is_refused_at_start_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_over_tls() {
     use sqlx::Connection;
-    deid::app::install_crypto_provider();
+    deid::tls::install_crypto_provider();
     let Some(db) = TestDb::new(Db::Postgres).await else {
         return;
     };

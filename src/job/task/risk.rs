@@ -158,7 +158,7 @@ pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
     }
     if let Some((name, _)) = (spec.attributes.iter()).find(|(_, a)| a.microaggregation.is_some()) {
         return Err(SpecError::new(
-            format!("attributes.{name}.microaggregation"),
+            crate::job::field::microaggregation(name),
             "a risk analysis transforms nothing",
         ));
     }
@@ -190,7 +190,7 @@ pub fn validate(
                     .parse::<usize>()
                     .ok()
             {
-                e.field = format!("attributes.{}", request.quasi_identifiers[i]);
+                e.field = crate::job::field::attribute(&request.quasi_identifiers[i]);
             } else if e.field == "quasi_identifiers" {
                 e.field = "attributes".into();
             }

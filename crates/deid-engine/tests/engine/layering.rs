@@ -409,14 +409,11 @@ fn root_reexports(lib: &[String]) -> BTreeMap<String, String> {
     map
 }
 
-/// Adds to `deps` the top-level modules that the (cleaned) source of module `path` references.
-fn references(
-    path: &[String],
-    text: &str,
-    reexports: &BTreeMap<String, String>,
-    deps: &mut BTreeSet<String>,
-) {
+/// Every path that the (cleaned) source of module `path` names through `crate::` or
+/// `super::`, from the crate root (`super::error::X` in `api/jobs.rs` → `[api, error, X]`).
+fn absolute_paths(path: &[String], text: &str) -> Vec<Vec<String>> {
     let toks = strip_test_code(text);
+    let mut out = Vec::new();
     let mut i = 0;
     while i < toks.len() {
         let resolved_from = match toks[i].as_str() {
@@ -440,25 +437,85 @@ fn references(
             continue;
         };
         let (paths, next) = use_tree(&toks, start);
-        for p in paths {
-            match base.first() {
-                // Below the root: the reference stays inside the top-level module `base[0]`.
-                Some(top) => {
-                    deps.insert(top.clone());
-                }
-                None => {
-                    if let Some(first) = p.first() {
-                        let module = if p.len() == 1 {
-                            reexports.get(first).unwrap_or(first)
-                        } else {
-                            first
-                        };
-                        deps.insert(module.clone());
-                    }
-                }
+        out.extend(paths.into_iter().map(|p| [base.clone(), p].concat()));
+        i = next.max(i + 1);
+    }
+    out
+}
+
+/// Adds to `deps` the top-level modules that the (cleaned) source of module `path` references.
+fn references(
+    path: &[String],
+    text: &str,
+    reexports: &BTreeMap<String, String>,
+    deps: &mut BTreeSet<String>,
+) {
+    for p in absolute_paths(path, text) {
+        if let Some(first) = p.first() {
+            // A single name at the root is an item the root re-exports from its module.
+            let module = if p.len() == 1 {
+                reexports.get(first).unwrap_or(first)
+            } else {
+                first
+            };
+            deps.insert(module.clone());
+        }
+    }
+}
+
+/// The service crate (`src/` of the workspace root) has no import cycle between its files:
+/// each file is a node (`job::error`, `api::upload`, `app`), a reference names the file of its
+/// longest module prefix.
+#[test]
+fn service_files_have_no_import_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let test_files = test_only_files(&src, &files);
+    let files: Vec<PathBuf> = (files.into_iter())
+        .filter(|f| !test_files.contains(f) && !f.ends_with("main.rs"))
+        .collect();
+    let module_of = |f: &PathBuf| -> Vec<String> {
+        let rel = f.strip_prefix(&src).expect("under src");
+        if rel == Path::new("lib.rs") {
+            Vec::new()
+        } else {
+            module_path(rel)
+        }
+    };
+    let modules: BTreeSet<Vec<String>> = files.iter().map(module_of).collect();
+    let mut graph = Graph::new();
+    for file in &files {
+        let module = module_of(file);
+        let text = clean(&fs::read_to_string(file).expect("readable source"));
+        let deps = graph.entry(module.join("::")).or_default();
+        for p in absolute_paths(&module, &text) {
+            let target = (0..=p.len())
+                .rev()
+                .map(|n| &p[..n])
+                .find(|prefix| modules.contains(*prefix))
+                .unwrap_or(&[]);
+            if target != module.as_slice() && !target.is_empty() {
+                deps.insert(target.join("::"));
             }
         }
-        i = next.max(i + 1);
+    }
+    for (from, to) in [
+        ("api::jobs", "job::task"),
+        ("worker::runner", "job::task"),
+        ("job::task::anonymize", "job::problem"),
+        ("api::datasets", "api::upload"),
+    ] {
+        assert!(
+            graph.get(from).is_some_and(|d| d.contains(to)),
+            "expected {from} → {to} in the file graph {graph:#?}"
+        );
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "import cycle between the service's files: {}",
+            cycle.join(" → ")
+        );
     }
 }
 
