@@ -51,7 +51,6 @@ from typing import Any
 
 import pandas as pd
 from pycanon import anonymity
-from tqdm import tqdm
 
 from deid_client import (
     ApiError,
@@ -86,8 +85,14 @@ class Stop(Exception):
 
 
 def log(msg: str) -> None:
-    # Through tqdm, so that lines printed while the progress bar is shown do not garble it.
-    tqdm.write(f"pipeline: {msg}", file=sys.stderr)
+    # Through tqdm when it is installed (deid-client[progress]), so that lines printed while the
+    # progress bar is shown do not garble it.
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print(f"pipeline: {msg}", file=sys.stderr, flush=True)
+    else:
+        tqdm.write(f"pipeline: {msg}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- verification
@@ -209,6 +214,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--url", default=os.environ.get("DEID_URL"))
     p.add_argument("--api-key", default=None, help="default: $DEID_API_KEY")
     p.add_argument("--keep-dataset", action="store_true", help="do not delete the uploaded dataset")
+    p.add_argument("--progress", action="store_true", help="a progress bar on stderr even when it is not a terminal")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (improvements are still printed)")
     args = p.parse_args(argv)
     split = lambda s: [c.strip() for c in s.split(",") if c.strip()]  # noqa: E731
@@ -312,8 +318,10 @@ def anonymize(deid: Client, args: argparse.Namespace, dataset_id: str, sources: 
             b = ev.best
             log(f"improvement: utility {b.utility:.4f}, {b.suppressed_rows} suppressed, found by {b.strategy or '?'} after {b.elapsed_ms} ms")
 
+    # A bar when stderr is a terminal (a scheduler's log gets the improvements only).
+    progress = False if args.no_progress else (True if args.progress else None)
     try:
-        job = deid.wait(job, timeout=args.wait_timeout, progress=not args.no_progress, on_event=on_event)
+        job = deid.wait(job, timeout=args.wait_timeout, progress=progress, on_event=on_event)
     except WaitTimeoutError as e:
         deid.cancel_job(job.id)
         raise Stop(UNAVAILABLE, f"job {job.id} did not end within {args.wait_timeout:g} s; cancelled") from e

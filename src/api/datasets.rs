@@ -17,7 +17,7 @@ use super::extract::{ApiJson, ApiQuery};
 use super::state::AppState;
 use crate::config::ServeArgs;
 use crate::job::id::{DatasetId, TenantId};
-use crate::job::risk::RiskRequest;
+use crate::job::task::risk::RiskRequest;
 use crate::job::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels};
 use crate::worker::chunks::ChunkReader;

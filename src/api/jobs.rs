@@ -24,9 +24,10 @@ use super::state::AppState;
 use crate::job::error::SpecError;
 use crate::job::hierarchy::hierarchy_field;
 use crate::job::id::{JobId, JobStatus, TenantId};
-use crate::job::problem::{DatasetFacts, validate_risk_job, validate_service_job};
+use crate::job::problem::DatasetFacts;
 use crate::job::progress::JobProgress;
-use crate::job::spec::{DurationSpec, HierarchySource, JobSpec, Task};
+use crate::job::spec::{DurationSpec, HierarchySource, JobSpec};
+use crate::job::task;
 use crate::job::view::JobView;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{CancelOutcome, JobRow, NewJob};
@@ -44,7 +45,7 @@ pub async fn create_job(
     ApiJson(mut spec): ApiJson<JobSpec>,
 ) -> Result<Response> {
     let dataset_id = spec.service_dataset()?;
-    spec.check_task()?;
+    task::check_fields(&spec)?;
     let dataset = state
         .store
         .dataset(&tenant, &dataset_id)
@@ -57,27 +58,27 @@ pub async fn create_job(
         .map(|c| c.name)
         .collect();
     spec.check_columns(&columns)?;
-    if spec.task() == Task::Risk {
+    let facts = if spec.task().reads_hierarchies() {
+        inline_stored_hierarchies(&state, &dataset, &mut spec).await?;
+        dataset_facts(&state, &dataset, &spec, columns).await?
+    } else {
         // Nothing is generalized: hierarchies are not needed (nor read).
-        validate_risk_job(
-            &spec,
-            &columns,
-            dataset.row_count.max(0) as usize,
-            state.config.webhook_allow_private,
-        )?;
-        let id = queue_job(&state, &tenant, &dataset, &spec).await?;
-        return accepted(&state, &tenant, &id).await;
-    }
-    inline_stored_hierarchies(&state, &dataset, &mut spec).await?;
-    let facts = dataset_facts(&state, &dataset, &spec, columns).await?;
+        DatasetFacts {
+            rows: dataset.row_count.max(0) as usize,
+            values: vec![None; columns.len()],
+            columns,
+        }
+    };
     let (limits, allow_private) = (state.search_limits(), state.config.webhook_allow_private);
     let checked = spec.clone();
-    let search = tokio::task::spawn_blocking(move || {
-        validate_service_job(&checked, &facts, &limits, allow_private)
+    let time_limit = tokio::task::spawn_blocking(move || {
+        task::validate(&checked, &facts, &limits, allow_private)
     })
     .await
     .map_err(ApiError::internal)??;
-    spec.time_limit = Some(DurationSpec::Millis(search.time_limit.as_millis() as u64));
+    if let Some(limit) = time_limit {
+        spec.time_limit = Some(DurationSpec::Millis(limit.as_millis() as u64));
+    }
 
     let id = queue_job(&state, &tenant, &dataset, &spec).await?;
     accepted(&state, &tenant, &id).await

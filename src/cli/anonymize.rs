@@ -1,20 +1,15 @@
 //! `deid anonymize`: search the best transformation within a time limit, write the anonymized CSV
 //! and a JSON report (the `deid evaluate` fields plus the search statistics and trace).
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Instant;
 
-use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{ProblemArgs, job_spec, load_problem, write_report};
-use crate::job::hierarchy::delimiter_byte;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings, peak_memory_bytes};
-use crate::job::run::anonymize;
-use crate::job::spec::{DurationSpec, GeneticSpec, SearchLimits, Task};
+use super::{ProblemArgs, job_spec, run_task};
+use crate::job::spec::{DurationSpec, GeneticSpec, Task};
+use crate::job::task::Verdict;
 use deid_engine::{Algorithm, CancelFlag, Improvement, NoObserver, Progress, ProgressObserver};
 
 /// Flags of `deid anonymize`.
@@ -195,68 +190,29 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     g.immigration_fraction = args.immigration_fraction.or(g.immigration_fraction);
     spec.genetic = Some(g);
 
-    let config = spec.search_config(&SearchLimits::CLI)?;
-    let started = Instant::now();
-    let problem = load_problem(&spec)?;
-    let load = started.elapsed();
     let cancel = CancelFlag::new();
     cancel_on_ctrl_c(&cancel);
     let show = !args.quiet && std::io::stderr().is_terminal();
     let bar = show.then(Bar::new);
-    let observer: &dyn ProgressObserver = match &bar {
+    let observer: &(dyn ProgressObserver + Sync) = match &bar {
         Some(bar) => bar,
         None => &NoObserver,
     };
-    let result = anonymize(&problem, spec.local_config(), &config, &cancel, observer);
+    let outcome = run_task(
+        &spec,
+        args.output.as_deref(),
+        args.report.as_deref(),
+        false,
+        cancel,
+        observer,
+    );
     if let Some(bar) = &bar {
         bar.finish();
     }
-    let result = result?;
-    let output_started = Instant::now();
-    let options = spec.output_options();
-    let threshold = spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-    // The CSV and the report are independent: written and computed at once (on 10 M rows each
-    // takes seconds).
-    let (written, mut report) = rayon::join(
-        || -> anyhow::Result<_> {
-            let (Some(path), Some(recoding)) = (&args.output, result.recoding()) else {
-                return Ok(None);
-            };
-            let f =
-                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
-            let mut w = BufWriter::new(f);
-            let written = deid_engine::output::write_csv(&problem, recoding, &mut w, d, &options)?;
-            w.flush()?;
-            Ok(Some(written))
-        },
-        || result.report(&problem, threshold),
-    );
-    let written = written?;
-    if let Some(recoding) = result.recoding() {
-        report.set_suppression(SuppressionReport::new(
-            &problem,
-            recoding,
-            result.suppressed(),
-            &options,
-            written,
-        ));
-    }
-    let summary = result.summary();
-    report.timings = Some(Timings {
-        load_ms: load.as_secs_f64() * 1e3,
-        search_ms: summary.elapsed.as_secs_f64() * 1e3,
-        output_ms: output_started.elapsed().as_secs_f64() * 1e3,
-        peak_memory_bytes: peak_memory_bytes(),
-    });
-    write_report(args.report.as_deref(), &report.to_json())?;
-    if !summary.found {
+    if let Verdict::Failed(f) = outcome?.verdict {
         return Err(super::Exit {
             code: super::exit::NO_SOLUTION,
-            message: format!(
-                "no transformation satisfies the privacy models within the limits ({} checks, stopped: {})",
-                summary.checks, summary.stop
-            ),
+            message: f.message,
         }
         .into());
     }

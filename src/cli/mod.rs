@@ -19,13 +19,15 @@ pub mod risk;
 pub mod synth;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
-use crate::job::problem::build_problem;
-use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport};
+use crate::job::report::peak_memory_bytes;
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PopulationSpec,
-    PrivacySpec, QualitySpec, ResearchSubsetSpec, SuppressedSpec, Task,
+    PrivacySpec, QualitySpec, ResearchSubsetSpec, SearchLimits, SuppressedSpec, Task,
 };
-use deid_engine::{Checker, CsvOptions, Problem, QualityModel, Table};
+use crate::job::task::{self, Host, Outcome, Run, Verdict};
+use deid_engine::{
+    CancelFlag, CsvOptions, NoObserver, Problem, ProgressObserver, QualityModel, Table,
+};
 
 /// Command-line interface of deid.
 #[derive(Debug, Parser)]
@@ -411,15 +413,115 @@ fn read_record_numbers(path: &Path) -> anyhow::Result<Vec<u64>> {
         .collect()
 }
 
-/// Loads the input and builds the problem described by `spec`. Relative paths in a config
-/// file are resolved against the current directory.
-pub fn load_problem(spec: &JobSpec) -> anyhow::Result<Problem> {
+/// Reads the input `spec` names.
+fn load_table(spec: &JobSpec) -> anyhow::Result<Table> {
     let Some(input) = &spec.input else {
         bail!("no input: give --input FILE or \"input\" in the configuration");
     };
-    let table = read_table(input, spec.delimiter)?;
-    let base = Path::new(".");
-    Ok(build_problem(spec, table, Frontend::Cli { base })?)
+    read_table(input, spec.delimiter)
+}
+
+/// The command line's side of a running task: Ctrl-C cancels, an optional progress bar
+/// observes, the process's peak memory is the task's.
+pub(crate) struct CliHost<'a> {
+    cancel: CancelFlag,
+    observer: &'a (dyn ProgressObserver + Sync),
+}
+
+impl Host for CliHost<'_> {
+    fn cancel(&self) -> &CancelFlag {
+        &self.cancel
+    }
+
+    fn observer<'b>(&'b self, _: &'b Problem) -> Box<dyn ProgressObserver + 'b> {
+        Box::new(Forward(self.observer))
+    }
+
+    fn peak_memory(&self) -> Option<u64> {
+        peak_memory_bytes()
+    }
+}
+
+/// Passes a borrowed observer's reports on.
+struct Forward<'a>(&'a (dyn ProgressObserver + Sync));
+
+impl ProgressObserver for Forward<'_> {
+    fn progress(&self, p: &deid_engine::Progress) {
+        self.0.progress(p);
+    }
+
+    fn improved(&self, i: &deid_engine::Improvement) {
+        self.0.improved(i);
+    }
+}
+
+/// The output file, created at the first write: a task that writes no CSV leaves no file.
+struct LazyFile<'a> {
+    path: &'a Path,
+    file: Option<BufWriter<File>>,
+}
+
+impl Write for LazyFile<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => {
+                let f = File::create(self.path).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("cannot create {}: {e}", self.path.display()),
+                    )
+                })?;
+                self.file.insert(BufWriter::new(f))
+            }
+        };
+        file.write(data)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+/// Loads the input of `spec` and runs its task, writing the CSV to `output` (if given) and the
+/// report to `report` (stdout by default). `cancel` stops a search; `observer` follows it.
+pub(crate) fn run_task(
+    spec: &JobSpec,
+    output: Option<&Path>,
+    report: Option<&Path>,
+    force_output: bool,
+    cancel: CancelFlag,
+    observer: &(dyn ProgressObserver + Sync),
+) -> anyhow::Result<Outcome> {
+    let search = spec.search_config(&SearchLimits::CLI)?;
+    let started = std::time::Instant::now();
+    let table = load_table(spec)?;
+    let host = CliHost { cancel, observer };
+    let run = Run {
+        spec,
+        frontend: Frontend::Cli {
+            base: Path::new("."),
+        },
+        search: &search,
+        host: &host,
+        job: None,
+        delimiter: delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?,
+        started,
+        force_output,
+    };
+    let mut file = output.map(|path| LazyFile { path, file: None });
+    let outcome = task::run(
+        &run,
+        table,
+        file.as_mut().map(|f| f as &mut (dyn Write + Send)),
+    )?;
+    if let Some(f) = &mut file {
+        f.flush()?;
+    }
+    if let Some(r) = &outcome.report {
+        write_report(report, r)?;
+    }
+    Ok(outcome)
 }
 
 /// Reads a CSV file with a header.
@@ -494,51 +596,25 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     if spec.task() == Task::Risk {
         bail!("the configuration's task is 'risk': use deid risk");
     }
-    let problem = load_problem(&spec)?;
-    let levels = spec.transformation(&problem)?;
-    let checker = Checker::new(&problem);
-    let eval = checker.evaluate(&levels);
-    let options = spec.output_options();
-    let anonymous = eval.result.anonymous;
-    let mut written = None;
-    if let Some(path) = &args.output
-        && (anonymous || args.force)
-    {
-        let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-        let d = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
-        let mut w = BufWriter::new(f);
-        written = Some(deid_engine::output::write_csv(
-            &problem, &eval, &mut w, d, &options,
-        )?);
-        w.flush()?;
-    }
-    let mut report = EvaluationReport::new(
-        &problem,
-        &eval,
-        spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD),
-    );
-    report.suppression = Some(SuppressionReport::new(
-        &problem,
-        &eval,
-        eval.result.suppressed,
-        &options,
-        written,
-    ));
-    write_report(args.report.as_deref(), &report.to_json())?;
-    if !anonymous {
-        let csv = match (&args.output, written) {
-            (Some(_), Some(_)) => "the CSV was written anyway (--force)",
-            (Some(_), None) => "no CSV written (--force writes it anyway)",
+    // The levels make it an evaluation, whatever the configuration's task says.
+    spec.task = Some(Task::Evaluate);
+    let outcome = run_task(
+        &spec,
+        args.output.as_deref(),
+        args.report.as_deref(),
+        args.force,
+        CancelFlag::new(),
+        &NoObserver,
+    )?;
+    if let Verdict::Failed(f) = outcome.verdict {
+        let csv = match (&args.output, outcome.wrote_csv) {
+            (Some(_), true) => "the CSV was written anyway (--force)",
+            (Some(_), false) => "no CSV written (--force writes it anyway)",
             (None, _) => "no CSV requested",
         };
         return Err(Exit {
             code: exit::NOT_ANONYMOUS,
-            message: format!(
-                "the transformation does not satisfy the privacy models: {} records would have to \
-                 be suppressed, the limit is {}; {csv}",
-                eval.result.suppressed,
-                problem.max_suppressed()
-            ),
+            message: format!("{}; {csv}", f.message),
         }
         .into());
     }

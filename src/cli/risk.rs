@@ -1,13 +1,13 @@
 //! `deid risk`: the re-identification risks of a dataset as it is, for chosen quasi-identifiers
 //! and an optional population model, without anonymizing — the report's `risk` shape
-//! (`{"input": RiskReport}`) as JSON on stdout ([`crate::job::risk`]).
+//! (`{"input": RiskReport}`) as JSON on stdout ([`crate::job::task::risk`]).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::{PopulationArgs, read_table, write_report};
-use crate::job::risk::RiskRequest;
+use crate::job::task::risk::RiskRequest;
 
 /// Flags of `deid risk`.
 #[derive(Debug, Args)]

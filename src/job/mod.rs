@@ -9,8 +9,8 @@
 //!   the service's validation before a job is queued;
 //! - [`progress`]: the one progress type from the engine's reports to the client;
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
-//! - [`run`]: one global search or local generalization, for the command line and the worker;
-//! - [`risk`]: risk analysis of data as they are (`deid risk`, `POST /v1/datasets/{id}/risk`);
+//! - [`task`]: what a job does, one file per task kind (`anonymize`, `evaluate`, `risk`), each
+//!   with its validation and its run, shared by the command line and the worker;
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
@@ -24,7 +24,6 @@ pub mod id;
 pub mod problem;
 pub mod progress;
 pub mod report;
-pub mod risk;
-pub mod run;
 pub mod spec;
+pub mod task;
 pub mod view;

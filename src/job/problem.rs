@@ -3,18 +3,20 @@
 //!
 //! - [`build_problem`]: roles, hierarchies (resolved for the [`Frontend`]), privacy and quality
 //!   models, in the table's column order, then [`Problem::new`].
-//! - [`validate_service_job`]: what `POST /v1/jobs` checks before queueing, without reading the
-//!   data: the search settings against the service's limits, the callback URL, the risk
-//!   threshold, and the whole problem built on a small table made of the dataset's stored
-//!   distinct values ([`DatasetFacts`]), which checks hierarchies (coverage of every value), level
-//!   bounds, privacy and quality models and the search configuration.
+//! - [`validate_generalization`]: what `POST /v1/jobs` checks of a generalizing task before
+//!   queueing, without reading the data: the models against the dataset's rows with the
+//!   engine's own checks, and the whole problem built on a small table made of the dataset's
+//!   stored distinct values ([`DatasetFacts`]), which checks hierarchies (coverage of every
+//!   value), level bounds, privacy and quality models; each task adds its own checks
+//!   ([`super::task::validate`]).
+//! - [`engine_error`]: an engine error with what the front end offers to fix it.
 
 use deid_engine::config::ResearchSubset;
-use deid_engine::{EngineError, PrivacyModel, Problem, ProblemConfig, SearchConfig, Table};
+use deid_engine::{EngineError, PrivacyModel, Problem, ProblemConfig, Table};
 
 use super::error::SpecError;
 use super::hierarchy::{Frontend, resolve};
-use super::spec::{JobSpec, SearchLimits};
+use super::spec::JobSpec;
 
 /// Builds the problem `spec` describes on `table`.
 pub fn build_problem(
@@ -25,7 +27,7 @@ pub fn build_problem(
     let duplicates = spec.duplicate_policy();
     let config = spec.problem_config(|c, s| resolve(frontend, Some(&table), c, s, duplicates))?;
     let config = in_table_order(config, &table);
-    let problem = Problem::new(table, config).map_err(SpecError::from)?;
+    let problem = Problem::new(table, config).map_err(|e| engine_error(frontend, e))?;
     spec.output_options()
         .validate(&problem)
         .map_err(SpecError::from)?;
@@ -33,6 +35,39 @@ pub fn build_problem(
         local.validate(&problem).map_err(SpecError::from)?;
     }
     Ok(problem)
+}
+
+/// An engine error as a specification error, with what `frontend` offers to fix it: a missing
+/// population model or research subset names the flags of the command line or the fields of
+/// the JSON specification.
+pub fn engine_error(frontend: Frontend<'_>, e: EngineError) -> SpecError {
+    let hint = match (&e, frontend) {
+        (EngineError::NeedsPopulation { .. }, Frontend::Cli { .. }) => {
+            "give --population-size N, --sampling-fraction F or --population-region REGION \
+             (or \"population\" in --config)"
+        }
+        (EngineError::NeedsPopulation { .. }, Frontend::Service) => {
+            "give \"population\": {\"size\": N}, {\"sampling_fraction\": f} or \
+             {\"region\": \"usa\"}"
+        }
+        (EngineError::NeedsResearchSubset { .. }, Frontend::Cli { .. }) => {
+            "give --research-subset-column COLUMN or --research-subset-rows FILE \
+             (or \"research_subset\" in --config)"
+        }
+        (EngineError::NeedsResearchSubset { .. }, Frontend::Service) => {
+            "give \"research_subset\": {\"column\": \"…\"} or {\"rows\": […]}"
+        }
+        _ => return SpecError::from(e),
+    };
+    let alternative = match &e {
+        EngineError::NeedsResearchSubset { model, .. } if model.starts_with("k-map") => {
+            "; or give alpha and a population model for the estimated k-map"
+        }
+        _ => "",
+    };
+    let mut error = SpecError::from(e);
+    error.message = format!("{}: {hint}{alternative}", error.message);
+    error
 }
 
 /// `config` with the quasi-identifiers (lattice dimensions) and sensitive attributes in the
@@ -103,88 +138,15 @@ pub struct DatasetFacts {
     pub values: Vec<Option<Vec<String>>>,
 }
 
-/// Validates a risk-analysis job (`"task": "risk"`) of a dataset with `columns` and `rows`:
-/// the callback URL and what [`super::risk::RiskRequest::validate`] checks. Hierarchies are
-/// not read.
-pub fn validate_risk_job(
-    spec: &JobSpec,
-    columns: &[String],
-    rows: usize,
-    allow_private_webhooks: bool,
-) -> Result<(), SpecError> {
-    if let Some(url) = &spec.callback_url
-        && let Err(message) = super::callback::check_url(url, allow_private_webhooks)
-    {
-        return Err(SpecError::new("callback_url", message));
-    }
-    let request = super::risk::RiskRequest::from_spec(spec);
-    request.validate(columns, rows).map_err(|mut e| {
-        // The request's quasi-identifiers are the specification's attributes.
-        if let Some(rest) = e.field.strip_prefix("quasi_identifiers")
-            && let Some(i) = rest
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<usize>()
-                .ok()
-        {
-            e.field = format!("attributes.{}", request.quasi_identifiers[i]);
-        } else if e.field == "quasi_identifiers" {
-            e.field = "attributes".into();
-        }
-        e
-    })
-}
-
-/// Validates a service job whose stored hierarchies are inlined (see the module documentation)
-/// and returns its search configuration. Columns whose values were not kept at upload (too
-/// many) are only partly checked here; the rest is checked when the job runs.
-pub fn validate_service_job(
+/// What the service checks of a generalizing task (`anonymize`, `evaluate`) before queueing,
+/// without reading the data (see the module documentation; stored hierarchies are inlined).
+/// Returns the problem built on the dataset's stored distinct values, for the task's own
+/// checks, or `None` when the values of some named column were not kept at upload (too many):
+/// those columns are only partly checked here, the rest when the job runs.
+pub fn validate_generalization(
     spec: &JobSpec,
     facts: &DatasetFacts,
-    limits: &SearchLimits,
-    allow_private_webhooks: bool,
-) -> Result<SearchConfig, SpecError> {
-    let search = spec.search_config(limits)?;
-    if let Some(url) = &spec.callback_url
-        && let Err(message) = super::callback::check_url(url, allow_private_webhooks)
-    {
-        return Err(SpecError::new("callback_url", message));
-    }
-    if let Some(t) = spec.risk_threshold
-        && !(t > 0.0 && t <= 1.0)
-    {
-        return Err(SpecError::new(
-            "risk_threshold",
-            format!("expected a share in (0, 1], got {t}"),
-        ));
-    }
-    // The population is checked against the dataset's rows (the table below is smaller), and
-    // required by population-uniqueness even when the problem cannot be built here.
-    if let Some(population) = &spec.population {
-        population
-            .parse()?
-            .population_size(facts.rows)
-            .map_err(|e| SpecError::from(e.within("population")))?;
-    } else if let Some((i, name)) =
-        spec.privacy
-            .iter()
-            .enumerate()
-            .find_map(|(i, p)| match p.parse(&format!("privacy[{i}]")) {
-                Ok(m @ (PrivacyModel::PopulationUniqueness { .. } | PrivacyModel::KMap { .. })) => {
-                    Some((i, m.name()))
-                }
-                _ => None,
-            })
-    {
-        return Err(SpecError::new(
-            "population",
-            format!(
-                "{name} (privacy[{i}]) needs a population model: give \
-                 \"population\": {{\"size\": N}}, {{\"sampling_fraction\": f}} or \
-                 {{\"region\": \"usa\"}}"
-            ),
-        ));
-    }
+) -> Result<Option<Problem>, SpecError> {
     // The research subset against the dataset's rows and the column's stored values; the
     // problem below (a table of distinct values) gets a subset of all its rows instead.
     if let Some(subset) = &spec.research_subset {
@@ -249,6 +211,16 @@ pub fn validate_service_job(
         let kept = table.column_index(c).is_some_and(|i| known[i]);
         resolve(Frontend::Service, kept.then_some(&table), c, s, duplicates)
     })?;
+    // The models against the dataset's rows (the table above is smaller), with the engine's
+    // own checks: a population or research subset where a model needs one, minimal class sizes.
+    let population = config
+        .population
+        .map(|m| m.population_size(facts.rows))
+        .transpose()
+        .map_err(|e| SpecError::from(e.within("population")))?;
+    config
+        .validate_models(facts.rows, population, config.research_subset.is_some())
+        .map_err(|e| engine_error(Frontend::Service, e))?;
     check_distinct_values(&models, facts)?;
     // The levels of an evaluation name generalized quasi-identifiers (their ranges are checked
     // on the problem below, or when the job runs).
@@ -273,7 +245,7 @@ pub fn validate_service_job(
         deid_engine::local::LocalConfig::validate_config(&config).map_err(SpecError::from)?;
     }
     if !complete {
-        return Ok(search);
+        return Ok(None);
     }
     let mut config = in_table_order(config, &table);
     if config.research_subset.is_some() {
@@ -281,18 +253,10 @@ pub fn validate_service_job(
     }
     match Problem::new(table, config) {
         Ok(problem) => {
-            match spec.task() {
-                super::spec::Task::Evaluate => {
-                    spec.transformation(&problem)?;
-                }
-                _ => {
-                    search.resolve(&problem).map_err(search_error)?;
-                }
-            }
             spec.output_options()
                 .validate(&problem)
                 .map_err(SpecError::from)?;
-            Ok(search)
+            Ok(Some(problem))
         }
         // Checked on a small table: the error names the dataset's rows.
         Err(EngineError::TooFewRecords {
@@ -334,9 +298,9 @@ mod tests {
             values: vec![None],
         };
         let limits = super::super::spec::SearchLimits::CLI;
-        let e = validate_service_job(&spec(""), &facts, &limits, false).unwrap_err();
+        let e = crate::job::task::validate(&spec(""), &facts, &limits, false).unwrap_err();
         assert_eq!(e.field, "population");
-        let e = validate_service_job(
+        let e = crate::job::task::validate(
             &spec(r#","population": {"size": 999}"#),
             &facts,
             &limits,
@@ -345,7 +309,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.field, "population.size");
         assert!(
-            validate_service_job(
+            crate::job::task::validate(
                 &spec(r#","population": {"size": 1000}"#),
                 &facts,
                 &limits,

@@ -12,9 +12,9 @@
 //! 1. register a [`LiveJob`] (cancel flag, progress) in the live map;
 //! 2. start the heartbeat: every 250 ms publish the snapshot to local subscribers and persist it
 //!    with the lease extension; a lost lease, a cancel request or shutdown raise the cancel flag;
-//! 3. on the engine pool: read the dataset from its chunks, build the problem
-//!    ([`crate::job::problem::build_problem`]), search (progress goes into the [`LiveJob`]),
-//!    evaluate the best transformation, write the report and the CSV (fenced by the lease);
+//! 3. on the engine pool: read the dataset from its chunks and run the job's task
+//!    ([`crate::job::task::run`]; progress goes into the [`LiveJob`]), which writes the CSV to
+//!    the job's result chunks (fenced by the lease) and returns the report;
 //! 4. finish with one fenced statement: succeeded / cancelled (best so far kept) / failed, or
 //!    back to the queue (retryable errors, shutdown), or nothing at all when the lease was lost;
 //! 5. send the webhook, if any, under a delivery lease.
@@ -34,20 +34,15 @@ use super::pool::EnginePool;
 use crate::job::error::{ErrorCode, SpecError};
 use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
-use crate::job::problem::{build_problem, search_error};
 use crate::job::progress::JobPhase;
-use crate::job::report::{
-    DEFAULT_RISK_THRESHOLD, EvaluationReport, JobInfo, SuppressionReport, Timings,
-};
-use crate::job::risk::RiskRequest;
-use crate::job::run::{Summary, anonymize};
-use crate::job::spec::{JobSpec, SearchLimits, Task};
+use crate::job::report::JobInfo;
+use crate::job::spec::{JobSpec, SearchLimits};
+use crate::job::task::{self, Host, Run, Summary, TaskError, Verdict};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
-use deid_engine::output::Recoding;
 use deid_engine::search::SearchConfig;
-use deid_engine::{Checker, CsvOptions, Problem, Table};
+use deid_engine::{CancelFlag, CsvOptions, Problem, ProgressObserver, Table};
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]
@@ -99,8 +94,8 @@ enum Processed {
         summary: Summary,
         report: Option<String>,
         chunks: Option<i64>,
-        /// Why the job fails although it ran to its end (an evaluated transformation that is
-        /// not anonymous); the report is kept. `None` and no solution: `no_solution`.
+        /// Why the job fails although it ran to its end (`no_solution`, `not_anonymous`); the
+        /// report is kept.
         failure: Option<Failure>,
     },
     /// Shutdown or lost lease: write nothing.
@@ -463,10 +458,10 @@ impl Runner {
             }
             (
                 Ok(Processed::Finished {
-                    summary,
                     report,
                     chunks,
                     failure,
+                    ..
                 }),
                 _,
             ) => {
@@ -479,25 +474,8 @@ impl Runner {
                         *chunks,
                         Some(f.json()),
                     )
-                } else if summary.found {
-                    (JobStatus::Succeeded, report.as_deref(), *chunks, None)
                 } else {
-                    let f = Failure {
-                        code: ErrorCode::NoSolution,
-                        message: format!(
-                            "no transformation satisfies the privacy models within the suppression limit \
-                             (search {}, {} checks)",
-                            summary.stop, summary.checks
-                        ),
-                        details: serde_json::json!({"stop": summary.stop, "optimal_proven": summary.optimal_proven}),
-                        retryable: false,
-                    };
-                    (
-                        JobStatus::Failed,
-                        report.as_deref(),
-                        *chunks,
-                        Some(f.json()),
-                    )
+                    (JobStatus::Succeeded, report.as_deref(), *chunks, None)
                 }
             }
         };
@@ -595,10 +573,31 @@ struct EngineJob {
     live: Arc<LiveJob>,
 }
 
+/// The worker's side of a running task: the job's cancel flag, progress and phase.
+struct WorkerHost<'a>(&'a LiveJob);
+
+impl Host for WorkerHost<'_> {
+    fn cancel(&self) -> &CancelFlag {
+        &self.0.cancel
+    }
+
+    fn observer<'b>(&'b self, problem: &'b Problem) -> Box<dyn ProgressObserver + 'b> {
+        Box::new(self.0.observer(problem))
+    }
+
+    fn writing(&self) {
+        self.0.set_phase(JobPhase::Writing);
+    }
+
+    fn aborted(&self) -> bool {
+        matches!(self.0.cause(), StopCause::Shutdown | StopCause::LeaseLost)
+    }
+}
+
 impl EngineJob {
     fn run(self) -> Result<Processed, Failure> {
         // 1. Data, straight from the stored chunks.
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
         let reader = ChunkReader::new(
             self.store.clone(),
@@ -615,189 +614,68 @@ impl EngineJob {
             "dataset",
         )
         .map_err(|e| Failure::transient(ErrorCode::DatasetUnreadable, e.to_string()))?;
-        if self.spec.task() == Task::Risk {
-            return self.analyse_risk(table, started);
-        }
-        // 2. The problem.
-        let problem = build_problem(&self.spec, table, Frontend::Service).map_err(Failure::spec)?;
-        let load = started.elapsed();
-        if self.spec.task() == Task::Evaluate {
-            return self.evaluate(&problem, load);
-        }
-        // 3. The search.
-        let live = &self.live;
-        let result = anonymize(
-            &problem,
-            self.spec.local_config(),
-            &self.settings,
-            &live.cancel,
-            &live.observer(&problem),
-        )
-        .map_err(|e| Failure::spec(search_error(e)))?;
-        if matches!(live.cause(), StopCause::Shutdown | StopCause::LeaseLost) {
-            return Ok(Processed::Aborted);
-        }
-        let summary = result.summary();
-        // 4. Report and anonymized CSV of the result.
-        let Some(recoding) = result.recoding() else {
-            return Ok(Processed::Finished {
-                summary,
-                report: None,
-                chunks: None,
-                failure: None,
-            });
+        // 2. The task, writing its CSV to the job's result chunks (fenced by the lease).
+        let info = self.info();
+        let run = Run {
+            spec: &self.spec,
+            frontend: Frontend::Service,
+            search: &self.settings,
+            host: &WorkerHost(&self.live),
+            job: Some(&info),
+            delimiter,
+            started,
+            force_output: false,
         };
-        live.set_phase(JobPhase::Writing);
-        let output_started = std::time::Instant::now();
-        // The CSV and the report are independent: written and computed at once.
-        let threshold = self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-        let (written, mut report) = rayon::join(
-            || self.write_output(&problem, recoding, result.suppressed()),
-            || result.report(&problem, threshold),
-        );
-        report.job = Some(self.info());
-        let chunks = match written? {
-            Some((n, suppression)) => {
-                report.set_suppression(suppression);
-                n
-            }
-            None => return Ok(Processed::Aborted),
-        };
-        report.timings = Some(Timings {
-            load_ms: load.as_secs_f64() * 1e3,
-            search_ms: summary.elapsed.as_secs_f64() * 1e3,
-            output_ms: output_started.elapsed().as_secs_f64() * 1e3,
-            // The server's memory is shared by every job; its peak says nothing about this one.
-            peak_memory_bytes: None,
-        });
-        Ok(Processed::Finished {
-            summary,
-            report: Some(report.to_json().to_string()),
-            chunks: Some(chunks),
-            failure: None,
-        })
-    }
-
-    /// Writes the anonymized CSV of `recoding` (suppressing `suppressed` records) to the job's
-    /// result chunks (fenced); returns the number of chunks and the suppression report. `None`:
-    /// the lease was lost, write nothing more.
-    fn write_output(
-        &self,
-        problem: &Problem,
-        recoding: &dyn Recoding,
-        suppressed: usize,
-    ) -> Result<Option<(i64, SuppressionReport)>, Failure> {
-        let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
         let mut writer = ResultWriter::new(
             self.store.clone(),
             self.handle.clone(),
             self.job_id.clone(),
             self.owner.clone(),
         );
-        let options = self.spec.output_options();
-        let written =
-            deid_engine::output::write_csv(problem, recoding, &mut writer, delimiter, &options)
-                .map_err(|e| e.to_string())
-                .and_then(|w| {
-                    let suppression =
-                        SuppressionReport::new(problem, recoding, suppressed, &options, Some(w));
-                    writer
-                        .finish()
-                        .map(|n| (n, suppression))
-                        .map_err(|e| e.to_string())
-                });
-        match written {
-            Ok(done) => Ok(Some(done)),
-            Err(_) if self.live.cause() == StopCause::LeaseLost || !self.lease_held() => Ok(None),
-            Err(message) => Err(Failure::transient(ErrorCode::StorageError, message)),
-        }
-    }
-
-    /// `"task": "evaluate"`: the report of the given transformation and, if it satisfies the
-    /// privacy models, its CSV; otherwise the job fails with `not_anonymous` and keeps the
-    /// report.
-    fn evaluate(&self, problem: &Problem, load: Duration) -> Result<Processed, Failure> {
-        let levels = self.spec.transformation(problem).map_err(Failure::spec)?;
-        self.live.set_phase(JobPhase::Writing);
-        let started = std::time::Instant::now();
-        let eval = Checker::new(problem).evaluate(&levels);
-        let threshold = self.spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-        let mut report = EvaluationReport::new(problem, &eval, threshold);
-        report.job = Some(self.info());
-        let anonymous = eval.result.anonymous;
-        let summary = Summary {
-            found: anonymous,
-            checks: 1,
-            elapsed: started.elapsed(),
-            optimal_proven: false,
-            stop: "completed",
+        let outcome = match task::run(&run, table, Some(&mut writer)) {
+            Ok(outcome) => outcome,
+            Err(TaskError::Spec(e)) => return Err(Failure::spec(e)),
+            Err(TaskError::Output(message)) => return self.output_failed(message),
         };
-        let (chunks, failure) = if anonymous {
-            let suppressed = eval.result.suppressed;
-            match self.write_output(problem, &eval, suppressed)? {
-                Some((n, suppression)) => {
-                    report.suppression = Some(suppression);
-                    (Some(n), None)
-                }
-                None => return Ok(Processed::Aborted),
-            }
-        } else {
-            let failure = Failure {
-                code: ErrorCode::NotAnonymous,
-                message: format!(
-                    "the transformation does not satisfy the privacy models: {} records would \
-                     have to be suppressed, the limit is {}; the result has its report, no CSV \
-                     was written",
-                    eval.result.suppressed,
-                    problem.max_suppressed()
-                ),
-                details: serde_json::json!({
-                    "suppressed_rows": eval.result.suppressed,
-                    "max_suppressed": problem.max_suppressed(),
-                }),
+        let chunks = match outcome.wrote_csv {
+            true => match writer.finish() {
+                Ok(n) => Some(n),
+                Err(e) => return self.output_failed(e.to_string()),
+            },
+            false => None,
+        };
+        let failure = match outcome.verdict {
+            Verdict::Aborted => return Ok(Processed::Aborted),
+            Verdict::Done => None,
+            Verdict::Failed(f) => Some(Failure {
+                code: f.code,
+                message: match f.code {
+                    ErrorCode::NotAnonymous => format!(
+                        "{}; the result has its report, no CSV was written",
+                        f.message
+                    ),
+                    _ => f.message,
+                },
+                details: f.details,
                 retryable: false,
-            };
-            (None, Some(failure))
+            }),
         };
-        report.timings = Some(Timings {
-            load_ms: load.as_secs_f64() * 1e3,
-            search_ms: 0.0,
-            output_ms: started.elapsed().as_secs_f64() * 1e3,
-            peak_memory_bytes: None,
-        });
         Ok(Processed::Finished {
-            summary,
-            report: Some(report.to_json().to_string()),
+            summary: outcome.summary,
+            report: outcome.report.map(|r| r.to_string()),
             chunks,
             failure,
         })
     }
 
-    /// `"task": "risk"`: the risks of the data as they are (`{"input": RiskReport}`), no CSV.
-    fn analyse_risk(&self, table: Table, started: Instant) -> Result<Processed, Failure> {
-        self.live.set_phase(JobPhase::Writing);
-        let analysis = RiskRequest::from_spec(&self.spec)
-            .analyse(table)
-            .map_err(Failure::spec)?;
-        // Exactly the shape of `POST /v1/datasets/{id}/risk`.
-        let report = serde_json::to_value(analysis).map_err(|e| Failure {
-            code: ErrorCode::InternalError,
-            message: e.to_string(),
-            details: serde_json::Value::Null,
-            retryable: false,
-        })?;
-        Ok(Processed::Finished {
-            summary: Summary {
-                found: true,
-                checks: 0,
-                elapsed: started.elapsed(),
-                optimal_proven: false,
-                stop: "completed",
-            },
-            report: Some(report.to_string()),
-            chunks: None,
-            failure: None,
-        })
+    /// Writing the result failed: nothing more is written when the lease was lost, else the
+    /// job is retried.
+    fn output_failed(&self, message: String) -> Result<Processed, Failure> {
+        if self.live.cause() == StopCause::LeaseLost || !self.lease_held() {
+            Ok(Processed::Aborted)
+        } else {
+            Err(Failure::transient(ErrorCode::StorageError, message))
+        }
     }
 
     /// The job a report belongs to.

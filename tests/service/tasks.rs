@@ -182,6 +182,9 @@ async fn task_fields_are_checked() {
         let r = app.post_json("/v1/jobs", &with(changes.clone())).await;
         let e = r.assert_error(422, "invalid_spec");
         assert_eq!(e["error"]["details"]["field"], field, "{changes}: {e}");
+        // One readable sentence: no run of blanks (from a broken line continuation).
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("  "), "{changes}: {message}");
     }
     // Nothing was queued.
     let page = app.get("/v1/jobs").await.json();

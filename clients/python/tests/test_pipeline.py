@@ -48,6 +48,7 @@ def test_pipeline_publishes_adult(server: Server, client: Client, tmp_path: Path
     assert r.returncode == 0, r.stderr
     # Progress was printed while the job ran, and the checks were reported.
     assert "improvement: utility" in r.stderr and "k-anonymity (pyCANON)" in r.stderr
+    assert "%|" not in r.stderr  # no progress bar: stderr is not a terminal
     assert f"verified and written: {out}" in r.stderr
     assert sorted(p.name for p in out.parent.iterdir()) == ["adult.csv", "report.json"]  # no leftovers
 
@@ -164,3 +165,11 @@ def test_verify_rules() -> None:
     # Recursive (c, l): (c=2, l=2) holds (r1 = 1 < 2 · 1).
     assert pipeline.verify(df, **{**common, "l_model": "recursive", "c": 2}).ok
     assert not pipeline.verify(df, **{**common, "l_model": "recursive", "c": 0.5}).ok
+
+
+def test_log_lines_without_tqdm(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pipeline = load_pipeline()
+    pipeline.log("through tqdm")
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed
+    pipeline.log("printed")
+    assert capsys.readouterr().err == "pipeline: through tqdm\npipeline: printed\n"

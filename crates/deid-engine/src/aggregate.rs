@@ -12,9 +12,9 @@
 
 use std::cmp::Ordering;
 
+use crate::calendar::{DateFormat, DateTime, civil_from_days, days_from_civil};
 use crate::data::Column;
 use crate::error::{EngineError, Result};
-use crate::hierarchy::builder::date::{DateFormat, DateTime, civil_from_days, days_from_civil};
 
 /// The aggregate written for a class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

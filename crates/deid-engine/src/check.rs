@@ -20,10 +20,11 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
+use crate::hash::{hash_codes, mix};
 use crate::hierarchy::CodeMap;
 use crate::lattice::{Lattice, Levels};
 use crate::privacy;
-use crate::problem::{Groups, Histograms, Problem, hash_codes};
+use crate::problem::{Groups, Histograms, Problem};
 use crate::quality::{ClassView, Quality, QualityModel};
 
 /// Verdict and score of one transformation.
@@ -575,7 +576,7 @@ impl<'p> Checker<'p> {
             // Packed keys are exact: the slot stores the key itself. Otherwise it stores a hash
             // and the codes are compared on a match.
             let (h, stored) = if packed {
-                (packed_key.wrapping_mul(0x9E37_79B9_7F4A_7C15), packed_key)
+                (mix(packed_key), packed_key)
             } else {
                 let h = hash_codes(key);
                 (h, h)

@@ -28,27 +28,7 @@ pub struct Dictionary {
     hashes: Vec<u64>,
 }
 
-/// A fast, fixed (deterministic across runs and platforms) 64-bit hash of a string: 8 bytes at
-/// a time, multiply-rotate mixing, a final avalanche.
-fn hash_str(value: &str) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let bytes = value.as_bytes();
-    let mut h = (bytes.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
-    }
-    h ^= h >> 32;
-    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    h ^ (h >> 32)
-}
+use crate::hash::hash_str;
 
 impl Dictionary {
     /// An empty dictionary.

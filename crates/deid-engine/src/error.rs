@@ -144,6 +144,26 @@ pub enum EngineError {
         /// Records of the data.
         rows: usize,
     },
+    /// A privacy model needs a population model (the population's size, a sampling fraction or
+    /// a region) and the configuration has none. Each front end says how to give one.
+    #[error("invalid value for 'population': {model} ({position}) needs a population model")]
+    NeedsPopulation {
+        /// Name of the model.
+        model: String,
+        /// Its position in the configuration (`privacy[0]`; empty until [`EngineError::within`]).
+        position: String,
+    },
+    /// A privacy model needs a research subset — the records to release from a table that is
+    /// the population — and the configuration has none. Each front end says how to give one.
+    #[error(
+        "invalid value for 'research_subset': {model} ({position}) needs a research subset, the records to release"
+    )]
+    NeedsResearchSubset {
+        /// Name of the model.
+        model: String,
+        /// Its position in the configuration (`privacy[0]`).
+        position: String,
+    },
     /// The output could not be written.
     #[error("writing the output failed: {0}")]
     Output(String),
@@ -187,12 +207,23 @@ impl EngineError {
                 required,
                 rows,
             },
+            EngineError::NeedsPopulation { model, position } => EngineError::NeedsPopulation {
+                model,
+                position: join_path(prefix, &position),
+            },
+            EngineError::NeedsResearchSubset { model, position } => {
+                EngineError::NeedsResearchSubset {
+                    model,
+                    position: join_path(prefix, &position),
+                }
+            }
             other => other,
         }
     }
 
     /// For an error about a configuration value ([`EngineError::InvalidConfig`],
-    /// [`EngineError::TooFewRecords`]): its field path and what is wrong (the text after
+    /// [`EngineError::TooFewRecords`], [`EngineError::NeedsPopulation`],
+    /// [`EngineError::NeedsResearchSubset`]): its field path and what is wrong (the text after
     /// `invalid value for '<field>': `). `None` for errors about the data or the output.
     pub fn config_error(&self) -> Option<(&str, String)> {
         match self {
@@ -207,6 +238,14 @@ impl EngineError {
                 format!(
                     "{model} requires classes of at least {required} records but the data has only {rows}"
                 ),
+            )),
+            EngineError::NeedsPopulation { model, position } => Some((
+                "population",
+                format!("{model} ({position}) needs a population model"),
+            )),
+            EngineError::NeedsResearchSubset { model, position } => Some((
+                "research_subset",
+                format!("{model} ({position}) needs a research subset, the records to release"),
             )),
             _ => None,
         }

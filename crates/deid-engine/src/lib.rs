@@ -4,7 +4,8 @@
 //! Layout, in layers (a module only uses modules of lower layers; the engine's integration test
 //! `layering` fails on any import cycle):
 //!
-//! 1. [`error`] (what can go wrong), [`cancel`] (cooperative cancellation), [`lattice`] (the
+//! 1. [`error`] (what can go wrong), [`cancel`] (cooperative cancellation), [`hash`] (the fixed
+//!    hashes of codes and values), [`lattice`] (the
 //!    space of transformations) and [`population`] (population models and population-uniqueness
 //!    estimators: numerics on class sizes);
 //! 2. [`data`] (the CSV scanner and dictionary-encoded tables);
@@ -23,12 +24,15 @@
 //! 10. [`local`] (local generalization: a transformation per group of records).
 
 pub mod aggregate;
+pub mod calendar;
 pub mod cancel;
 pub mod check;
 pub mod config;
 pub mod data;
 pub mod dataset;
+pub mod decimal;
 pub mod error;
+pub mod hash;
 pub mod hierarchy;
 pub mod lattice;
 pub mod local;

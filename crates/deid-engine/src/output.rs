@@ -231,7 +231,7 @@ impl OutputClasses {
                 }
                 key[i] = m[code as usize];
             }
-            let candidates = by_hash.entry(crate::problem::hash_codes(&key)).or_default();
+            let candidates = by_hash.entry(crate::hash::hash_codes(&key)).or_default();
             let c = match candidates
                 .iter()
                 .find(|&&c| keys[c as usize * q..(c as usize + 1) * q] == key[..])

@@ -25,33 +25,12 @@
 //! transformation it equals ARX's f(x)/f(y).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::output::{OutputClasses, Recoding, class_distributions};
 use crate::problem::Problem;
 
-/// A fast hasher for the packed (value, label) keys (not exposed to untrusted keys' choice:
-/// the codes are the engine's own).
-#[derive(Default)]
-struct PairHasher(u64);
-
-impl Hasher for PairHasher {
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-type FastHash = BuildHasherDefault<PairHasher>;
+/// The hasher of the packed (value, label) keys.
+type FastHash = crate::hash::BuildCodeHasher;
 
 /// Base groups per chunk of [`output_quality_of`]'s sums.
 const SUM_CHUNK: usize = 1 << 16;

@@ -29,8 +29,8 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::calendar::DateFormat;
 use crate::data::Column;
-use crate::hierarchy::builder::date::DateFormat;
 use crate::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalSpec, MAX_SCALE, MaskingSpec,
     Number, OrderSpec, SortOrder,

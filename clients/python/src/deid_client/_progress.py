@@ -1,29 +1,70 @@
-"""The progress bar of ``wait()`` (tqdm): the explored share of the solution space, with the
-search phase, the checks and the utility of the best transformation so far."""
+"""The progress bar of ``wait()``: the explored share of the solution space, with the search
+phase, the checks and the utility of the best transformation so far.
+
+The bar is drawn by tqdm, an optional dependency (``pip install 'deid-client[progress]'``):
+without it ``wait()`` works the same and shows nothing.
+"""
 
 from __future__ import annotations
 
-from typing import IO, Any
-
-from tqdm import tqdm
+import sys
+import warnings
+from typing import IO, TYPE_CHECKING, Any
 
 from .types import Best, Job
 
+if TYPE_CHECKING:
+    from tqdm import tqdm as Tqdm
+
+
+def _tqdm_class() -> Any:
+    """tqdm's bar class, or None when tqdm is not installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def wants_bar(progress: bool | None, file: IO[str] | None) -> bool:
+    """Whether ``wait()`` draws a bar: ``progress=True`` asks for one, ``False`` refuses it,
+    ``None`` (the default) draws one when a ``progress_file`` is given or stderr is a terminal."""
+    if progress is not None:
+        return progress
+    if file is not None:
+        return True
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (ValueError, OSError):  # a closed or detached stream
+        return False
+
 
 class ProgressBar:
-    def __init__(self, job_id: str, enabled: bool, file: IO[str] | None = None) -> None:
-        self.enabled = enabled
-        self._bar: tqdm[Any] | None = None
-        if enabled:
-            self._bar = tqdm(
-                total=100.0,
-                desc=f"job {job_id[:13]}",
-                unit="%",
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}{postfix}",
-                file=file,
-                leave=True,
-                dynamic_ncols=True,
-            )
+    """A tqdm bar following one job (inert when not wanted or tqdm is missing)."""
+
+    def __init__(self, job_id: str, progress: bool | None, file: IO[str] | None = None) -> None:
+        self._bar: Tqdm[Any] | None = None
+        if wants_bar(progress, file):
+            tqdm = _tqdm_class()
+            if tqdm is None:
+                if progress:
+                    warnings.warn(
+                        "wait(progress=True) shows no progress bar without tqdm: "
+                        "pip install 'deid-client[progress]'",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+            else:
+                self._bar = tqdm(
+                    total=100.0,
+                    desc=f"job {job_id[:13]}",
+                    unit="%",
+                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}{postfix}",
+                    file=file if file is not None else sys.stderr,
+                    leave=True,
+                    dynamic_ncols=True,
+                )
         self._utility: float | None = None
         self._phase = ""
         self._checks = 0

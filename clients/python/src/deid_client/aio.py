@@ -298,7 +298,7 @@ class AsyncClient:
         job_id: str | Job,
         *,
         timeout: float | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
         progress_file: IO[str] | None = None,
         events: bool = True,
         poll_interval: float = 1.0,

@@ -54,6 +54,7 @@ __all__ = [
     "JobSpec",
     "Algorithm",
     "to_json",
+    "compact_value",
 ]
 
 Json = Any
@@ -281,8 +282,29 @@ class PrivacyModel:
         return {"model": self.model, **self.params()}
 
     def __str__(self) -> str:
-        inner = ",".join(f"{k}={v}" for k, v in self.params().items())
+        inner = ",".join(f"{k}={compact_value(v)}" for k, v in self.params().items())
         return f"{self.model}({inner})"
+
+
+# What deid's parser trims around an unquoted value (Rust's char::is_whitespace, the Unicode
+# White_Space property); str.isspace() is consulted as well, so quoting errs on the safe side.
+_TRIMMED = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+# What ends or breaks an unquoted value.
+_SPECIAL = frozenset(',()="')
+
+
+def compact_value(value: Any) -> str:
+    """A parameter value in deid's compact privacy-model syntax (the rule of
+    crates/deid-engine/src/privacy/syntax.rs): as it is, unless it is empty, starts or ends with
+    whitespace, or contains ``,``, ``(``, ``)``, ``=`` or ``"`` — then in double quotes, with
+    ``""`` for a quote inside. Backslashes are ordinary characters."""
+    text = value if isinstance(value, str) else str(value)
+    edges = (text[:1], text[-1:])
+    plain = bool(text) and not any(c in _TRIMMED or c.isspace() for c in edges) and _SPECIAL.isdisjoint(text)
+    if plain:
+        return text
+    return '"' + text.replace('"', '""') + '"'
 
 
 @dataclass

@@ -310,7 +310,7 @@ class Client:
         job_id: str | Job,
         *,
         timeout: float | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
         progress_file: IO[str] | None = None,
         events: bool = True,
         poll_interval: float = 1.0,
@@ -321,10 +321,12 @@ class Client:
 
         Follows the event stream (falling back to polling ``GET /v1/jobs/{id}`` every
         ``poll_interval`` seconds when the stream cannot be opened or breaks, or with
-        ``events=False``), showing a tqdm progress bar on stderr (``progress_file``) unless
-        ``progress=False``. ``on_event`` sees every event (while polling: a ``progress`` event per
-        poll). ``timeout``: WaitTimeoutError after that many seconds (the job keeps running).
-        ``raise_on_failure``: JobFailedError for a failed job.
+        ``events=False``). A progress bar (tqdm, installed with ``deid-client[progress]``) is
+        drawn on ``progress_file`` (default stderr) with ``progress=True``; with the default
+        ``progress=None`` only when ``progress_file`` is given or stderr is a terminal;
+        never with ``progress=False`` or without tqdm. ``on_event`` sees every event (while
+        polling: a ``progress`` event per poll). ``timeout``: WaitTimeoutError after that many
+        seconds (the job keeps running). ``raise_on_failure``: JobFailedError for a failed job.
         """
         jid = job_id.id if isinstance(job_id, Job) else job_id
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -2,6 +2,9 @@
 //! problems, the `test` fixture and adult), heuristics return anonymous transformations, limits,
 //! cancellation, progress reporting and thread-count independence.
 
+use crate::check::CheckResult;
+use crate::lattice::Levels;
+use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

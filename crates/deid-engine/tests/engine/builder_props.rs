@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use deid_engine::hierarchy::builder::date::{civil_from_days, days_from_civil};
+use deid_engine::calendar::{civil_from_days, days_from_civil};
 use deid_engine::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalDef, IntervalSpec, MaskingSpec,
     Number, OrderLabels, OrderSpec, Side, SortOrder,

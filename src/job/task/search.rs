@@ -1,8 +1,5 @@
-//! Running a job's anonymization — one global search, or local generalization when the
-//! specification asks for it — the same way for the command line and the worker.
-
-use std::sync::Mutex;
-use std::time::Duration;
+//! The search of the `anonymize` task: one global search, or local generalization when the
+//! specification asks for it, with the report of what it found.
 
 use deid_engine::check::Evaluation;
 use deid_engine::local::{Forward, LocalConfig, LocalOutcome, local_search};
@@ -11,8 +8,10 @@ use deid_engine::{
     CancelFlag, Checker, EngineError, Improvement, Problem, Progress, ProgressObserver,
     SearchConfig, SearchOutcome, search,
 };
+use std::sync::Mutex;
 
-use super::report::{SearchReport, TraceEntry};
+use super::Summary;
+use crate::job::report::{SearchReport, TraceEntry};
 
 /// What an anonymization produced (one value per run: the size of its variants does not matter).
 #[derive(Debug)]
@@ -34,21 +33,6 @@ pub enum Anonymized {
         /// Every step's improvements, in order.
         trace: Vec<TraceEntry>,
     },
-}
-
-/// What the end of a job needs to know of an anonymization.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Summary {
-    /// Whether there is an output.
-    pub found: bool,
-    /// Checks performed.
-    pub checks: u64,
-    /// Duration.
-    pub elapsed: Duration,
-    /// Whether the result is proven optimal.
-    pub optimal_proven: bool,
-    /// Why it ended.
-    pub stop: &'static str,
 }
 
 /// Records every improvement as a trace entry and passes everything on.

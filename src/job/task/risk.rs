@@ -1,15 +1,20 @@
-//! Risk analysis without anonymizing: the re-identification risks of a table as it is, for chosen
-//! quasi-identifiers and an optional population model — `deid risk` and
-//! `POST /v1/datasets/{id}/risk`. The answer is the report's `risk` shape, `{"input": RiskReport}`.
+//! `"task": "risk"` and risk analysis without anonymizing: the re-identification risks of a
+//! table as it is, for chosen quasi-identifiers and an optional population model — `deid risk`,
+//! `POST /v1/datasets/{id}/risk` and risk jobs. The answer is the report's `risk` shape,
+//! `{"input": RiskReport}`; nothing is generalized, so no hierarchy is read and no CSV written.
 
 use serde::{Deserialize, Serialize};
 
 use deid_engine::risk::RiskReport;
 use deid_engine::{Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
 
-use super::error::SpecError;
-use super::report::DEFAULT_RISK_THRESHOLD;
-use super::spec::PopulationSpec;
+use std::time::Duration;
+
+use super::{Outcome, Run, Sink, Summary, TaskError, Verdict};
+use crate::job::error::SpecError;
+use crate::job::problem::DatasetFacts;
+use crate::job::report::DEFAULT_RISK_THRESHOLD;
+use crate::job::spec::{JobSpec, PopulationSpec, SearchLimits};
 
 /// What to analyse.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -35,7 +40,7 @@ pub struct RiskAnalysis {
 impl RiskRequest {
     /// The analysis a job with `"task": "risk"` asks for: its quasi-identifying attributes,
     /// population and risk threshold.
-    pub fn from_spec(spec: &super::spec::JobSpec) -> RiskRequest {
+    pub fn from_spec(spec: &JobSpec) -> RiskRequest {
         RiskRequest {
             quasi_identifiers: spec.risk_quasi_identifiers(),
             population: spec.population.clone(),
@@ -126,6 +131,93 @@ impl RiskRequest {
             input: RiskReport::input(&problem, threshold),
         })
     }
+}
+
+/// Nothing is generalized: hierarchies are not read.
+pub const READS_HIERARCHIES: bool = false;
+
+/// The fields of a risk analysis: the data as they are, for at least one quasi-identifying
+/// attribute — no transformation, search, research subset, privacy models or
+/// microaggregation.
+pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
+    super::refuse_levels(spec)?;
+    super::refuse_local(spec)?;
+    if spec.research_subset.is_some() {
+        return Err(SpecError::new(
+            "research_subset",
+            "a risk analysis measures the whole dataset; a research subset is used by \
+             \"task\": \"anonymize\" or \"evaluate\"",
+        ));
+    }
+    if !spec.privacy.is_empty() {
+        return Err(SpecError::new(
+            "privacy",
+            "a risk analysis measures the data as they are; it takes no privacy models \
+             (use \"task\": \"anonymize\" or \"evaluate\")",
+        ));
+    }
+    if let Some((name, _)) = (spec.attributes.iter()).find(|(_, a)| a.microaggregation.is_some()) {
+        return Err(SpecError::new(
+            format!("attributes.{name}.microaggregation"),
+            "a risk analysis transforms nothing",
+        ));
+    }
+    if spec.risk_quasi_identifiers().is_empty() {
+        return Err(SpecError::new(
+            "attributes",
+            "a risk analysis needs at least one quasi_identifying attribute",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a risk job before queueing (hierarchies are not read): what
+/// [`RiskRequest::validate`] checks, with errors naming the specification's fields.
+pub fn validate(
+    spec: &JobSpec,
+    facts: &DatasetFacts,
+    _: &SearchLimits,
+) -> Result<Option<Duration>, SpecError> {
+    let request = RiskRequest::from_spec(spec);
+    request
+        .validate(&facts.columns, facts.rows)
+        .map_err(|mut e| {
+            // The request's quasi-identifiers are the specification's attributes.
+            if let Some(rest) = e.field.strip_prefix("quasi_identifiers")
+                && let Some(i) = rest
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<usize>()
+                    .ok()
+            {
+                e.field = format!("attributes.{}", request.quasi_identifiers[i]);
+            } else if e.field == "quasi_identifiers" {
+                e.field = "attributes".into();
+            }
+            e
+        })?;
+    Ok(None)
+}
+
+/// Analyses the risks of `table` for the job's quasi-identifying attributes (nothing is
+/// written to the sink).
+pub fn run(run: &Run<'_>, table: Table, _: Sink<'_>) -> Result<Outcome, TaskError> {
+    run.host.writing();
+    let analysis = RiskRequest::from_spec(run.spec).analyse(table)?;
+    // Exactly the shape of `POST /v1/datasets/{id}/risk`.
+    let report = serde_json::to_value(analysis).map_err(|e| TaskError::Output(e.to_string()))?;
+    Ok(Outcome {
+        summary: Summary {
+            found: true,
+            checks: 0,
+            elapsed: run.started.elapsed(),
+            optimal_proven: false,
+            stop: "completed",
+        },
+        report: Some(report),
+        wrote_csv: false,
+        verdict: Verdict::Done,
+    })
 }
 
 #[cfg(test)]
