@@ -14,17 +14,10 @@ use serde_json::Value;
 use crate::helpers::*;
 
 /// Blocks not run by these tests: (first line, why).
-const NOT_RUN: &[(&str, &str)] = &[
-    (
-        "scripts/test",
-        "the test suite itself: CI runs it (.ci/run)",
-    ),
-    (
-        "export DEID_API_KEYS=",
-        "needs a Docker engine; tests/service/deploy.rs checks the compose file (docker-compose \
-         config) and the Dockerfile",
-    ),
-];
+const NOT_RUN: &[(&str, &str)] = &[(
+    "scripts/test",
+    "the test suite itself: CI runs it (.ci/run)",
+)];
 
 /// A code block of README: its first line number, its language (`""` for indented blocks) and
 /// its text.

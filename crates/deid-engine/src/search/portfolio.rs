@@ -28,10 +28,10 @@
 
 use super::{Algorithm, Ctx, Phase, bfs, flash, genetic, lightning};
 
-/// The members of the portfolio on large spaces. BFS and Lightning, members before, are left
-/// out: on the benchmark's large spaces neither was better than both of these within 1 s or
-/// 5 s by more than 0.02 % (README, search table), and every share they took was missing where
-/// it paid.
+/// The members of the portfolio on large spaces. BFS and Lightning are left out: on the
+/// benchmark's large spaces neither is better than both of these within 1 s or 5 s by more than
+/// 0.02 % (docs/benchmarks.md, search), and a share given to them would be missing where it
+/// pays.
 pub const MEMBERS: [Algorithm; 2] = [Algorithm::TopDown, Algorithm::Genetic];
 
 /// Initial weight of the member the problem favours ([`favoured`]); the other starts at 1. At
