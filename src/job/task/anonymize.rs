@@ -9,7 +9,7 @@ use deid_engine::Table;
 use super::search::anonymize;
 use super::{Outcome, Run, Sink, TaskError, TaskFailure, Verdict, ms};
 use crate::job::error::{ErrorCode, SpecError};
-use crate::job::problem::{DatasetFacts, build_problem, search_error, validate_generalization};
+use crate::job::problem::{DatasetFacts, build_problem, search_error};
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings};
 use crate::job::spec::{JobSpec, SearchLimits};
 
@@ -28,11 +28,9 @@ pub fn validate(
     facts: &DatasetFacts,
     limits: &SearchLimits,
 ) -> Result<Option<Duration>, SpecError> {
-    let search = spec.search_config(limits)?;
-    if let Some(problem) = validate_generalization(spec, facts)? {
-        search.resolve(&problem).map_err(search_error)?;
-    }
-    Ok(Some(search.time_limit))
+    super::validate_generalizing(spec, facts, limits, |search, problem| {
+        search.resolve(problem).map(drop).map_err(search_error)
+    })
 }
 
 /// Runs the search on `table` and writes the best result's CSV to `sink`.

@@ -8,7 +8,7 @@ use deid_engine::{Checker, Table};
 
 use super::{Outcome, Run, Sink, Summary, TaskError, TaskFailure, Verdict, ms};
 use crate::job::error::{ErrorCode, SpecError};
-use crate::job::problem::{DatasetFacts, build_problem, validate_generalization};
+use crate::job::problem::{DatasetFacts, build_problem};
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, EvaluationReport, SuppressionReport, Timings};
 use crate::job::spec::{JobSpec, SearchLimits};
 
@@ -35,11 +35,9 @@ pub fn validate(
     facts: &DatasetFacts,
     limits: &SearchLimits,
 ) -> Result<Option<Duration>, SpecError> {
-    let search = spec.search_config(limits)?;
-    if let Some(problem) = validate_generalization(spec, facts)? {
-        spec.transformation(&problem)?;
-    }
-    Ok(Some(search.time_limit))
+    super::validate_generalizing(spec, facts, limits, |_, problem| {
+        spec.transformation(problem).map(drop)
+    })
 }
 
 /// Evaluates the transformation on `table`; writes its CSV to `sink` if it is anonymous (or

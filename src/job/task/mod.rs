@@ -18,7 +18,7 @@ use deid_engine::{CancelFlag, Problem, ProgressObserver, SearchConfig, Table};
 
 use super::error::{ErrorCode, SpecError};
 use super::hierarchy::Frontend;
-use super::problem::DatasetFacts;
+use super::problem::{DatasetFacts, validate_generalization};
 use super::report::JobInfo;
 use super::spec::{JobSpec, SearchLimits};
 
@@ -209,6 +209,23 @@ fn validate_common(spec: &JobSpec, allow_private_webhooks: bool) -> Result<(), S
         ));
     }
     Ok(())
+}
+
+/// The checks of a generalizing task before queueing: its search settings against the
+/// service's limits, then the problem built on the dataset's facts
+/// ([`validate_generalization`]), on which `check` runs the task's own checks. Returns the
+/// resolved time limit.
+fn validate_generalizing(
+    spec: &JobSpec,
+    facts: &DatasetFacts,
+    limits: &SearchLimits,
+    check: impl FnOnce(&SearchConfig, &Problem) -> Result<(), SpecError>,
+) -> Result<Option<Duration>, SpecError> {
+    let search = spec.search_config(limits)?;
+    if let Some(problem) = validate_generalization(spec, facts)? {
+        check(&search, &problem)?;
+    }
+    Ok(Some(search.time_limit))
 }
 
 /// `levels` is only used by `"task": "evaluate"`.
