@@ -164,8 +164,7 @@ pub fn pitman_parameters(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, 
     let feasible = |theta: f64, _: f64| theta >= 0.0;
     if let Some((t, a)) = newton::solve(solver, start, feasible, |t, a| pitman_closed(h, t, a)) {
         let ([f1, f2], _) = pitman_exact(h, t, a);
-        if f1.abs() <= solver.accuracy && f2.abs() <= solver.accuracy && pitman_in_domain(h, t, a)
-        {
+        if f1.abs() <= solver.accuracy && f2.abs() <= solver.accuracy && pitman_in_domain(h, t, a) {
             return Some((t, a));
         }
     }

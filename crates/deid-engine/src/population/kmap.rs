@@ -231,7 +231,11 @@ mod tests {
             let lambda = rows as f64 / population as f64 * k as f64;
             let (lo, tails) = literal_tails(lambda, &ln_fact);
             let upper = |c: u64| -> f64 {
-                if c < lo { 1.0 } else { tails[(c - lo) as usize] }
+                if c < lo {
+                    1.0
+                } else {
+                    tails[(c - lo) as usize]
+                }
             };
             // P(X ≥ 1): the zero-truncated variant's normaliser.
             let z = upper(0);
@@ -282,7 +286,10 @@ mod tests {
     fn adult_at_lambda_745() {
         let r = k_prime(10_000, 0.01, KMapEstimator::Poisson, 30_162, 404_832);
         assert_eq!(r.k, 811, "{r:?}");
-        assert!(r.type_one_error <= 0.01 && r.type_one_error > 0.009, "{r:?}");
+        assert!(
+            r.type_one_error <= 0.01 && r.type_one_error > 0.009,
+            "{r:?}"
+        );
         let lambda = 30_162.0 / 404_832.0 * 10_000.0;
         let cdf = special::poisson_cdf(747, lambda);
         assert!((cdf - 0.538).abs() < 0.001, "{cdf}");

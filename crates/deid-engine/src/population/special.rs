@@ -158,7 +158,11 @@ pub fn ln_poisson_pmf(j: u64, lambda: f64) -> f64 {
 pub fn poisson_upper_tail(c: u64, lambda: f64) -> f64 {
     if (c + 1) as f64 > lambda {
         // Σ_{j>c} P(j) = P(c+1)·(1 + λ/(c+2) + λ²/((c+2)(c+3)) + …); the ratios are below 1.
-        tail_sum(ln_poisson_pmf(c + 1, lambda), |i| lambda / (c + 1 + i) as f64, u64::MAX)
+        tail_sum(
+            ln_poisson_pmf(c + 1, lambda),
+            |i| lambda / (c + 1 + i) as f64,
+            u64::MAX,
+        )
     } else {
         1.0 - poisson_lower_sum(c, lambda)
     }
@@ -175,7 +179,11 @@ pub fn poisson_cdf(c: u64, lambda: f64) -> f64 {
 
 /// Σ_{j≤c} P(j) = P(c)·(1 + c/λ + c(c−1)/λ² + …) for c < λ (ratios below 1).
 fn poisson_lower_sum(c: u64, lambda: f64) -> f64 {
-    tail_sum(ln_poisson_pmf(c, lambda), |i| (c + 1 - i) as f64 / lambda, c)
+    tail_sum(
+        ln_poisson_pmf(c, lambda),
+        |i| (c + 1 - i) as f64 / lambda,
+        c,
+    )
 }
 
 /// e^ln_first · (1 + r(1) + r(1)r(2) + …) over at most `terms` ratios r(i) < 1, until a term no

@@ -305,9 +305,12 @@ fn pitman_roots_outside_the_model_fail() {
     let solver = SolverConfig::default();
     // The root the equations have (found by the solver without the domain check).
     let start = pitman_start(&h);
-    let (t, a) = newton::solve(&solver, start, |t, _| t >= 0.0, |t, a| {
-        pitman_closed(&h, t, a)
-    })
+    let (t, a) = newton::solve(
+        &solver,
+        start,
+        |t, _| t >= 0.0,
+        |t, a| pitman_closed(&h, t, a),
+    )
     .expect("the closed form has a root");
     let ([f1, f2], _) = pitman_exact(&h, t, a);
     assert!(f1.abs() <= 1e-6 && f2.abs() <= 1e-6);
