@@ -45,6 +45,20 @@ impl LocalObserver for Steps {
     }
 }
 
+/// Local generalization of `p` with `config` and `search`, no observer.
+fn local_with(
+    p: &Problem,
+    config: &LocalConfig,
+    search: &SearchConfig,
+) -> deid_engine::Result<deid_engine::local::LocalOutcome> {
+    local_search(p, config, search, &CancelFlag::new(), &Steps::default())
+}
+
+/// Local generalization of `p` with the default settings and [`flash`].
+fn local_default(p: &Problem) -> deid_engine::Result<deid_engine::local::LocalOutcome> {
+    local_with(p, &LocalConfig::default(), &flash())
+}
+
 /// The output with suppressed records marked by [`MARKER`] and their sensitive values kept (the
 /// verifier's global distributions need every record).
 fn csv<R: deid_engine::output::Recoding>(p: &Problem, r: &R) -> Output {
@@ -250,7 +264,7 @@ fn a_second_attempt_rescues_a_skewed_sensitive_attribute() {
             gs_factor,
             ..LocalConfig::default()
         };
-        local_search(&p, &config, &search, &CancelFlag::new(), &Steps::default()).unwrap()
+        local_with(&p, &config, &search).unwrap()
     };
     // gs-factor 0 alone leaves too many records suppressed; the global start (limit 5 %)
     // publishes more of them.
@@ -294,15 +308,7 @@ fn unsupported_models_and_bad_settings_are_refused() {
         &["k-anonymity(k=5)", "sample-uniqueness(threshold=0.01)"],
         0.0,
     );
-    let err = local_search(
-        &p,
-        &LocalConfig::default(),
-        &flash(),
-        &CancelFlag::new(),
-        &Steps::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = local_default(&p).unwrap_err().to_string();
     assert!(err.contains("privacy[1]"), "{err}");
     let p = problem(&["k-anonymity(k=5)"], 0.0);
     for (config, field) in [
@@ -462,8 +468,7 @@ fn supported_models_hold_with_a_label_reusing_hierarchy() {
             iterations: 20,
             ..LocalConfig::default()
         };
-        let outcome =
-            local_search(&p, &config, &search, &CancelFlag::new(), &Steps::default()).unwrap();
+        let outcome = local_with(&p, &config, &search).unwrap();
         assert!(outcome.has_solution(), "{text}");
         let out = csv(&p, &outcome);
         let v = verify_marked(&out, &["age", "zip"], &[Model::K(3), model], 1.0, MARKER);
@@ -485,14 +490,7 @@ fn delta_disclosure_and_grassberger_are_refused() {
         ),
     ] {
         let p = label_reusing_problem(&["k-anonymity(k=3)", text], 0.1).unwrap();
-        let err = local_search(
-            &p,
-            &LocalConfig::default(),
-            &flash(),
-            &CancelFlag::new(),
-            &Steps::default(),
-        )
-        .unwrap_err();
+        let err = local_default(&p).unwrap_err();
         let message = err.to_string();
         assert!(message.contains(&format!("privacy[{i}]")), "{message}");
         assert!(
@@ -546,14 +544,7 @@ fn never_more_suppressed_than_the_global_search() {
         .best
         .unwrap();
     assert_eq!(global.suppressed, 0);
-    let outcome = local_search(
-        &p,
-        &LocalConfig::default(),
-        &flash(),
-        &CancelFlag::new(),
-        &Steps::default(),
-    )
-    .unwrap();
+    let outcome = local_default(&p).unwrap();
     assert_eq!(outcome.suppressed, 0);
     assert!(outcome.starts_global && outcome.anonymous);
     let out = csv(&p, &outcome);
@@ -574,14 +565,7 @@ fn the_verdict_follows_the_suppression_limit() {
             .best
             .is_none()
     );
-    let outcome = local_search(
-        &p,
-        &LocalConfig::default(),
-        &flash(),
-        &CancelFlag::new(),
-        &Steps::default(),
-    )
-    .unwrap();
+    let outcome = local_default(&p).unwrap();
     assert!(outcome.has_solution());
     assert_eq!(outcome.suppressed, 3);
     assert!(!outcome.anonymous && !outcome.starts_global);
@@ -606,7 +590,7 @@ fn more_iterations_are_not_worse() {
             iterations,
             ..LocalConfig::default()
         };
-        let o = local_search(&p, &config, &search, &CancelFlag::new(), &Steps::default()).unwrap();
+        let o = local_with(&p, &config, &search).unwrap();
         let loss = output_quality(&p, &o).granularity.loss;
         (o, loss)
     };
@@ -628,7 +612,7 @@ fn more_iterations_are_not_worse() {
         iterations: 10_000,
         ..LocalConfig::default()
     };
-    let o = local_search(&p, &config, &small, &CancelFlag::new(), &Steps::default()).unwrap();
+    let o = local_with(&p, &config, &small).unwrap();
     assert!(
         o.anonymous && o.suppressed == 0,
         "{:?} {}",
