@@ -310,10 +310,12 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     if let Some(d) = args.delimiter {
         spec.delimiter = Some(d);
     }
+    let mut generalized = std::collections::BTreeMap::new();
     for h in &args.hierarchies {
         let (col, file) = h
             .split_once('=')
             .with_context(|| format!("--hierarchy expects COLUMN=FILE, got '{h}'"))?;
+        declare_once(&mut generalized, col, "--hierarchy")?;
         let entry = spec
             .attributes
             .entry(col.to_string())
@@ -328,6 +330,7 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
         let (col, rest) = m.split_once('=').with_context(|| {
             format!("--microaggregate expects COLUMN=FUNCTION[@DATE_FORMAT], got '{m}'")
         })?;
+        declare_once(&mut generalized, col, "--microaggregate")?;
         let (function, date_format) = match rest.split_once('@') {
             Some((f, d)) => (f, Some(d.to_string())),
             None => (rest, None),
@@ -631,6 +634,22 @@ pub fn write_report(path: Option<&Path>, report: &serde_json::Value) -> anyhow::
             let mut out = std::io::stdout().lock();
             writeln!(out, "{text}")?;
         }
+    }
+    Ok(())
+}
+
+/// Records that `column` gets its generalization from `flag`; a column given a hierarchy and an
+/// aggregate, or two of either, is refused (the last would silently win).
+fn declare_once(
+    seen: &mut std::collections::BTreeMap<String, &'static str>,
+    column: &str,
+    flag: &'static str,
+) -> anyhow::Result<()> {
+    if let Some(first) = seen.insert(column.to_string(), flag) {
+        anyhow::bail!(
+            "column '{column}' is given {first} and {flag}: a quasi-identifier has either one \
+             hierarchy or one microaggregation"
+        );
     }
     Ok(())
 }

@@ -302,7 +302,7 @@ impl EvaluationReport {
         };
         let first = &outcome.steps[0];
         EvaluationReport {
-            anonymous: true,
+            anonymous: outcome.anonymous,
             transformation: transformation_json(problem, &first.levels),
             suppressed_rows: outcome.suppressed,
             rows: problem.rows(),
@@ -501,9 +501,11 @@ pub struct LocalReport {
     pub iterations: u32,
     /// The gs-factor of the steps that made the output.
     pub gs_factor: f64,
-    /// Attempts (2: the first, with gs-factor 0, left more records suppressed than the
-    /// suppression limit allows, and a second ran with 0.5; the one with fewer suppressed
-    /// records is reported).
+    /// True if the output starts from the global search with the job's suppression limit (the
+    /// steps from 1 − 1/N left more records suppressed than it does).
+    pub starts_global: bool,
+    /// Attempts: the steps with gs-factor 0; with 0.5 when those left more records suppressed
+    /// than the suppression limit allows; the global start when records were left suppressed.
     pub attempts: u32,
     /// Records no step published (suppressed in the output).
     pub suppressed_rows: usize,
@@ -644,6 +646,7 @@ impl SearchReport {
             local: Some(LocalReport {
                 iterations: settings.iterations,
                 gs_factor: outcome.gs_factor,
+                starts_global: outcome.starts_global,
                 attempts: outcome.attempts,
                 suppressed_rows: outcome.suppressed,
                 steps: outcome

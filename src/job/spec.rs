@@ -119,6 +119,40 @@ impl AttributeSpec {
     }
 }
 
+/// Deserializes `attributes`, refusing a column named twice (JSON objects may repeat a key;
+/// the last entry would silently replace the first, e.g. one aggregate by another).
+fn unique_attributes<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, AttributeSpec>, D::Error> {
+    struct Columns;
+    impl<'de> serde::de::Visitor<'de> for Columns {
+        type Value = BTreeMap<String, AttributeSpec>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object of column names and their settings")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(column) = map.next_key::<String>()? {
+                if out.contains_key(&column) {
+                    return Err(serde::de::Error::custom(format!(
+                        "column '{column}' is named twice: give each column one entry (with at \
+                         most one hierarchy or one microaggregation)"
+                    )));
+                }
+                let settings = map.next_value()?;
+                out.insert(column, settings);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_map(Columns)
+}
+
 /// The `microaggregation` setting of a quasi-identifier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -381,8 +415,9 @@ pub struct JobSpec {
     /// Input field delimiter (CLI only; default `,`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delimiter: Option<char>,
-    /// Column name → settings. Columns not named are insensitive.
-    #[serde(default)]
+    /// Column name → settings. Columns not named are insensitive; a column named twice is
+    /// refused (its hierarchy or aggregate would otherwise be the last one given).
+    #[serde(default, deserialize_with = "unique_attributes")]
     pub attributes: BTreeMap<String, AttributeSpec>,
     /// Privacy models; all must hold.
     #[serde(default)]

@@ -735,6 +735,19 @@ fn microaggregate_flag() {
         stderr.contains("attributes.age.microaggregation.function"),
         "{stderr}"
     );
+    // A column given a hierarchy and an aggregate, or two aggregates, is refused (the last
+    // would silently win).
+    for extra in [
+        ["--hierarchy", "age=zip.json"],
+        ["--microaggregate", "age=mode"],
+    ] {
+        let mut a = args("interval");
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let (code, _, stderr) = deid(&a, &dir);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+        assert!(stderr.contains("column 'age' is given"), "{stderr}");
+    }
 }
 
 /// Ctrl-C during `deid anonymize` stops the search like a cancel and writes the best so far;

@@ -390,6 +390,37 @@ async fn job_spec_errors() {
         "privacy[1]",
     )
     .await;
+    // δ-disclosure and Grassberger's entropy do not survive the union of equal-label classes
+    // of different steps: refused with local generalization.
+    for model in [
+        "delta-disclosure(attribute=disease,delta=1.5)",
+        "entropy-l-diversity(attribute=disease,l=1.5,estimator=grassberger)",
+    ] {
+        field_error(
+            with(&|s| {
+                s["local"] = json!({});
+                s["privacy"] = json!(["k-anonymity(k=2)", model]);
+            }),
+            "invalid_spec",
+            "privacy[1]",
+        )
+        .await;
+    }
+    // A column named twice (a repeated JSON key) would silently replace its first entry.
+    let twice = format!(
+        r#"{{"dataset_id": "{id}", "privacy": ["k-anonymity(k=2)"], "attributes": {{
+            "age": {{"type": "quasi_identifying", "microaggregation": {{"function": "arithmetic_mean"}}}},
+            "age": {{"type": "quasi_identifying", "microaggregation": {{"function": "median"}}}}}}}}"#
+    );
+    let r = app.post_raw("/v1/jobs", twice).await;
+    let v = r.assert_error(422, "invalid_spec");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'age' is named twice"),
+        "{v}"
+    );
     field_error(
         with(&|s| s["dataset_id"] = json!("nope")),
         "invalid_spec",

@@ -277,7 +277,7 @@ impl PreparedAggregate {
                     if c == u32::MAX {
                         MISSING.to_string()
                     } else {
-                        column.dict.value(c).trim().to_string()
+                        column.dict.value(c).to_string()
                     }
                 };
                 if self.function == AggregateFunction::Mode {
@@ -298,8 +298,8 @@ impl PreparedAggregate {
             }
             _ if keep || present.is_empty() => String::new(),
             AggregateFunction::Interval => {
-                let lo = column.dict.value(present[0].0).trim();
-                let hi = column.dict.value(present[present.len() - 1].0).trim();
+                let lo = column.dict.value(present[0].0);
+                let hi = column.dict.value(present[present.len() - 1].0);
                 format!("[{lo}, {hi}]")
             }
             AggregateFunction::Median => {
@@ -447,6 +447,19 @@ mod tests {
         assert_eq!(run(&v, Set, ig, None), "{11, 30, 40}");
         assert_eq!(run(&["1.5", "2"], ArithmeticMean, ig, None), "1.75");
         assert_eq!(run(&["1", "2", "2"], ArithmeticMean, ig, None), "1.67");
+    }
+
+    /// Texts keep their leading and trailing blanks in mode, set and interval (the original
+    /// texts, §3.7); numbers are still read through the blanks.
+    #[test]
+    fn original_texts_keep_their_blanks() {
+        use AggregateFunction::*;
+        let ig = MissingValues::Ignore;
+        let v = [" a", "b ", "b ", " c "];
+        assert_eq!(run(&v, Mode, ig, None), "b ");
+        assert_eq!(run(&v, Set, ig, None), "{ a,  c , b }");
+        assert_eq!(run(&[" 7", "12 "], Interval, ig, None), "[ 7, 12 ]");
+        assert_eq!(run(&["a", " a"], Set, ig, None), "{ a, a}");
     }
 
     #[test]

@@ -10,12 +10,16 @@
 //! satisfy ℓ-diversity on their own once the diverse ones are gone), a second attempt with 0.5
 //! runs on the time left and the one with fewer suppressed records is kept.
 //!
+//! If records are left suppressed, the global search with the problem's own suppression limit
+//! runs, and the output starts from it when it suppresses fewer records; an output with more
+//! suppressed records than the limit allows is no solution ([`LocalOutcome::anonymous`]).
+//!
 //! Every step's published classes satisfy the models on their own. Classes of different steps
 //! with equal output labels merge in the output; every supported model is preserved by such a
-//! union (k-anonymity and the distinct/entropy/recursive ℓ-diversity, t-closeness, δ-disclosure
-//! and β-likeness conditions are convex in the class's distribution; average risk and the share
-//! of records at risk are preserved by the mediant inequality). [`local_search`] still checks
-//! the assembled output's classes, as a reader sees them, before returning it.
+//! union (k-anonymity, distinct, Shannon-entropy and recursive ℓ-diversity, t-closeness and
+//! β-likeness; average risk and the share of records at risk by the mediant inequality).
+//! δ-disclosure and Grassberger's entropy are not, and are refused. [`local_search`] still
+//! checks the assembled output's classes, as a reader sees them, before returning it.
 
 use std::time::{Duration, Instant};
 
@@ -24,7 +28,7 @@ use crate::check::Checker;
 use crate::error::{EngineError, Result};
 use crate::lattice::Levels;
 use crate::output::{OutputClasses, Recoding, class_distributions};
-use crate::privacy::PrivacyModel;
+use crate::privacy::{EntropyEstimator, PrivacyModel};
 use crate::problem::Problem;
 use crate::search::{
     Algorithm, Improvement, Progress, ProgressObserver, SearchConfig, StopReason, search,
@@ -33,7 +37,8 @@ use crate::search::{
 /// Settings of local generalization.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LocalConfig {
-    /// N: at most N steps, each publishing at least 1/N of the records (default 100).
+    /// N: at most N steps, each publishing at least 1/N of the records and at least 1 %
+    /// ([`FINEST_STEP`]; default 100).
     pub iterations: u32,
     /// gs-factor of the quality model in every step. `None` (the default): 0 — only
     /// generalization counts, so each step publishes what it keeps most precise — and, if that
@@ -53,6 +58,13 @@ impl Default for LocalConfig {
 
 /// Largest accepted [`LocalConfig::iterations`].
 pub const MAX_LOCAL_ITERATIONS: u32 = 10_000;
+
+/// The least a step publishes is 1/N of the records, but never less than 1/FINEST_STEP: with
+/// more iterations ARX's steps publish ever fewer records (3 of adult's 30,162 at N = 10,000),
+/// so their number grows while each still costs a whole search. With this floor, N above 100
+/// runs exactly the steps of N = 100 (they publish every record within 100 steps), so more
+/// iterations never give a worse output than fewer under the same limits.
+pub const FINEST_STEP: usize = 100;
 
 impl LocalConfig {
     /// Checks the settings and that every privacy model of `problem` supports local
@@ -101,32 +113,48 @@ impl LocalConfig {
         Ok(())
     }
 
-    /// Checks that every model supports local generalization (errors name `privacy[i]`).
+    /// Checks that every model supports local generalization (errors name `privacy[i]`):
+    /// the models whose condition survives the union of equal-label classes of different steps.
+    /// δ-disclosure (a value present in one class and absent from the other falls below its
+    /// lower bound in the union) and entropy ℓ-diversity with Grassberger's estimate (not
+    /// concave, §3.4) do not, and are refused.
     pub fn validate_models(privacy: &[PrivacyModel]) -> Result<()> {
         for (i, m) in privacy.iter().enumerate() {
-            let supported = matches!(
-                m,
+            let refused = match m {
+                PrivacyModel::DeltaDisclosure { .. } => Some(
+                    "δ-disclosure privacy does not support local generalization: records of \
+                     different steps with equal values form one class, and a value present in \
+                     only one of them can fall below the lower bound there"
+                        .to_string(),
+                ),
+                PrivacyModel::EntropyLDiversity {
+                    estimator: EntropyEstimator::Grassberger,
+                    ..
+                } => Some(
+                    "entropy ℓ-diversity with Grassberger's estimator does not support local \
+                     generalization: records of different steps with equal values form one \
+                     class, and the estimate of a union can be below both parts' (use \
+                     estimator=shannon)"
+                        .to_string(),
+                ),
                 PrivacyModel::KAnonymity { .. }
-                    | PrivacyModel::DistinctLDiversity { .. }
-                    | PrivacyModel::EntropyLDiversity { .. }
-                    | PrivacyModel::RecursiveCLDiversity { .. }
-                    | PrivacyModel::TCloseness { .. }
-                    | PrivacyModel::DeltaDisclosure { .. }
-                    | PrivacyModel::BasicBetaLikeness { .. }
-                    | PrivacyModel::EnhancedBetaLikeness { .. }
-                    | PrivacyModel::AverageRisk { .. }
-                    | PrivacyModel::KMap { .. }
-            );
-            if !supported {
-                return Err(EngineError::config(
-                    format!("privacy[{i}]"),
-                    format!(
-                        "{} does not support local generalization (supported: k-anonymity, \
-                         ℓ-diversity, t-closeness, δ-disclosure, β-likeness, average risk, \
-                         estimated k-map)",
-                        m.name()
-                    ),
-                ));
+                | PrivacyModel::DistinctLDiversity { .. }
+                | PrivacyModel::EntropyLDiversity { .. }
+                | PrivacyModel::RecursiveCLDiversity { .. }
+                | PrivacyModel::TCloseness { .. }
+                | PrivacyModel::BasicBetaLikeness { .. }
+                | PrivacyModel::EnhancedBetaLikeness { .. }
+                | PrivacyModel::AverageRisk { .. }
+                | PrivacyModel::KMap { .. } => None,
+                _ => Some(format!(
+                    "{} does not support local generalization (supported: k-anonymity, \
+                     ℓ-diversity (entropy: Shannon), t-closeness, β-likeness, average risk, \
+                     estimated k-map)",
+                    m.name()
+                )),
+            };
+            if let Some(reason) = refused {
+                return Err(EngineError::config(format!("privacy[{i}]"), reason));
             }
         }
         Ok(())
@@ -205,8 +233,15 @@ pub struct LocalOutcome {
     pub stop: LocalStop,
     /// The gs-factor of the steps that made this output.
     pub gs_factor: f64,
-    /// Attempts made (2 when the first, with gs-factor 0, left more records suppressed than
-    /// the suppression limit allows; the better one is kept).
+    /// True if the output starts from the global search with the problem's suppression limit
+    /// (step 0; the steps from 1 − 1/N left more records suppressed than it does).
+    pub starts_global: bool,
+    /// True if some step published records and at most ⌊limit·n⌋ records are suppressed
+    /// (the problem's suppression limit); otherwise the outcome is no solution.
+    pub anonymous: bool,
+    /// Attempts made: the steps with gs-factor 0, with 0.5 when those left more records
+    /// suppressed than the suppression limit allows, and the global start when records were
+    /// left suppressed; the better one is kept.
     pub attempts: u32,
     /// Checks of all steps (of every attempt).
     pub checks: u64,
@@ -302,7 +337,14 @@ impl ProgressObserver for StepObserver<'_> {
 
 /// Runs local generalization on `problem` (the whole problem) with the search settings `search`
 /// (algorithm, seed, threads; the time and check limits cover all steps and are shared out
-/// among the steps still possible). Deterministic for a given seed when limited by checks.
+/// among the steps). Deterministic for a given seed when limited by checks.
+///
+/// The steps from the suppression limit 1 − 1/N get three quarters of the limits. If they leave
+/// records suppressed, the global search with the problem's own suppression limit runs on what
+/// is left: when it suppresses fewer records, the output starts from it instead (its step 0,
+/// then steps on its suppressed records), so the result never suppresses more records than that
+/// global search. [`LocalOutcome::anonymous`] says whether the result is within the problem's
+/// suppression limit.
 ///
 /// Errors: invalid settings ([`LocalConfig::validate`], [`search`]); an internal error if the
 /// assembled output's classes did not satisfy the models (never expected: a safety net).
@@ -315,41 +357,39 @@ pub fn local_search(
 ) -> Result<LocalOutcome> {
     local.validate(problem)?;
     let start = Instant::now();
-    let first = attempt(
+    let whole = Budget {
+        time: search_config.time_limit,
+        checks: search_config.check_limit,
+    };
+    // A quarter of the limits is kept for the global search the result is compared with.
+    let steps_budget = Budget {
+        time: whole.time - whole.time / 4,
+        checks: whole.checks.map(|c| c - c / 4),
+    };
+    let run = Run {
         problem,
-        local.iterations,
-        local.gs_factor.unwrap_or(0.0),
+        iterations: local.iterations,
         search_config,
         cancel,
         observer,
         start,
-        0,
-        0,
-    )?;
+    };
+    let gs = local.gs_factor.unwrap_or(0.0);
+    let first = run.attempt(First::Steps, gs, steps_budget, 0, 0)?;
     let retry = local.gs_factor.is_none()
         && first.suppressed > problem.max_suppressed()
-        && !matches!(
-            first.stop,
-            LocalStop::Cancelled | LocalStop::TimeLimit | LocalStop::CheckLimit
-        )
+        && !matches!(first.stop, LocalStop::Cancelled)
         && !cancel.is_cancelled();
     let mut outcome = if retry {
-        let second = attempt(
-            problem,
-            local.iterations,
+        let second = run.attempt(
+            First::Steps,
             0.5,
-            search_config,
-            cancel,
-            observer,
-            start,
-            first.steps.last().map_or(0, |s| s.index + 1),
+            steps_budget,
+            next_step(&first),
             first.checks,
         )?;
-        let better = |a: &LocalOutcome, b: &LocalOutcome| {
-            a.has_solution() && (!b.has_solution() || a.suppressed < b.suppressed)
-        };
         let checks = second.checks;
-        let mut kept = if better(&second, &first) {
+        let mut kept = if fewer_suppressed(&second, &first) {
             second
         } else {
             first
@@ -360,138 +400,257 @@ pub fn local_search(
     } else {
         first
     };
+    if outcome.suppressed > 0 && !cancel.is_cancelled() {
+        let attempts = outcome.attempts + 1;
+        let global = run.attempt(
+            First::Global,
+            gs,
+            whole,
+            next_step(&outcome),
+            outcome.checks,
+        )?;
+        let checks = global.checks;
+        // The global search's own suppressed records (before its further steps).
+        let global_suppressed = global.steps.first().map(|s| s.candidates - s.published);
+        let starts_global = match global_suppressed {
+            Some(g) => !outcome.has_solution() || outcome.suppressed > g,
+            None => false,
+        };
+        if starts_global {
+            outcome = global;
+        }
+        outcome.checks = checks;
+        outcome.attempts = attempts;
+    }
+    outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
     outcome.elapsed = start.elapsed();
     verify_output(problem, &outcome)?;
     Ok(outcome)
 }
 
-/// One run of the steps with gs-factor `gs`; step numbers start at `first_step`, checks count
-/// on from `checks_before`, and the limits of `search_config` count from `start`.
-#[allow(clippy::too_many_arguments)]
-fn attempt(
-    problem: &Problem,
+/// True if `a` published something and suppresses fewer records than `b` (or `b` published
+/// nothing).
+fn fewer_suppressed(a: &LocalOutcome, b: &LocalOutcome) -> bool {
+    a.has_solution() && (!b.has_solution() || a.suppressed < b.suppressed)
+}
+
+/// The number of the step after the last of `outcome` (the next attempt's first step).
+fn next_step(outcome: &LocalOutcome) -> usize {
+    outcome.steps.last().map_or(0, |s| s.index + 1)
+}
+
+/// Limits counted from the start of the whole procedure.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    time: Duration,
+    checks: Option<u64>,
+}
+
+/// How an attempt's first step searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum First {
+    /// With the suppression limit 1 − 1/N and the attempt's gs-factor (ARX's procedure).
+    Steps,
+    /// With the problem's own suppression limit and quality model: the global search.
+    Global,
+}
+
+/// The settings every attempt shares.
+struct Run<'a> {
+    problem: &'a Problem,
     iterations: u32,
-    gs: f64,
-    search_config: &SearchConfig,
-    cancel: &CancelFlag,
-    observer: &dyn LocalObserver,
+    search_config: &'a SearchConfig,
+    cancel: &'a CancelFlag,
+    observer: &'a dyn LocalObserver,
     start: Instant,
-    first_step: usize,
-    checks_before: u64,
-) -> Result<LocalOutcome> {
-    let base = problem.base_groups();
-    let q = problem.qi_columns().len();
-    let n = problem.rows();
-    let r = 1.0 / iterations as f64;
-    let mut step_of_base = vec![u32::MAX; base.len()];
-    let mut codes = vec![0u32; base.len() * q];
-    let mut remaining: Vec<bool> = vec![true; base.len()];
-    let mut left = n;
-    let mut steps: Vec<LocalStep> = Vec::new();
-    let mut checks = checks_before;
-    let mut stop = LocalStop::Iterations;
-    for step in 0..iterations as usize {
-        if left == 0 {
-            stop = LocalStop::Complete;
-            break;
-        }
-        if left < problem.min_class_size() as usize {
-            stop = LocalStop::NoProgress;
-            break;
-        }
-        if cancel.is_cancelled() {
-            stop = LocalStop::Cancelled;
-            break;
-        }
-        // Steps still possible: each publishes ≥ n/N records.
-        let possible = (iterations as usize - step)
-            .min(((left as f64) / (r * n as f64)).ceil().max(1.0) as usize);
-        let Some(time) = search_config.time_limit.checked_sub(start.elapsed()) else {
-            stop = LocalStop::TimeLimit;
-            break;
-        };
-        let mut config = search_config.clone();
-        config.time_limit = (time / possible as u32).max(Duration::from_millis(1));
-        if let Some(limit) = search_config.check_limit {
-            let Some(left_checks) = limit.checked_sub(checks).filter(|c| *c > 0) else {
-                stop = LocalStop::CheckLimit;
+}
+
+impl Run<'_> {
+    /// One run of the steps with gs-factor `gs` within `budget`; step numbers start at
+    /// `first_step` and checks count on from `checks_before`.
+    fn attempt(
+        &self,
+        first: First,
+        gs: f64,
+        budget: Budget,
+        first_step: usize,
+        checks_before: u64,
+    ) -> Result<LocalOutcome> {
+        let problem = self.problem;
+        let base = problem.base_groups();
+        let q = problem.qi_columns().len();
+        let n = problem.rows();
+        let iterations = self.iterations as usize;
+        // Each step publishes at least 1/N of the records, and at least 1 % (FINEST_STEP).
+        let r = 1.0 / iterations.min(FINEST_STEP) as f64;
+        let mut step_of_base = vec![u32::MAX; base.len()];
+        let mut codes = vec![0u32; base.len() * q];
+        let mut remaining: Vec<bool> = vec![true; base.len()];
+        let mut left = n;
+        let mut steps: Vec<LocalStep> = Vec::new();
+        let mut checks = checks_before;
+        let mut stop = LocalStop::Iterations;
+        for step in 0..iterations {
+            if left == 0 {
+                stop = LocalStop::Complete;
+                break;
+            }
+            if left < problem.min_class_size() as usize {
+                stop = LocalStop::NoProgress;
+                break;
+            }
+            if self.cancel.is_cancelled() {
+                stop = LocalStop::Cancelled;
+                break;
+            }
+            let global = step == 0 && first == First::Global;
+            let share = if global {
+                2
+            } else {
+                expected_steps(
+                    iterations.min(FINEST_STEP).saturating_sub(step),
+                    left,
+                    n,
+                    r,
+                    &steps,
+                )
+            };
+            let (suppression_limit, step_gs) = if global {
+                (problem.config().suppression_limit, None)
+            } else if step == 0 {
+                (1.0 - r, Some(gs))
+            } else {
+                (1.0 - (r * n as f64 / left as f64).clamp(0.0, 1.0), Some(gs))
+            };
+            let sub = problem.restrict(&remaining, suppression_limit, step_gs);
+            let members: Vec<usize> = (0..base.len()).filter(|&g| remaining[g]).collect();
+            let step_observer = StepObserver {
+                inner: self.observer,
+                step: first_step + steps.len(),
+                checks_before: checks,
+                start: self.start,
+            };
+            // The step's share of what is left; a step whose share ends before it found any
+            // solution tries again with four times as much (at most everything left), so that
+            // a small share never ends the run while the limits allow more.
+            let mut divisor = share.max(1) as u64;
+            let outcome = loop {
+                let Some(config) = self.step_config(budget, checks, divisor) else {
+                    break None;
+                };
+                let outcome = search(&sub, &config, self.cancel, &step_observer)?;
+                checks += outcome.checks;
+                let starved = outcome.best.is_none()
+                    && matches!(outcome.stop, StopReason::TimeLimit | StopReason::CheckLimit)
+                    && divisor > 1;
+                if !starved {
+                    break Some(outcome);
+                }
+                divisor = divisor.div_ceil(4);
+            };
+            let Some(outcome) = outcome else {
+                stop = if budget.checks.is_some_and(|c| checks >= c) {
+                    LocalStop::CheckLimit
+                } else {
+                    LocalStop::TimeLimit
+                };
                 break;
             };
-            config.check_limit = Some((left_checks / possible as u64).max(1));
-        }
-        let suppression_limit = if step == 0 {
-            1.0 - r
-        } else {
-            1.0 - (r * n as f64 / left as f64).clamp(0.0, 1.0)
-        };
-        let sub = problem.restrict(&remaining, suppression_limit, Some(gs));
-        let members: Vec<usize> = (0..base.len()).filter(|&g| remaining[g]).collect();
-        let step_observer = StepObserver {
-            inner: observer,
-            step: first_step + steps.len(),
-            checks_before: checks,
-            start,
-        };
-        let outcome = search(&sub, &config, cancel, &step_observer)?;
-        checks += outcome.checks;
-        let Some(best) = outcome.best else {
-            stop = match outcome.stop {
-                StopReason::Cancelled => LocalStop::Cancelled,
-                StopReason::TimeLimit => LocalStop::TimeLimit,
-                StopReason::CheckLimit => LocalStop::CheckLimit,
-                StopReason::Completed => LocalStop::NoProgress,
+            let Some(best) = outcome.best else {
+                stop = match outcome.stop {
+                    StopReason::Cancelled => LocalStop::Cancelled,
+                    StopReason::TimeLimit => LocalStop::TimeLimit,
+                    StopReason::CheckLimit => LocalStop::CheckLimit,
+                    StopReason::Completed => LocalStop::NoProgress,
+                };
+                break;
             };
-            break;
-        };
-        let eval = Checker::new(&sub).evaluate(&best.levels);
-        let mut published = 0usize;
-        for (j, &g) in members.iter().enumerate() {
-            let class = eval.class_of_base[j] as usize;
-            if eval.suppressed[class] {
-                continue;
+            let eval = Checker::new(&sub).evaluate(&best.levels);
+            let mut published = 0usize;
+            for (j, &g) in members.iter().enumerate() {
+                let class = eval.class_of_base[j] as usize;
+                if eval.suppressed[class] {
+                    continue;
+                }
+                step_of_base[g] = steps.len() as u32;
+                codes[g * q..(g + 1) * q]
+                    .copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
+                remaining[g] = false;
+                published += base.counts[g] as usize;
             }
-            step_of_base[g] = steps.len() as u32;
-            codes[g * q..(g + 1) * q]
-                .copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
-            remaining[g] = false;
-            published += base.counts[g] as usize;
+            if published == 0 {
+                stop = LocalStop::NoProgress;
+                break;
+            }
+            left -= published;
+            let done = LocalStep {
+                index: first_step + steps.len(),
+                levels: best.levels,
+                candidates: sub.rows(),
+                published,
+                suppression_limit,
+                algorithm: outcome.algorithm,
+                checks: outcome.checks,
+                expansions: outcome.expansions,
+                elapsed: outcome.elapsed,
+                stop: outcome.stop,
+                optimal_proven: outcome.optimal_proven,
+            };
+            self.observer.step_done(&done, left);
+            steps.push(done);
+            if left == 0 {
+                stop = LocalStop::Complete;
+            }
         }
-        if published == 0 {
-            stop = LocalStop::NoProgress;
-            break;
-        }
-        left -= published;
-        let done = LocalStep {
-            index: first_step + steps.len(),
-            levels: best.levels,
-            candidates: sub.rows(),
-            published,
-            suppression_limit,
-            algorithm: outcome.algorithm,
-            checks: outcome.checks,
-            expansions: outcome.expansions,
-            elapsed: outcome.elapsed,
-            stop: outcome.stop,
-            optimal_proven: outcome.optimal_proven,
-        };
-        observer.step_done(&done, left);
-        steps.push(done);
-        if left == 0 {
-            stop = LocalStop::Complete;
-        }
+        Ok(LocalOutcome {
+            steps,
+            suppressed: left,
+            stop,
+            gs_factor: gs,
+            starts_global: first == First::Global,
+            anonymous: false,
+            attempts: 1,
+            checks,
+            elapsed: self.start.elapsed(),
+            step_of_base,
+            codes,
+            q,
+        })
     }
-    Ok(LocalOutcome {
-        steps,
-        suppressed: left,
-        stop,
-        gs_factor: gs,
-        attempts: 1,
-        checks,
-        elapsed: start.elapsed(),
-        step_of_base,
-        codes,
-        q,
-    })
+
+    /// The search settings of a step that gets 1/`divisor` of what is left of `budget` after
+    /// `checks` checks; `None` when nothing is left.
+    fn step_config(&self, budget: Budget, checks: u64, divisor: u64) -> Option<SearchConfig> {
+        let time = budget
+            .time
+            .checked_sub(self.start.elapsed())
+            .filter(|t| !t.is_zero())?;
+        let mut config = self.search_config.clone();
+        config.time_limit = (time / divisor as u32).max(Duration::from_millis(1));
+        config.check_limit = match budget.checks {
+            Some(limit) => {
+                let left = limit.checked_sub(checks).filter(|c| *c > 0)?;
+                Some((left / divisor).max(1))
+            }
+            None => None,
+        };
+        Some(config)
+    }
+}
+
+/// How many steps the budget left is shared among: at most the steps still allowed
+/// (`steps_left`) and possible (each publishes ≥ n/N of the `left` records); at most 8 for the
+/// first step (it searches all records), then the records left divided by the mean number the
+/// steps so far published.
+fn expected_steps(steps_left: usize, left: usize, n: usize, r: f64, steps: &[LocalStep]) -> usize {
+    let possible = steps_left.min(((left as f64) / (r * n as f64)).ceil().max(1.0) as usize);
+    let published: usize = steps.iter().map(|s| s.published).sum();
+    let expected = if steps.is_empty() {
+        8
+    } else {
+        left.div_ceil((published / steps.len()).max(1))
+    };
+    possible.min(expected).max(1)
 }
 
 /// Checks the classes of the assembled output, as a reader sees them (equal labels), against

@@ -94,7 +94,7 @@ impl Anonymized {
         match self {
             Anonymized::Global { eval, .. } => eval.as_ref().map(|e| e as &dyn Recoding),
             Anonymized::Local { outcome, .. } => {
-                outcome.has_solution().then_some(outcome as &dyn Recoding)
+                outcome.anonymous.then_some(outcome as &dyn Recoding)
             }
         }
     }
@@ -118,7 +118,7 @@ impl Anonymized {
                 stop: outcome.stop.name(),
             },
             Anonymized::Local { outcome, .. } => Summary {
-                found: outcome.has_solution(),
+                found: outcome.anonymous,
                 checks: outcome.checks,
                 elapsed: outcome.elapsed,
                 optimal_proven: false,

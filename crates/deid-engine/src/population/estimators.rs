@@ -152,21 +152,34 @@ fn pitman_start(h: &ClassSizes) -> (f64, f64) {
     (theta, alpha)
 }
 
-/// Pitman's maximum-likelihood parameters (θ, α), or `None` if Newton–Raphson does not converge.
+/// Pitman's maximum-likelihood parameters (θ, α), or `None` if Newton–Raphson does not converge
+/// to a point of the model.
 ///
 /// Steps (as ARX): 1. solve the closed form from Hoshino's start with the constraint θ ≥ 0;
 /// 2. accept the root if the literal sums vanish there too (to the accuracy); 3. otherwise solve
-/// the literal sums from the same start.
+/// the literal sums from the same start. Unlike ARX, a root outside the model's domain
+/// ([`pitman_in_domain`]) is no root: the likelihood is undefined there.
 pub fn pitman_parameters(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, f64)> {
     let start = pitman_start(h);
     let feasible = |theta: f64, _: f64| theta >= 0.0;
     if let Some((t, a)) = newton::solve(solver, start, feasible, |t, a| pitman_closed(h, t, a)) {
         let ([f1, f2], _) = pitman_exact(h, t, a);
-        if f1.abs() <= solver.accuracy && f2.abs() <= solver.accuracy {
+        if f1.abs() <= solver.accuracy && f2.abs() <= solver.accuracy && pitman_in_domain(h, t, a) {
             return Some((t, a));
         }
     }
     newton::solve(solver, start, feasible, |t, a| pitman_exact(h, t, a))
+        .filter(|&(t, a)| pitman_in_domain(h, t, a))
+}
+
+/// Whether Pitman's likelihood is defined at (θ, α) for the histogram: every factor θ + iα
+/// (1 ≤ i < u) and k − α (1 ≤ k < the largest class size) is positive.
+pub fn pitman_in_domain(h: &ClassSizes, theta: f64, alpha: f64) -> bool {
+    let u = h.classes() as f64;
+    let largest = h.pairs().last().map_or(0, |x| x.0);
+    let classes_ok = u < 2.0 || (theta + alpha > 0.0 && theta + (u - 1.0) * alpha > 0.0);
+    let sizes_ok = largest < 2 || alpha < 1.0;
+    theta.is_finite() && alpha.is_finite() && classes_ok && sizes_ok
 }
 
 /// Hoshino's expected number of population uniques Γ(θ+1)/Γ(θ+α)·N^α, computed via ln Γ and via Γ;

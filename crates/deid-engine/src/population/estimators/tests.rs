@@ -294,3 +294,41 @@ fn population_sizes_are_validated() {
         assert_eq!(Region::parse(r.name()), Some(r));
     }
 }
+
+/// Newton's root of Pitman's likelihood equations can lie where the likelihood is undefined
+/// (θ + (u−1)α ≤ 0); ARX reports its estimate (here 8·10⁻¹⁶ population uniques in a million
+/// people). Such a root is a failed estimate: no parameters, no valid value, and the privacy
+/// model's estimate is 0, which fails it while there are sample uniques.
+#[test]
+fn pitman_roots_outside_the_model_fail() {
+    let h = hist(&[(1, 2), (15, 20), (35, 5), (45, 30), (59, 27)]);
+    let solver = SolverConfig::default();
+    // The root the equations have (found by the solver without the domain check).
+    let start = pitman_start(&h);
+    let (t, a) = newton::solve(
+        &solver,
+        start,
+        |t, _| t >= 0.0,
+        |t, a| pitman_closed(&h, t, a),
+    )
+    .expect("the closed form has a root");
+    let ([f1, f2], _) = pitman_exact(&h, t, a);
+    assert!(f1.abs() <= 1e-6 && f2.abs() <= 1e-6);
+    let u = h.classes() as f64;
+    assert!(t + (u - 1.0) * a <= 0.0, "θ {t}, α {a}");
+    assert!(!pitman_in_domain(&h, t, a));
+    let arx = pitman_uniques(t, a, 1_000_000);
+    assert!(arx > 0.0 && arx < 1e-12, "{arx}");
+    // deid: a failed estimate.
+    assert_eq!(pitman_parameters(&h, &solver), None);
+    assert!(!is_valid(pitman(&h, 1_000_000, &solver)));
+    assert_eq!(
+        model_estimate(&h, 1_000_000, Estimator::Pitman, &solver),
+        Some(0.0)
+    );
+    // The domain: every θ + iα (i < u) and k − α (k < largest size) positive.
+    assert!(pitman_in_domain(&h, 1.0, 0.5));
+    assert!(!pitman_in_domain(&h, 1.0, 1.0));
+    assert!(pitman_in_domain(&hist(&[(1, 3)]), 1.0, 1.5));
+    assert!(!pitman_in_domain(&h, f64::NAN, 0.5));
+}
