@@ -100,6 +100,7 @@ impl App {
                 webhook_allow_private: config.webhook_allow_private,
                 webhook_roots: Arc::new(webhook_roots),
                 upload_timeout: config.upload_timeout,
+                max_output_bytes: config.max_output_bytes,
             },
             token.clone(),
             tracker.clone(),

@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// Queued jobs (all tenants) beyond which new jobs get 429.
     #[arg(long, env = "DEID_MAX_QUEUED_JOBS", default_value_t = 100)]
     pub max_queued_jobs: i64,
+    /// Largest anonymized CSV of one job in bytes: measured before it is written (a larger one
+    /// fails the job with `output_too_large`; 422 at submission when it cannot fit).
+    #[arg(long, env = "DEID_MAX_OUTPUT_BYTES", default_value_t = 4 << 30)]
+    pub max_output_bytes: u64,
     /// Claims of a job before it fails (crashes, lost leases, storage errors).
     #[arg(long, env = "DEID_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: i64,

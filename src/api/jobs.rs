@@ -68,6 +68,12 @@ pub async fn create_job(
         let id = queue_job(&state, &tenant, &dataset, &spec).await?;
         return accepted(&state, &tenant, &id).await;
     }
+    crate::job::output::check_output_size(
+        &spec,
+        &columns,
+        dataset.row_count.max(0) as u64,
+        state.config.max_output_bytes,
+    )?;
     inline_stored_hierarchies(&state, &dataset, &mut spec).await?;
     let facts = dataset_facts(&state, &dataset, &spec, columns).await?;
     let (limits, allow_private) = (state.search_limits(), state.config.webhook_allow_private);

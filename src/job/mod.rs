@@ -11,6 +11,7 @@
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
 //! - [`run`]: one global search or local generalization, for the command line and the worker;
 //! - [`risk`]: risk analysis of data as they are (`deid risk`, `POST /v1/datasets/{id}/risk`);
+//! - [`output`]: the least size of a job's output, checked at submission;
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
 //!   [`SpecError`](error::SpecError); [`id`]: id newtypes and the job status.
@@ -21,6 +22,7 @@ pub mod callback;
 pub mod error;
 pub mod hierarchy;
 pub mod id;
+pub mod output;
 pub mod problem;
 pub mod progress;
 pub mod report;

@@ -9,13 +9,18 @@
 //! - **Fencing**: result chunks, completion, retry and release all require
 //!   `lease_owner = $me AND status = 'running'`, so a zombie worker's late writes are rejected.
 //! - **Reaper**: running jobs whose lease expired go back to the queue, or fail once their
-//!   attempts are used up.
+//!   attempts are used up or at their second interruption ([`MAX_INTERRUPTIONS`]).
 //! - **Documents**: a job's specification and result report live in `job_documents`, beside the
 //!   row, so that status polling reads small rows only (issue 11 item 6); they are written in
 //!   the same transaction as the row.
 
 use super::{Result, Store, now_ms, on_pool};
 use crate::job::id::{DatasetId, JobId, JobStatus, TenantId};
+
+/// Interruptions (the worker stopped while running the job: crash, out of memory, lost lease)
+/// after which a job fails with `worker_lost` instead of being queued again: a job that crashes
+/// its worker is retried once, never into the same crash again and again.
+pub const MAX_INTERRUPTIONS: i64 = 2;
 
 /// A job as shown by the API (everything but the specification and the result).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -390,17 +395,23 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Re-queues running jobs whose lease expired before `deadline_ms` (or fails them when their
-    /// attempts are used up). Returns (re-queued, failed).
+    /// Re-queues running jobs whose lease expired before `deadline_ms` — their worker crashed,
+    /// ran out of memory or lost its lease — and counts the interruption; fails them with
+    /// `error` instead when their attempts are used up or this is their
+    /// [`MAX_INTERRUPTIONS`]-th interruption. Returns (re-queued, failed).
     pub async fn reap_expired_leases(&self, deadline_ms: i64, error: &str) -> Result<(u64, u64)> {
         const FAIL: &str = "UPDATE jobs SET status = 'failed', error = $2, finished_at = $3, lease_owner = NULL, \
-             lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < $1 AND attempts >= max_attempts";
+             lease_expires_at = NULL, interruptions = interruptions + 1 \
+             WHERE status = 'running' AND lease_expires_at < $1 \
+             AND (attempts >= max_attempts OR interruptions + 1 >= $4)";
         // Re-queued jobs keep their `run_at`: they keep their place in the queue.
-        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL \
-             WHERE status = 'running' AND lease_expires_at < $1 AND attempts < max_attempts";
+        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, \
+             interruptions = interruptions + 1 \
+             WHERE status = 'running' AND lease_expires_at < $1 AND attempts < max_attempts \
+             AND interruptions + 1 < $2";
         let now = now_ms();
-        let failed = on_pool!(self, pool => sqlx::query(FAIL).bind(deadline_ms).bind(error).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).execute(pool).await.map(|r| r.rows_affected()))?;
+        let failed = on_pool!(self, pool => sqlx::query(FAIL).bind(deadline_ms).bind(error).bind(now).bind(MAX_INTERRUPTIONS).execute(pool).await.map(|r| r.rows_affected()))?;
+        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).bind(MAX_INTERRUPTIONS).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok((requeued, failed))
     }
 

@@ -106,6 +106,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job documents",
         include_str!("../../migrations/0004_job_documents.sql"),
     ),
+    (
+        5,
+        "job interruptions",
+        include_str!("../../migrations/0005_job_interruptions.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

@@ -45,7 +45,7 @@ use crate::job::spec::{JobSpec, SearchLimits, Task};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
-use deid_engine::output::Recoding;
+use deid_engine::output::{CsvOutput, Recoding};
 use deid_engine::search::SearchConfig;
 use deid_engine::{Checker, CsvOptions, Problem, Table};
 
@@ -71,6 +71,8 @@ pub struct RunnerSettings {
     /// Longest upload: an upload still incomplete after it (plus a lease) was abandoned by a
     /// process that stopped, and is removed by the reaper.
     pub upload_timeout: Duration,
+    /// Largest anonymized CSV of a job (bytes), measured before it is written.
+    pub max_output_bytes: u64,
 }
 
 /// Interval of heartbeats and progress publication.
@@ -553,6 +555,7 @@ impl Runner {
             spec,
             settings,
             live: live.clone(),
+            max_output_bytes: self.settings.max_output_bytes,
         };
         match self.pool.spawn(move || ctx.run()).await {
             Ok(Ok(r)) => r,
@@ -577,10 +580,27 @@ impl Runner {
 fn interrupted_error() -> String {
     serde_json::json!({
         "code": ErrorCode::WorkerLost,
-        "message": "the job was interrupted (worker crashed or lost its lease) and its attempts are used up",
+        "message": format!(
+            "the job's worker stopped while running it (a crash, running out of memory or a lost \
+             lease) {} times or its attempts are used up; it is not run again",
+            crate::store::jobs::MAX_INTERRUPTIONS
+        ),
         "details": null
     })
     .to_string()
+}
+
+/// The failure of a job whose output would exceed the limit (nothing is written).
+fn output_too_large(bytes: u64, limit: u64) -> Failure {
+    Failure {
+        code: ErrorCode::OutputTooLarge,
+        message: format!(
+            "the anonymized CSV would have {bytes} bytes, more than the server's limit of \
+             {limit} (DEID_MAX_OUTPUT_BYTES); nothing was written"
+        ),
+        details: serde_json::json!({"bytes": bytes, "limit": limit}),
+        retryable: false,
+    }
 }
 
 /// Everything the engine side of a job needs, moved onto the pool.
@@ -593,6 +613,7 @@ struct EngineJob {
     spec: JobSpec,
     settings: SearchConfig,
     live: Arc<LiveJob>,
+    max_output_bytes: u64,
 }
 
 impl EngineJob {
@@ -695,9 +716,15 @@ impl EngineJob {
             self.owner.clone(),
         );
         let options = self.spec.output_options();
-        let written =
-            deid_engine::output::write_csv(problem, recoding, &mut writer, delimiter, &options)
-                .map_err(|e| e.to_string())
+        let output = CsvOutput::new(problem, recoding, &options);
+        // The output's size is known before anything is written or formatted.
+        let bytes = output.size(delimiter);
+        if bytes > self.max_output_bytes {
+            return Err(output_too_large(bytes, self.max_output_bytes));
+        }
+        let written = output
+            .write(&mut writer, delimiter)
+            .map_err(|e| e.to_string())
                 .and_then(|w| {
                     let suppression =
                         SuppressionReport::new(problem, recoding, suppressed, &options, Some(w));

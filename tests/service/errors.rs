@@ -718,3 +718,37 @@ async fn queue_limit() {
     app.wait_job(rid, Duration::from_secs(30), finished).await;
     app.stop().await;
 }
+
+/// The output limit (`--max-output-bytes`): a job whose output cannot fit is refused at
+/// submission (422 `output_too_large`, the least size in `details`); one whose measured output
+/// is too large fails before anything is written (issue 27 item 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_limit() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.max_output_bytes = 100_000;
+    let app = spawn_app_with(db, c).await;
+    // 60,000 rows: at least "x;…\n" per row, 120,004 bytes with the header.
+    let big = app.upload(poison_csv(60_000), "delimiter=;").await;
+    let r = app
+        .post_json("/v1/jobs", &poison_job(big["id"].as_str().unwrap()))
+        .await;
+    let body = r.assert_error(422, "output_too_large");
+    let details = &body["error"]["details"];
+    assert_eq!(details["field"], "dataset_id");
+    assert_eq!(details["min_bytes"], 120_004);
+    assert_eq!(details["limit"], 100_000);
+    // 20,000 rows fit the least size (40,004) but not the sets: the job fails, writes nothing.
+    let ds = app.upload(poison_csv(20_000), "delimiter=;").await;
+    let job = app.create_job(&poison_job(ds["id"].as_str().unwrap())).await;
+    let id = job["id"].as_str().unwrap();
+    let j = app.wait_job(id, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "failed", "{j}");
+    assert_eq!(j["error"]["code"], "output_too_large", "{j}");
+    assert_eq!(j["error"]["details"]["limit"], 100_000);
+    assert!(j["error"]["details"]["bytes"].as_u64().unwrap() > 100_000);
+    app.get(&format!("/v1/jobs/{id}/result.csv"))
+        .await
+        .assert_error(409, "result_not_available");
+    app.stop().await;
+}

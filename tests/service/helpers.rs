@@ -575,9 +575,30 @@ pub struct ChildServer {
 impl ChildServer {
     /// Starts the built binary on `db` with extra flags; waits until it listens.
     pub fn start(db: &TestDb, tag: &str, extra: &[&str]) -> ChildServer {
+        Self::spawn(db, tag, extra, None)
+    }
+
+    /// Like [`ChildServer::start`], with the process's address space capped at `bytes`
+    /// (`prlimit --as`): an allocation beyond it fails and aborts the server.
+    pub fn start_capped(db: &TestDb, tag: &str, extra: &[&str], bytes: u64) -> ChildServer {
+        Self::spawn(db, tag, extra, Some(bytes))
+    }
+
+    fn spawn(db: &TestDb, tag: &str, extra: &[&str], cap: Option<u64>) -> ChildServer {
         let log = db.dir.join(format!("{tag}-{}.log", uuid::Uuid::now_v7()));
         let file = std::fs::File::create(&log).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_deid"));
+        let mut cmd = match cap {
+            None => Command::new(env!("CARGO_BIN_EXE_deid")),
+            Some(bytes) => {
+                let mut c = Command::new("prlimit");
+                c.arg(format!("--as={bytes}"))
+                    .arg("--")
+                    .arg(env!("CARGO_BIN_EXE_deid"))
+                    // Few malloc arenas: each reserves 64 MiB of address space per thread.
+                    .env("MALLOC_ARENA_MAX", "2");
+                c
+            }
+        };
         cmd.arg("serve");
         let defaults = [
             ("--bind", "127.0.0.1:0"),
@@ -665,4 +686,26 @@ pub fn finished(j: &Value) -> bool {
         j["status"].as_str(),
         Some("succeeded" | "failed" | "cancelled")
     )
+}
+
+/// The poison dataset of issue 27: `g;v` with `rows` rows `x;<distinct number>`.
+pub fn poison_csv(rows: usize) -> String {
+    let mut s = String::from("g;v\n");
+    for i in 0..rows {
+        s.push_str(&format!("x;{i}\n"));
+    }
+    s
+}
+
+/// The poison job: `g` generalized by `x;*`, `v` microaggregated as a `set`, k = 2: one class
+/// holding every record and every value of `v`.
+pub fn poison_job(dataset: &str) -> Value {
+    json!({
+        "dataset_id": dataset,
+        "attributes": {
+            "g": {"type": "quasi_identifying", "hierarchy": {"csv": "x;*\n"}},
+            "v": {"type": "quasi_identifying", "microaggregation": {"function": "set"}},
+        },
+        "privacy": ["k-anonymity(k=2)"],
+    })
 }

@@ -150,3 +150,36 @@ async fn queued_jobs_wake_other_processes() {
     }
     drop((a, b));
 }
+
+/// The poison job of issue 27 on a server whose address space is capped at 1 GiB: 20,000
+/// records of one class with distinct values, microaggregated as a `set`, used to make a 5 GB
+/// output (the server aborted allocating it, at every restart). The set lists 10 values and a
+/// count, so the job succeeds with an output of the input's order of size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_set_job_is_bounded() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let server = ChildServer::start_capped(&db, "capped", &[], 1 << 30);
+    let api = server.api();
+    let csv = poison_csv(20_000);
+    let input = csv.len();
+    let ds = api.upload(csv, "delimiter=;").await;
+    let job = api.create_job(&poison_job(ds["id"].as_str().unwrap())).await;
+    let id = job["id"].as_str().unwrap();
+    let j = api.wait_job(id, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "succeeded", "{j}\n{}", server.log_text());
+    assert_eq!(j["attempts"], 1, "{j}");
+    let out = api.get(&format!("/v1/jobs/{id}/result.csv")).await;
+    assert_eq!(out.status, 200);
+    let lines: Vec<&str> = out.text.lines().collect();
+    assert_eq!(lines.len(), 20_001);
+    assert_eq!(lines[0], "g;v");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| *l == "x;{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … 19990 more}"),
+        "{}",
+        lines[1]
+    );
+    // 148,894 bytes in, 980,004 out (unbounded: 5 GB).
+    assert_eq!((input, out.text.len()), (148_894, 980_004));
+}

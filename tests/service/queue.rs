@@ -312,3 +312,47 @@ both_databases!(
     abandoned_uploads_are_purged_sqlite,
     abandoned_uploads_are_purged_postgres
 );
+
+/// A job whose worker stops while running it (crash, out of memory, lost lease) is queued again
+/// once; the second interruption fails it with `worker_lost`, attempts left or not (issue 27
+/// item 1: a poison job crashed the server at every restart until its attempts were used up).
+async fn crashing_jobs_are_retried_once(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let id = JobId::generate();
+    let job = NewJob {
+        id: &id,
+        tenant: &TenantId::from("t"),
+        dataset_id: &DatasetId::from("d"),
+        task: "anonymize",
+        spec: "{}",
+        max_attempts: 5,
+        webhook: None,
+    };
+    assert!(store.insert_job(&job, 1000).await.unwrap());
+    let mut reaped = Vec::new();
+    for owner in ["a", "b"] {
+        let j = store.claim_next_job(owner, 1).await.unwrap().unwrap();
+        assert_eq!(j.id, id);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        reaped.push(
+            store
+                .reap_expired_leases(deid::store::now_ms(), "{\"code\":\"worker_lost\"}")
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(reaped, [(1, 0), (0, 1)]);
+    let row = store.job_by_id(&id).await.unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.attempts), ("failed", 2));
+    assert!(row.error.unwrap().contains("worker_lost"));
+    assert!(store.claim_next_job("c", 1000).await.unwrap().is_none());
+    store.close().await;
+}
+both_databases!(
+    crashing_jobs_are_retried_once,
+    crashing_jobs_are_retried_once_sqlite,
+    crashing_jobs_are_retried_once_postgres
+);
