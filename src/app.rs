@@ -45,6 +45,9 @@ impl App {
                 config.bind
             );
         }
+        if config.max_risk_requests == 0 {
+            bail!("--max-risk-requests must be at least 1");
+        }
         if config.workers == 0 {
             bail!("--workers must be at least 1");
         }
@@ -114,6 +117,7 @@ impl App {
             keys: Arc::new(keys),
             shutdown: token.clone(),
             engine_threads,
+            risk_slots: Arc::new(tokio::sync::Semaphore::new(config.max_risk_requests)),
         };
         let router = api::router(state.clone());
         let listener = TcpListener::bind(config.bind)

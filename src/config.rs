@@ -62,6 +62,10 @@ pub struct ServeArgs {
     /// fails the job with `output_too_large`; 422 at submission when it cannot fit).
     #[arg(long, env = "DEID_MAX_OUTPUT_BYTES", default_value_t = 4 << 30)]
     pub max_output_bytes: u64,
+    /// Synchronous risk analyses (`POST /v1/datasets/{id}/risk`) running at once; more get 429
+    /// `too_many_requests` with `Retry-After`.
+    #[arg(long, env = "DEID_MAX_RISK_REQUESTS", default_value_t = 2)]
+    pub max_risk_requests: usize,
     /// Claims of a job before it fails (crashes, lost leases, storage errors).
     #[arg(long, env = "DEID_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: i64,

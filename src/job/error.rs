@@ -86,6 +86,9 @@ error_codes! {
     /// refused at submission when the dataset alone shows it, otherwise the job fails before
     /// anything is written. `details` has `bytes` (or `min_bytes`) and `limit`.
     OutputTooLarge = ("output_too_large", 422),
+    /// Too many synchronous risk analyses run at once (`--max-risk-requests`); try again after
+    /// `Retry-After`, or queue a job with `"task": "risk"`.
+    TooManyRequests = ("too_many_requests", 429),
     /// Too many jobs are waiting.
     QueueFull = ("queue_full", 429),
     /// An unexpected failure; the server log has the details.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use deid_engine::risk::RiskReport;
-use deid_engine::{Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
+use deid_engine::{CancelFlag, Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
 
 use super::error::SpecError;
 use super::report::DEFAULT_RISK_THRESHOLD;
@@ -97,6 +97,17 @@ impl RiskRequest {
 
     /// Analyses `table`.
     pub fn analyse(&self, table: Table) -> Result<RiskAnalysis, SpecError> {
+        let analysis = self.analyse_cancellable(table, &CancelFlag::new())?;
+        Ok(analysis.expect("a flag nobody raises"))
+    }
+
+    /// Analyses `table` until `cancel` is raised (`None` then): the request that asked for it
+    /// went away, or the job was cancelled.
+    pub fn analyse_cancellable(
+        &self,
+        table: Table,
+        cancel: &CancelFlag,
+    ) -> Result<Option<RiskAnalysis>, SpecError> {
         let columns: Vec<String> = table.columns().iter().map(|c| c.name.clone()).collect();
         self.validate(&columns, table.rows())?;
         let mut quasi_identifiers = Vec::with_capacity(self.quasi_identifiers.len());
@@ -120,11 +131,13 @@ impl RiskRequest {
             population: self.population.as_ref().map(|p| p.parse()).transpose()?,
             ..ProblemConfig::default()
         };
+        if cancel.is_cancelled() {
+            return Ok(None);
+        }
         let problem = Problem::new(table, config)?;
         let threshold = self.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-        Ok(RiskAnalysis {
-            input: RiskReport::input(&problem, threshold),
-        })
+        Ok(RiskReport::input_cancellable(&problem, threshold, cancel)
+            .map(|input| RiskAnalysis { input }))
     }
 }
 
@@ -170,5 +183,15 @@ mod tests {
             let e = request(json).analyse(table()).unwrap_err();
             assert_eq!(e.field, field, "{json}: {e}");
         }
+    }
+
+    #[test]
+    fn a_raised_cancel_flag_stops_the_analysis() {
+        let request: RiskRequest =
+            serde_json::from_str(r#"{"quasi_identifiers": ["sex", "age"]}"#).unwrap();
+        let cancel = CancelFlag::new();
+        assert!(request.analyse_cancellable(table(), &cancel).unwrap().is_some());
+        cancel.cancel();
+        assert!(request.analyse_cancellable(table(), &cancel).unwrap().is_none());
     }
 }

@@ -5,6 +5,7 @@
 
 use std::io::{self, Read, Write};
 
+use deid_engine::CancelFlag;
 use tokio::runtime::Handle;
 
 use crate::job::id::{DatasetId, JobId};
@@ -20,9 +21,17 @@ pub struct ChunkReader {
     next: i64,
     buf: Vec<u8>,
     pos: usize,
+    cancel: Option<CancelFlag>,
 }
 
 impl ChunkReader {
+    /// The same reader, failing at its next chunk once `cancel` is raised (the reading stops
+    /// with the request or job that asked for it).
+    pub fn cancellable(mut self, cancel: CancelFlag) -> ChunkReader {
+        self.cancel = Some(cancel);
+        self
+    }
+
     /// A reader over chunks `0..chunk_count` of `dataset_id`.
     pub fn new(
         store: Store,
@@ -38,6 +47,7 @@ impl ChunkReader {
             next: 0,
             buf: Vec::new(),
             pos: 0,
+            cancel: None,
         }
     }
 }
@@ -47,6 +57,9 @@ impl Read for ChunkReader {
         while self.pos >= self.buf.len() {
             if self.next >= self.chunk_count {
                 return Ok(0);
+            }
+            if self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled) {
+                return Err(io::Error::other("cancelled"));
             }
             let chunk = self
                 .handle

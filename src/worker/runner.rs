@@ -621,21 +621,34 @@ impl EngineJob {
         // 1. Data, straight from the stored chunks.
         let started = std::time::Instant::now();
         let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
+        if self.spec.task() == Task::Risk {
+            // No search reports progress: the phase and the wall-clock time do.
+            self.live.start_clock();
+        }
         let reader = ChunkReader::new(
             self.store.clone(),
             self.handle.clone(),
             self.dataset.id.clone(),
             self.dataset.chunk_count,
-        );
-        let table = Table::read_csv(
+        )
+        .cancellable(self.live.cancel.clone());
+        let table = match Table::read_csv(
             std::io::BufReader::with_capacity(1 << 16, reader),
             CsvOptions {
                 delimiter,
                 has_header: self.dataset.has_header != 0,
             },
             "dataset",
-        )
-        .map_err(|e| Failure::transient(ErrorCode::DatasetUnreadable, e.to_string()))?;
+        ) {
+            Ok(table) => table,
+            Err(_) if self.live.cancel.is_cancelled() => return Ok(self.stopped(started)),
+            Err(e) => {
+                return Err(Failure::transient(
+                    ErrorCode::DatasetUnreadable,
+                    e.to_string(),
+                ));
+            }
+        };
         if self.spec.task() == Task::Risk {
             return self.analyse_risk(table, started);
         }
@@ -800,12 +813,36 @@ impl EngineJob {
         })
     }
 
+    /// What a job stopped before its end (its cancel flag raised) records: cancelled by its
+    /// user, it ends without a result; otherwise (shutdown, lost lease) nothing is written.
+    fn stopped(&self, started: Instant) -> Processed {
+        if self.live.cause() != StopCause::User {
+            return Processed::Aborted;
+        }
+        Processed::Finished {
+            summary: Summary {
+                found: false,
+                checks: 0,
+                elapsed: started.elapsed(),
+                optimal_proven: false,
+                stop: "cancelled",
+            },
+            report: None,
+            chunks: None,
+            failure: None,
+        }
+    }
+
     /// `"task": "risk"`: the risks of the data as they are (`{"input": RiskReport}`), no CSV.
+    /// A cancel stops the analysis (the job ends `cancelled`, without a result).
     fn analyse_risk(&self, table: Table, started: Instant) -> Result<Processed, Failure> {
-        self.live.set_phase(JobPhase::Writing);
-        let analysis = RiskRequest::from_spec(&self.spec)
-            .analyse(table)
-            .map_err(Failure::spec)?;
+        self.live.set_phase(JobPhase::Analysing);
+        let Some(analysis) = RiskRequest::from_spec(&self.spec)
+            .analyse_cancellable(table, &self.live.cancel)
+            .map_err(Failure::spec)?
+        else {
+            return Ok(self.stopped(started));
+        };
         // Exactly the shape of `POST /v1/datasets/{id}/risk`.
         let report = serde_json::to_value(analysis).map_err(|e| Failure {
             code: ErrorCode::InternalError,

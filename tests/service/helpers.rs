@@ -709,3 +709,33 @@ pub fn poison_job(dataset: &str) -> Value {
         "privacy": ["k-anonymity(k=2)"],
     })
 }
+
+/// A dataset whose risk analysis takes seconds: `rows` rows of 10 columns `c0…c9` with values
+/// below 50, nearly every row its own class, so the QI risks group ~`rows` classes by each of
+/// the 1023 combinations of the columns.
+pub fn slow_risk_csv(rows: usize) -> String {
+    let mut rng = Rng::new(11);
+    let mut s = (0..10).map(|i| format!("c{i}")).collect::<Vec<_>>().join(",");
+    s.push('\n');
+    for _ in 0..rows {
+        let row: Vec<String> = (0..10).map(|_| rng.below(50).to_string()).collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+/// The risk request of [`slow_risk_csv`]: every column quasi-identifying.
+pub fn slow_risk_request() -> Value {
+    json!({"quasi_identifiers": (0..10).map(|i| format!("c{i}")).collect::<Vec<_>>()})
+}
+
+/// CPU time (user + system) a process has used so far, in clock ticks (Linux `/proc`).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}

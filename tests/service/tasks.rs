@@ -131,6 +131,47 @@ async fn risk_task(kind: Db) {
 }
 both_databases!(risk_task, risk_task_sqlite, risk_task_postgres);
 
+/// A risk job shows its phase and elapsed time while it runs, and a cancel stops the analysis:
+/// the job ends `cancelled` without a result (issue 27 item 2: the cancel was ignored, the job
+/// ended `cancelled` with the full result, and showed `elapsed_ms: 0` while running).
+async fn risk_job_cancel(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let ds = app.upload(slow_risk_csv(19_000), "name=slow").await;
+    let qi = json!({"type": "quasi_identifying"});
+    let attributes: serde_json::Map<String, Value> =
+        (0..10).map(|i| (format!("c{i}"), qi.clone())).collect();
+    let spec = json!({"dataset_id": ds["id"], "task": "risk", "attributes": attributes});
+    let job = app.create_job(&spec).await;
+    let id = job["id"].as_str().unwrap();
+    let running = app
+        .wait_job(id, Duration::from_secs(30), |j| {
+            j["progress"]["phase"] == "analysing" || finished(j)
+        })
+        .await;
+    assert_eq!(running["status"], "running", "{running}");
+    let running = app
+        .wait_job(id, Duration::from_secs(30), |j| {
+            j["progress"]["elapsed_ms"].as_u64().unwrap_or(0) > 0 || finished(j)
+        })
+        .await;
+    assert_eq!(running["status"], "running", "{running}");
+    let r = app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let j = app.wait_job(id, Duration::from_secs(30), finished).await;
+    assert_eq!(j["status"], "cancelled", "{j}");
+    app.get(&format!("/v1/jobs/{id}/result"))
+        .await
+        .assert_error(409, "result_not_available");
+    app.stop().await;
+}
+both_databases!(
+    risk_job_cancel,
+    risk_job_cancel_sqlite,
+    risk_job_cancel_postgres
+);
+
 /// Fields that do not fit the task are refused at submission, naming the field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_fields_are_checked() {
