@@ -45,6 +45,9 @@ impl App {
                 config.bind
             );
         }
+        if config.max_queued_jobs_per_tenant < 1 || config.max_running_jobs_per_tenant < 1 {
+            bail!("--max-queued-jobs-per-tenant and --max-running-jobs-per-tenant must be at least 1");
+        }
         if config.max_risk_requests == 0 {
             bail!("--max-risk-requests must be at least 1");
         }
@@ -104,6 +107,7 @@ impl App {
                 webhook_roots: Arc::new(webhook_roots),
                 upload_timeout: config.upload_timeout,
                 max_output_bytes: config.max_output_bytes,
+                max_running_per_tenant: config.max_running_jobs_per_tenant,
             },
             token.clone(),
             tracker.clone(),

@@ -66,6 +66,14 @@ pub struct ServeArgs {
     /// `too_many_requests` with `Retry-After`.
     #[arg(long, env = "DEID_MAX_RISK_REQUESTS", default_value_t = 2)]
     pub max_risk_requests: usize,
+    /// Queued jobs of one tenant beyond which its new jobs get 429 (other tenants are still
+    /// admitted).
+    #[arg(long, env = "DEID_MAX_QUEUED_JOBS_PER_TENANT", default_value_t = 25)]
+    pub max_queued_jobs_per_tenant: i64,
+    /// Running jobs of one tenant (all processes): its further jobs wait while other tenants'
+    /// jobs are claimed.
+    #[arg(long, env = "DEID_MAX_RUNNING_JOBS_PER_TENANT", default_value_t = 4)]
+    pub max_running_jobs_per_tenant: i64,
     /// Claims of a job before it fails (crashes, lost leases, storage errors).
     #[arg(long, env = "DEID_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: i64,

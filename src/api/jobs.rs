@@ -29,7 +29,7 @@ use crate::job::progress::JobProgress;
 use crate::job::spec::{DurationSpec, HierarchySource, JobSpec, Task};
 use crate::job::view::JobView;
 use crate::store::datasets::DatasetRow;
-use crate::store::jobs::{CancelOutcome, JobRow, NewJob};
+use crate::store::jobs::{Admission, CancelOutcome, JobRow, NewJob, QueueLimits};
 
 fn job_not_found(id: &JobId) -> ApiError {
     ApiError::new(ErrorCode::JobNotFound, format!("no job with id '{id}'"))
@@ -121,18 +121,21 @@ async fn queue_job(
         max_attempts: state.config.max_attempts,
         webhook: spec.callback_url.as_ref().map(|_| "pending"),
     };
-    if !state
-        .store
-        .insert_job(&new, state.config.max_queued_jobs)
-        .await?
-    {
+    let limits = QueueLimits {
+        queued: state.config.max_queued_jobs,
+        queued_per_tenant: state.config.max_queued_jobs_per_tenant,
+    };
+    let (limit, scope, whose) = match state.store.insert_job(&new, limits).await? {
+        Admission::Queued => (0, "", ""),
+        Admission::QueueFull => (limits.queued, "all", ""),
+        Admission::TenantQueueFull => (limits.queued_per_tenant, "tenant", " of this tenant"),
+    };
+    if !scope.is_empty() {
         return Err(ApiError::new(
             ErrorCode::QueueFull,
-            format!(
-                "{} jobs are waiting already; try again later",
-                state.config.max_queued_jobs
-            ),
+            format!("{limit} jobs{whose} are waiting already; try again later"),
         )
+        .with_details(json!({"limit": limit, "scope": scope}))
         .retry_after(10));
     }
     state.runner.wake();

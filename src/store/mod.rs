@@ -111,6 +111,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job interruptions",
         include_str!("../../migrations/0005_job_interruptions.sql"),
     ),
+    (
+        6,
+        "tenant fairness",
+        include_str!("../../migrations/0006_tenant_fairness.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

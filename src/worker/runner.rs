@@ -2,7 +2,7 @@
 //!
 //! [`Runner::start`] spawns two loops on the task tracker:
 //! - the **claim loop**: waits for a free slot (a semaphore of `concurrency` permits), claims
-//!   the next due job (lease `lease`), runs it, and sleeps until woken (a job was queued here)
+//!   the next due job fairly across tenants (lease `lease`; `Store::claim_next_job`), runs it, and sleeps until woken (a job was queued here)
 //!   or the poll interval passes when the queue is empty;
 //! - the **reaper**: every `lease / 2`, puts jobs whose lease expired back in the queue (or
 //!   fails them after `max_attempts` claims), and delivers webhooks that a stopped process left
@@ -73,6 +73,8 @@ pub struct RunnerSettings {
     pub upload_timeout: Duration,
     /// Largest anonymized CSV of a job (bytes), measured before it is written.
     pub max_output_bytes: u64,
+    /// Running jobs of one tenant (all processes) beyond which its jobs are not claimed.
+    pub max_running_per_tenant: i64,
 }
 
 /// Interval of heartbeats and progress publication.
@@ -226,7 +228,12 @@ impl Runner {
             if self.token.is_cancelled() {
                 return;
             }
-            match self.store.claim_next_job(&self.owner, lease_ms).await {
+            let claim = self.store.claim_next_job(
+                &self.owner,
+                lease_ms,
+                self.settings.max_running_per_tenant,
+            );
+            match claim.await {
                 Ok(Some(job)) => {
                     let me = self.clone();
                     self.tracker.spawn(async move {
