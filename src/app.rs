@@ -46,7 +46,9 @@ impl App {
             );
         }
         if config.max_queued_jobs_per_tenant < 1 || config.max_running_jobs_per_tenant < 1 {
-            bail!("--max-queued-jobs-per-tenant and --max-running-jobs-per-tenant must be at least 1");
+            bail!(
+                "--max-queued-jobs-per-tenant and --max-running-jobs-per-tenant must be at least 1"
+            );
         }
         if config.max_risk_requests == 0 {
             bail!("--max-risk-requests must be at least 1");

@@ -21,7 +21,11 @@ pub fn min_output_bytes(spec: &JobSpec, columns: &[String], rows: u64) -> u64 {
     let header: u64 = kept.iter().map(|c| c.len() as u64 + 1).sum();
     let every_row =
         spec.suppressed != Some(SuppressedSpec::Remove) && spec.research_subset.is_none();
-    let per_row = if every_row { kept.len().max(1) as u64 } else { 0 };
+    let per_row = if every_row {
+        kept.len().max(1) as u64
+    } else {
+        0
+    };
     header + per_row * rows
 }
 
@@ -54,14 +58,17 @@ mod tests {
     #[test]
     fn the_least_output_counts_delimiters_and_line_ends_of_kept_columns() {
         let columns = vec!["id".to_string(), "g".to_string(), "v".to_string()];
-        let spec = JobSpec::from_json(r#"{"attributes": {"id": {"type": "identifying"}}}"#)
-            .unwrap();
+        let spec =
+            JobSpec::from_json(r#"{"attributes": {"id": {"type": "identifying"}}}"#).unwrap();
         // Header "g;v\n" (4 bytes), each row at least ";\n".
         assert_eq!(min_output_bytes(&spec, &columns, 10), 4 + 20);
         assert!(check_output_size(&spec, &columns, 10, 24).is_ok());
         let e = check_output_size(&spec, &columns, 10, 23).unwrap_err();
-        assert_eq!((e.code, e.field.as_str()), (ErrorCode::OutputTooLarge, "dataset_id"));
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ErrorCode::OutputTooLarge, "dataset_id")
+        );
         let remove = JobSpec::from_json(r#"{"suppressed": "remove"}"#).unwrap();
-        assert_eq!(min_output_bytes(&remove, &columns, 10), 9);
+        assert_eq!(min_output_bytes(&remove, &columns, 10), 7);
     }
 }

@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use deid_engine::risk::RiskReport;
-use deid_engine::{CancelFlag, Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
+use deid_engine::{
+    CancelFlag, Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table,
+};
 
 use super::error::SpecError;
 use super::report::DEFAULT_RISK_THRESHOLD;
@@ -15,7 +17,9 @@ use super::spec::PopulationSpec;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RiskRequest {
-    /// The quasi-identifiers (column names; at least one).
+    /// The quasi-identifiers (column names; at least one). Missing reads as empty, so that
+    /// `{}` is refused by [`RiskRequest::validate`] naming `quasi_identifiers`.
+    #[serde(default)]
     pub quasi_identifiers: Vec<String>,
     /// The population the data were sampled from (adds population uniqueness).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,6 +169,7 @@ mod tests {
         let pu = a.input.population_uniqueness.unwrap();
         assert_eq!((pu.population, pu.sampling_fraction), (8, 0.5));
         for (json, field) in [
+            ("{}", "quasi_identifiers"),
             (r#"{"quasi_identifiers": []}"#, "quasi_identifiers"),
             (r#"{"quasi_identifiers": ["agee"]}"#, "quasi_identifiers[0]"),
             (
@@ -190,8 +195,18 @@ mod tests {
         let request: RiskRequest =
             serde_json::from_str(r#"{"quasi_identifiers": ["sex", "age"]}"#).unwrap();
         let cancel = CancelFlag::new();
-        assert!(request.analyse_cancellable(table(), &cancel).unwrap().is_some());
+        assert!(
+            request
+                .analyse_cancellable(table(), &cancel)
+                .unwrap()
+                .is_some()
+        );
         cancel.cancel();
-        assert!(request.analyse_cancellable(table(), &cancel).unwrap().is_none());
+        assert!(
+            request
+                .analyse_cancellable(table(), &cancel)
+                .unwrap()
+                .is_none()
+        );
     }
 }

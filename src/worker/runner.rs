@@ -745,14 +745,14 @@ impl EngineJob {
         let written = output
             .write(&mut writer, delimiter)
             .map_err(|e| e.to_string())
-                .and_then(|w| {
-                    let suppression =
-                        SuppressionReport::new(problem, recoding, suppressed, &options, Some(w));
-                    writer
-                        .finish()
-                        .map(|n| (n, suppression))
-                        .map_err(|e| e.to_string())
-                });
+            .and_then(|w| {
+                let suppression =
+                    SuppressionReport::new(problem, recoding, suppressed, &options, Some(w));
+                writer
+                    .finish()
+                    .map(|n| (n, suppression))
+                    .map_err(|e| e.to_string())
+            });
         match written {
             Ok(done) => Ok(Some(done)),
             Err(_) if self.live.cause() == StopCause::LeaseLost || !self.lease_held() => Ok(None),

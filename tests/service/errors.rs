@@ -741,7 +741,9 @@ async fn output_limit() {
     assert_eq!(details["limit"], 100_000);
     // 20,000 rows fit the least size (40,004) but not the sets: the job fails, writes nothing.
     let ds = app.upload(poison_csv(20_000), "delimiter=;").await;
-    let job = app.create_job(&poison_job(ds["id"].as_str().unwrap())).await;
+    let job = app
+        .create_job(&poison_job(ds["id"].as_str().unwrap()))
+        .await;
     let id = job["id"].as_str().unwrap();
     let j = app.wait_job(id, Duration::from_secs(60), finished).await;
     assert_eq!(j["status"], "failed", "{j}");
@@ -786,8 +788,11 @@ async fn tenant_queue_limit() {
         .create_job(&slow_job(ds_b["id"].as_str().unwrap(), "60s"))
         .await;
     for (api, id) in [(&b, &theirs), (&a, &queued), (&a, &running)] {
-        api.post_raw(&format!("/v1/jobs/{}/cancel", id["id"].as_str().unwrap()), "")
-            .await;
+        api.post_raw(
+            &format!("/v1/jobs/{}/cancel", id["id"].as_str().unwrap()),
+            "",
+        )
+        .await;
     }
     a.wait_job(rid, Duration::from_secs(30), finished).await;
     app.stop().await;

@@ -715,7 +715,10 @@ pub fn poison_job(dataset: &str) -> Value {
 /// the 1023 combinations of the columns.
 pub fn slow_risk_csv(rows: usize) -> String {
     let mut rng = Rng::new(11);
-    let mut s = (0..10).map(|i| format!("c{i}")).collect::<Vec<_>>().join(",");
+    let mut s = (0..10)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
     s.push('\n');
     for _ in 0..rows {
         let row: Vec<String> = (0..10).map(|_| rng.below(50).to_string()).collect();

@@ -163,7 +163,9 @@ async fn poison_set_job_is_bounded() {
     let csv = poison_csv(20_000);
     let input = csv.len();
     let ds = api.upload(csv, "delimiter=;").await;
-    let job = api.create_job(&poison_job(ds["id"].as_str().unwrap())).await;
+    let job = api
+        .create_job(&poison_job(ds["id"].as_str().unwrap()))
+        .await;
     let id = job["id"].as_str().unwrap();
     let j = api.wait_job(id, Duration::from_secs(60), finished).await;
     assert_eq!(j["status"], "succeeded", "{j}\n{}", server.log_text());
@@ -214,7 +216,10 @@ async fn abandoned_risk_requests_stop() {
     // Meanwhile the one slot is taken: another analysis is refused.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let busy = api
-        .post_json(&risk(&small), &serde_json::json!({"quasi_identifiers": ["a"]}))
+        .post_json(
+            &risk(&small),
+            &serde_json::json!({"quasi_identifiers": ["a"]}),
+        )
         .await;
     busy.assert_error(429, "too_many_requests");
     assert!(busy.headers.get("retry-after").is_some());
@@ -226,10 +231,16 @@ async fn abandoned_risk_requests_stop() {
     let before = cpu_ticks(pid);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let used = cpu_ticks(pid) - before;
-    assert!(used < 30, "{used} ticks of CPU after the request was abandoned");
+    assert!(
+        used < 30,
+        "{used} ticks of CPU after the request was abandoned"
+    );
     // Its slot is free again.
     let r = api
-        .post_json(&risk(&small), &serde_json::json!({"quasi_identifiers": ["a"]}))
+        .post_json(
+            &risk(&small),
+            &serde_json::json!({"quasi_identifiers": ["a"]}),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }

@@ -34,9 +34,9 @@ async fn queue(store: &Store, n: usize) -> Vec<JobId> {
             webhook: None,
         };
         assert_eq!(
-        store.insert_job(&job, UNLIMITED).await.unwrap(),
-        Admission::Queued
-    );
+            store.insert_job(&job, UNLIMITED).await.unwrap(),
+            Admission::Queued
+        );
         ids.push(id);
     }
     ids
@@ -54,7 +54,11 @@ async fn concurrent_claims(kind: Db) {
         tasks.push(tokio::spawn(async move {
             let owner = format!("worker-{w}");
             let mut claimed = Vec::new();
-            while let Some(job) = store.claim_next_job(&owner, 60_000, i64::MAX).await.unwrap() {
+            while let Some(job) = store
+                .claim_next_job(&owner, 60_000, i64::MAX)
+                .await
+                .unwrap()
+            {
                 assert_eq!(job.attempts, 1);
                 claimed.push(job.id);
             }
@@ -83,7 +87,11 @@ async fn stale_owner_is_fenced(kind: Db) {
     let store = store(&db).await;
     let id = queue(&store, 1).await.remove(0);
     // A claims with a lease that expires at once; the reaper gives the job back.
-    let a = store.claim_next_job("a", 1, i64::MAX).await.unwrap().unwrap();
+    let a = store
+        .claim_next_job("a", 1, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(a.id, id);
     assert!(store.heartbeat(&id, "a", 1, "{}").await.unwrap().is_some());
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -93,7 +101,11 @@ async fn stale_owner_is_fenced(kind: Db) {
         .unwrap();
     assert_eq!((requeued, failed), (1, 0));
     // B claims it (second attempt).
-    let b = store.claim_next_job("b", 60_000, i64::MAX).await.unwrap().unwrap();
+    let b = store
+        .claim_next_job("b", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((b.id.as_str(), b.attempts), (id.as_str(), 2));
     // Everything A still tries is rejected.
     assert_eq!(
@@ -150,7 +162,11 @@ async fn stale_owner_is_fenced(kind: Db) {
     // A job whose attempts are used up fails when its lease expires.
     let id2 = queue(&store, 1).await.remove(0);
     for owner in ["c", "d"] {
-        let j = store.claim_next_job(owner, 1, i64::MAX).await.unwrap().unwrap();
+        let j = store
+            .claim_next_job(owner, 1, i64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(j.id, id2);
         tokio::time::sleep(Duration::from_millis(20)).await;
         store
@@ -162,7 +178,13 @@ async fn stale_owner_is_fenced(kind: Db) {
     assert_eq!(row.status.as_str(), "failed");
     assert_eq!(row.attempts, 2);
     assert!(row.error.unwrap().contains("worker_lost"));
-    assert!(store.claim_next_job("e", 1000, i64::MAX).await.unwrap().is_none());
+    assert!(
+        store
+            .claim_next_job("e", 1000, i64::MAX)
+            .await
+            .unwrap()
+            .is_none()
+    );
     store.close().await;
 }
 both_databases!(
@@ -197,7 +219,11 @@ async fn webhook_leases(kind: Db) {
     // Not ended yet: neither claimable nor orphaned.
     assert!(!store.claim_webhook(&id, far).await.unwrap());
     assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
-    store.claim_next_job("w", 60_000, i64::MAX).await.unwrap().unwrap();
+    store
+        .claim_next_job("w", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     let done = Completion {
         status: JobStatus::Succeeded,
         progress: "{}",
@@ -246,7 +272,11 @@ async fn requeued_jobs_keep_their_place(kind: Db) {
     tokio::time::sleep(Duration::from_millis(5)).await;
     let later = queue(&store, 2).await;
     // The reaper puts the first job back after its lease expired.
-    let a = store.claim_next_job("a", 1, i64::MAX).await.unwrap().unwrap();
+    let a = store
+        .claim_next_job("a", 1, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(a.id, ids[0]);
     tokio::time::sleep(Duration::from_millis(20)).await;
     let (requeued, _) = store
@@ -254,13 +284,25 @@ async fn requeued_jobs_keep_their_place(kind: Db) {
         .await
         .unwrap();
     assert_eq!(requeued, 1);
-    let b = store.claim_next_job("b", 60_000, i64::MAX).await.unwrap().unwrap();
+    let b = store
+        .claim_next_job("b", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(b.id, ids[0], "the re-queued job comes first");
     // Released at shutdown: first again.
     assert!(store.release_job(&b.id, "b").await.unwrap());
-    let c = store.claim_next_job("c", 60_000, i64::MAX).await.unwrap().unwrap();
+    let c = store
+        .claim_next_job("c", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(c.id, ids[0], "the released job comes first");
-    let d = store.claim_next_job("d", 60_000, i64::MAX).await.unwrap().unwrap();
+    let d = store
+        .claim_next_job("d", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(d.id, later[0]);
     store.close().await;
 }
@@ -332,23 +374,15 @@ async fn crashing_jobs_are_retried_once(kind: Db) {
         return;
     };
     let store = store(&db).await;
-    let id = JobId::generate();
-    let job = NewJob {
-        id: &id,
-        tenant: &TenantId::from("t"),
-        dataset_id: &DatasetId::from("d"),
-        task: "anonymize",
-        spec: "{}",
-        max_attempts: 5,
-        webhook: None,
-    };
-    assert_eq!(
-        store.insert_job(&job, UNLIMITED).await.unwrap(),
-        Admission::Queued
-    );
+    let (id, admission) = queue_for(&store, "t", 5, UNLIMITED).await;
+    assert_eq!(admission, Admission::Queued);
     let mut reaped = Vec::new();
     for owner in ["a", "b"] {
-        let j = store.claim_next_job(owner, 1, i64::MAX).await.unwrap().unwrap();
+        let j = store
+            .claim_next_job(owner, 1, i64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(j.id, id);
         tokio::time::sleep(Duration::from_millis(20)).await;
         reaped.push(
@@ -362,7 +396,13 @@ async fn crashing_jobs_are_retried_once(kind: Db) {
     let row = store.job_by_id(&id).await.unwrap().unwrap();
     assert_eq!((row.status.as_str(), row.attempts), ("failed", 2));
     assert!(row.error.unwrap().contains("worker_lost"));
-    assert!(store.claim_next_job("c", 1000, i64::MAX).await.unwrap().is_none());
+    assert!(
+        store
+            .claim_next_job("c", 1000, i64::MAX)
+            .await
+            .unwrap()
+            .is_none()
+    );
     store.close().await;
 }
 both_databases!(
@@ -372,7 +412,12 @@ both_databases!(
 );
 
 /// Queues a job of `tenant` under `limits`.
-async fn queue_for(store: &Store, tenant: &str, limits: QueueLimits) -> (JobId, Admission) {
+async fn queue_for(
+    store: &Store,
+    tenant: &str,
+    max_attempts: i64,
+    limits: QueueLimits,
+) -> (JobId, Admission) {
     let id = JobId::generate();
     let job = NewJob {
         id: &id,
@@ -380,7 +425,7 @@ async fn queue_for(store: &Store, tenant: &str, limits: QueueLimits) -> (JobId, 
         dataset_id: &DatasetId::from("d"),
         task: "anonymize",
         spec: "{}",
-        max_attempts: 2,
+        max_attempts,
         webhook: None,
     };
     let admission = store.insert_job(&job, limits).await.unwrap();
@@ -401,20 +446,26 @@ async fn tenants_share_the_queue(kind: Db) {
     };
     let mut a = Vec::new();
     for _ in 0..3 {
-        let (id, admission) = queue_for(&store, "a", limits).await;
+        let (id, admission) = queue_for(&store, "a", 2, limits).await;
         assert_eq!(admission, Admission::Queued);
         a.push(id);
     }
-    assert_eq!(queue_for(&store, "a", limits).await.1, Admission::TenantQueueFull);
-    let (b1, admission) = queue_for(&store, "b", limits).await;
+    assert_eq!(
+        queue_for(&store, "a", 2, limits).await.1,
+        Admission::TenantQueueFull
+    );
+    let (b1, admission) = queue_for(&store, "b", 2, limits).await;
     assert_eq!(admission, Admission::Queued);
-    let (b2, _) = queue_for(&store, "b", limits).await;
+    let (b2, _) = queue_for(&store, "b", 2, limits).await;
     // The whole queue: 5 of 5 allowed here.
     let full = QueueLimits {
         queued: 5,
         queued_per_tenant: 5,
     };
-    assert_eq!(queue_for(&store, "c", full).await.1, Admission::QueueFull);
+    assert_eq!(
+        queue_for(&store, "c", 2, full).await.1,
+        Admission::QueueFull
+    );
 
     // Neither tenant ran anything: the oldest job (a's) first.
     let claim = |owner: &'static str, max_running: i64| {

@@ -124,9 +124,24 @@ async fn risk_task(kind: Db) {
         result["input"]["population_uniqueness"].is_object(),
         "{result}"
     );
-    app.get(&format!("/v1/jobs/{id}/result.csv"))
+    let body = app
+        .get(&format!("/v1/jobs/{id}/result.csv"))
         .await
         .assert_error(409, "result_not_available");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no CSV") && message.contains("/result"),
+        "{body}"
+    );
+    // `{}` names the missing field, as the message does.
+    let body = app
+        .post_json(&format!("/v1/datasets/{dataset}/risk"), &json!({}))
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(
+        body["error"]["details"]["field"], "quasi_identifiers",
+        "{body}"
+    );
     app.stop().await;
 }
 both_databases!(risk_task, risk_task_sqlite, risk_task_postgres);
@@ -508,4 +523,44 @@ fn check_population_classes(csv: &str, report: &Value, k: usize, delta_max: f64)
             "{key:?}: δ = {count}/{big}"
         );
     }
+}
+
+/// Formula injection (issue 27 item 5): result.csv is faithful by default; the download option
+/// `?neutralize_formulas=true` and the job option `neutralize_formulas` give every cell and
+/// column name starting with `=`, `+`, `-`, `@` a leading `'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formulas_are_neutralized_on_request() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let csv = "\"=HYPERLINK(\"\"http://x\"\")\",g\n=1+2,a\n-3,a\n@x,a\nplain,a\n";
+    let ds = app.upload(csv, "delimiter=,").await;
+    let spec = |neutralize: bool| {
+        json!({
+            "dataset_id": ds["id"],
+            "attributes": {"g": {"type": "quasi_identifying", "hierarchy": {"csv": "a;*\n"}}},
+            "privacy": ["k-anonymity(k=2)"],
+            "neutralize_formulas": neutralize,
+        })
+    };
+    let faithful = "\"=HYPERLINK(\"\"http://x\"\")\",g\n=1+2,a\n-3,a\n@x,a\nplain,a\n";
+    let safe = "\"'=HYPERLINK(\"\"http://x\"\")\",g\n'=1+2,a\n'-3,a\n'@x,a\nplain,a\n";
+    for (neutralize, stored) in [(false, faithful), (true, safe)] {
+        let job = app.create_job(&spec(neutralize)).await;
+        let job = ended(&app, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let id = job["id"].as_str().unwrap();
+        let plain = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
+        assert_eq!((plain.status, plain.text.as_str()), (200, stored));
+        let download = app
+            .get(&format!(
+                "/v1/jobs/{id}/result.csv?neutralize_formulas=true"
+            ))
+            .await;
+        assert_eq!((download.status, download.text.as_str()), (200, safe));
+        app.get(&format!(
+            "/v1/jobs/{id}/result.csv?neutralize_formulas=maybe"
+        ))
+        .await
+        .assert_error(400, "invalid_query");
+    }
+    app.stop().await;
 }

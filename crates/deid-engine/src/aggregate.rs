@@ -300,8 +300,11 @@ impl PreparedAggregate {
                 } else {
                     // At most SET_MAX_LISTED values, then how many more there are: the cell
                     // stays bounded whatever the class's size (§3.7).
-                    let mut items: Vec<String> =
-                        all.iter().take(SET_MAX_LISTED).map(|&(c, _)| text(c)).collect();
+                    let mut items: Vec<String> = all
+                        .iter()
+                        .take(SET_MAX_LISTED)
+                        .map(|&(c, _)| text(c))
+                        .collect();
                     if all.len() > SET_MAX_LISTED {
                         items.push(format!("… {} more", all.len() - SET_MAX_LISTED));
                     }

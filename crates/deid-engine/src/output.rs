@@ -58,6 +58,10 @@ pub struct OutputOptions {
     pub suppressed: SuppressedRecords,
     /// The text of a suppressed value (default `*`).
     pub marker: String,
+    /// Neutralize spreadsheet formulas: every cell (header included) that starts with `=`, `+`,
+    /// `-`, `@`, a tab or a carriage return gets a leading `'` ([`neutralize_formula`]). Off by
+    /// default: the output is faithful to the data.
+    pub neutralize_formulas: bool,
 }
 
 impl Default for OutputOptions {
@@ -65,8 +69,55 @@ impl Default for OutputOptions {
         OutputOptions {
             suppressed: SuppressedRecords::Mask,
             marker: SUPPRESSED.to_string(),
+            neutralize_formulas: false,
         }
     }
+}
+
+/// A cell a spreadsheet would not read as a formula (OWASP's CSV-injection rule): a cell
+/// starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (so `-5`
+/// becomes `'-5` too); any other cell is unchanged. Quotes and delimiters inside a cell are the
+/// CSV writer's business (it quotes such cells).
+pub fn neutralize_formula(cell: &str) -> std::borrow::Cow<'_, str> {
+    match cell.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => format!("'{cell}").into(),
+        _ => cell.into(),
+    }
+}
+
+/// Copies a CSV from `input` to `output` (same delimiter), every cell through
+/// [`neutralize_formula`]: the download of a stored output with formulas neutralized.
+pub fn neutralize_csv<R: std::io::Read, W: Write>(
+    input: R,
+    output: W,
+    delimiter: u8,
+) -> Result<()> {
+    let err = |e: csv::Error| EngineError::Output(e.to_string());
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input);
+    let mut writer = csv::WriterBuilder::new()
+        .delimiter(delimiter)
+        .flexible(true)
+        .from_writer(output);
+    let mut record = csv::StringRecord::new();
+    while reader.read_record(&mut record).map_err(err)? {
+        writer
+            .write_record(
+                record
+                    .iter()
+                    .map(neutralize_formula)
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(|c| c.as_ref()),
+            )
+            .map_err(err)?;
+    }
+    writer
+        .flush()
+        .map_err(|e| EngineError::Output(e.to_string()))
 }
 
 impl OutputOptions {
@@ -391,6 +442,17 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
             .collect()
     }
 
+    /// The cells as written: formulas neutralized if the options say so.
+    fn written<'c>(&self, record: &'c [&'c str]) -> Vec<std::borrow::Cow<'c, str>> {
+        record
+            .iter()
+            .map(|c| match self.options.neutralize_formulas {
+                true => neutralize_formula(c),
+                false => (*c).into(),
+            })
+            .collect()
+    }
+
     /// Fills `record` with the cells of `row`; false if the row is not written (outside the
     /// research subset, or a suppressed record removed — counted in `written`).
     fn cells<'s>(&'s self, row: usize, record: &mut Vec<&'s str>, written: &mut Written) -> bool {
@@ -446,13 +508,16 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
             .map(|c| {
                 let mut record = Vec::with_capacity(self.plan.len());
                 let mut written = Written::default();
-                (c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS))
-                    .filter(|&row| self.cells(row, &mut record, &mut written))
-                    .map(|_| record_bytes(&record, delimiter))
-                    .sum::<u64>()
+                let mut bytes = 0u64;
+                for row in c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS) {
+                    if self.cells(row, &mut record, &mut written) {
+                        bytes += record_bytes(&self.written(&record), delimiter);
+                    }
+                }
+                bytes
             })
             .sum();
-        record_bytes(&self.header(), delimiter) + data
+        record_bytes(&self.written(&self.header()), delimiter) + data
     }
 
     /// Streams the anonymized table as CSV with the given delimiter: header kept (minus
@@ -466,7 +531,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
             .delimiter(delimiter)
             .from_writer(Vec::new());
         header
-            .write_record(self.header())
+            .write_record(self.written(&self.header()).iter().map(|c| c.as_ref()))
             .map_err(|e| EngineError::Output(e.to_string()))?;
         let header = header
             .into_inner()
@@ -479,7 +544,9 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
         for first in (0..chunks).step_by(window) {
             let parts: Vec<Result<(Vec<u8>, Written)>> = (first..chunks.min(first + window))
                 .into_par_iter()
-                .map(|c| self.format_rows(delimiter, c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS)))
+                .map(|c| {
+                    self.format_rows(delimiter, c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS))
+                })
                 .collect();
             for part in parts {
                 let (bytes, w) = part?;
@@ -506,8 +573,12 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
         let mut record: Vec<&str> = Vec::with_capacity(self.plan.len());
         for row in range {
             if self.cells(row, &mut record, &mut written) {
-                w.write_record(&record)
-                    .map_err(|e| EngineError::Output(e.to_string()))?;
+                let result = if self.options.neutralize_formulas {
+                    w.write_record(self.written(&record).iter().map(|c| c.as_ref()))
+                } else {
+                    w.write_record(&record)
+                };
+                result.map_err(|e| EngineError::Output(e.to_string()))?;
             }
         }
         let bytes = w
@@ -520,16 +591,16 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
 /// The bytes of one CSV record as the `csv` writer formats it: a cell is quoted (its quotes
 /// doubled) when it holds the delimiter, a quote, CR or LF; a record of one empty cell is `""`;
 /// cells are separated by the delimiter, the record ends with LF.
-fn record_bytes(record: &[&str], delimiter: u8) -> u64 {
+fn record_bytes<S: AsRef<str>>(record: &[S], delimiter: u8) -> u64 {
     if let [only] = record
-        && only.is_empty()
+        && only.as_ref().is_empty()
     {
         return 3;
     }
     let cells: u64 = record
         .iter()
         .map(|cell| {
-            let bytes = cell.as_bytes();
+            let bytes = cell.as_ref().as_bytes();
             let special = bytes
                 .iter()
                 .any(|&b| b == delimiter || b == b'"' || b == b'\r' || b == b'\n');
@@ -656,6 +727,7 @@ mod tests {
         let keep = OutputOptions {
             suppressed: SuppressedRecords::KeepSensitive,
             marker: "#".into(),
+            neutralize_formulas: false,
         };
         let (text, _) = write(&p, &keep);
         assert_eq!(text.lines().nth(1000).unwrap(), "999,#,s0");
@@ -683,6 +755,13 @@ mod tests {
             OutputOptions {
                 suppressed: SuppressedRecords::KeepSensitive,
                 marker: "a,\"b\"".into(),
+                neutralize_formulas: false,
+            },
+            // Neutralized formulas: a marker and values starting with `-`, `=`.
+            OutputOptions {
+                marker: "-".into(),
+                neutralize_formulas: true,
+                ..OutputOptions::default()
             },
         ] {
             for delimiter in [b',', b';'] {
@@ -716,8 +795,60 @@ mod tests {
         let output = CsvOutput::new(&p, &eval, &options);
         let mut buf = Vec::new();
         output.write(&mut buf, b',').unwrap();
-        assert!(buf.starts_with(b"only\n\"\"\n"), "{:?}", String::from_utf8_lossy(&buf));
+        assert!(
+            buf.starts_with(b"only\n\"\"\n"),
+            "{:?}",
+            String::from_utf8_lossy(&buf)
+        );
         assert_eq!(output.size(b','), buf.len() as u64);
+    }
+
+    #[test]
+    fn formulas_are_neutralized_on_request() {
+        for (cell, expected) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+1", "'+1"),
+            ("-5", "'-5"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\tx", "'\tx"),
+            ("\rx", "'\rx"),
+            ("a=b", "a=b"),
+            ("", ""),
+        ] {
+            assert_eq!(neutralize_formula(cell), expected);
+        }
+        let rows: Vec<Vec<String>> = ["=1+2", "-3", "x"]
+            .iter()
+            .map(|v| vec![v.to_string(), "@q".to_string()])
+            .collect();
+        let table = Table::from_rows(&["=HYPERLINK(\"a\")", "g"], &rows).unwrap();
+        let h = Hierarchy::from_rows(vec![vec!["@q".into(), "*".into()]], "g").unwrap();
+        let config = ProblemConfig {
+            quasi_identifiers: vec![QuasiIdentifier::new("g", h)],
+            privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
+            ..Default::default()
+        };
+        let p = Problem::new(table, config).unwrap();
+        let eval = Checker::new(&p).evaluate(&[0]);
+        let write = |neutralize_formulas| {
+            let options = OutputOptions {
+                neutralize_formulas,
+                ..OutputOptions::default()
+            };
+            let output = CsvOutput::new(&p, &eval, &options);
+            let mut buf = Vec::new();
+            output.write(&mut buf, b',').unwrap();
+            assert_eq!(output.size(b','), buf.len() as u64);
+            String::from_utf8(buf).unwrap()
+        };
+        let faithful = "\"=HYPERLINK(\"\"a\"\")\",g\n=1+2,@q\n-3,@q\nx,@q\n";
+        assert_eq!(write(false), faithful);
+        let safe = "\"'=HYPERLINK(\"\"a\"\")\",g\n'=1+2,'@q\n'-3,'@q\nx,'@q\n";
+        assert_eq!(write(true), safe);
+        // The download's copy gives the same bytes.
+        let mut copy = Vec::new();
+        neutralize_csv(faithful.as_bytes(), &mut copy, b',').unwrap();
+        assert_eq!(String::from_utf8(copy).unwrap(), safe);
     }
 
     #[test]
