@@ -337,7 +337,6 @@ fn not_available(status: JobStatus) -> ApiError {
 
 /// Query parameters of `GET /v1/jobs/{id}/result.csv`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct CsvQuery {
     /// Neutralize spreadsheet formulas in this download.
     #[serde(default)]
