@@ -45,6 +45,14 @@ impl App {
                 config.bind
             );
         }
+        if config.max_queued_jobs_per_tenant < 1 || config.max_running_jobs_per_tenant < 1 {
+            bail!(
+                "--max-queued-jobs-per-tenant and --max-running-jobs-per-tenant must be at least 1"
+            );
+        }
+        if config.max_risk_requests == 0 {
+            bail!("--max-risk-requests must be at least 1");
+        }
         if config.workers == 0 {
             bail!("--workers must be at least 1");
         }
@@ -100,6 +108,8 @@ impl App {
                 webhook_allow_private: config.webhook_allow_private,
                 webhook_roots: Arc::new(webhook_roots),
                 upload_timeout: config.upload_timeout,
+                max_output_bytes: config.max_output_bytes,
+                max_running_per_tenant: config.max_running_jobs_per_tenant,
             },
             token.clone(),
             tracker.clone(),
@@ -113,6 +123,7 @@ impl App {
             keys: Arc::new(keys),
             shutdown: token.clone(),
             engine_threads,
+            risk_slots: Arc::new(tokio::sync::Semaphore::new(config.max_risk_requests)),
         };
         let router = api::router(state.clone());
         let listener = TcpListener::bind(config.bind)

@@ -58,6 +58,22 @@ pub struct ServeArgs {
     /// Queued jobs (all tenants) beyond which new jobs get 429.
     #[arg(long, env = "DEID_MAX_QUEUED_JOBS", default_value_t = 100)]
     pub max_queued_jobs: i64,
+    /// Largest anonymized CSV of one job in bytes: measured before it is written (a larger one
+    /// fails the job with `output_too_large`; 422 at submission when it cannot fit).
+    #[arg(long, env = "DEID_MAX_OUTPUT_BYTES", default_value_t = 4 << 30)]
+    pub max_output_bytes: u64,
+    /// Synchronous risk analyses (`POST /v1/datasets/{id}/risk`) running at once; more get 429
+    /// `too_many_requests` with `Retry-After`.
+    #[arg(long, env = "DEID_MAX_RISK_REQUESTS", default_value_t = 2)]
+    pub max_risk_requests: usize,
+    /// Queued jobs of one tenant beyond which its new jobs get 429 (other tenants are still
+    /// admitted).
+    #[arg(long, env = "DEID_MAX_QUEUED_JOBS_PER_TENANT", default_value_t = 25)]
+    pub max_queued_jobs_per_tenant: i64,
+    /// Running jobs of one tenant (all processes): its further jobs wait while other tenants'
+    /// jobs are claimed.
+    #[arg(long, env = "DEID_MAX_RUNNING_JOBS_PER_TENANT", default_value_t = 4)]
+    pub max_running_jobs_per_tenant: i64,
     /// Claims of a job before it fails (crashes, lost leases, storage errors).
     #[arg(long, env = "DEID_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: i64,

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::error::{ApiError, ErrorCode, Result};
 use super::extract::{ApiJson, ApiQuery};
+use super::hierarchies::CancelOnDrop;
 use super::state::AppState;
 use super::upload::Profile;
 use crate::config::ServeArgs;
@@ -22,7 +23,7 @@ use crate::job::view::rfc3339;
 use crate::store::datasets::{DatasetRow, DeleteOutcome, HierarchyLevels};
 use crate::worker::chunks::ChunkReader;
 use deid_engine::data::Column;
-use deid_engine::{ColumnProfile, CsvOptions, EngineError};
+use deid_engine::{CancelFlag, ColumnProfile, CsvOptions, EngineError};
 
 pub use super::upload::MAX_STORED_VALUES;
 
@@ -360,7 +361,9 @@ pub fn missing_values_error(e: EngineError, field: &str) -> ApiError {
 
 /// `POST /v1/datasets/{id}/risk`: the re-identification risks of the stored dataset as it is, for
 /// the given quasi-identifiers and population model (`{"input": RiskReport}`, the report's `risk`
-/// shape). Synchronous: the data are read once on a blocking thread.
+/// shape). Synchronous: the data are read once on a blocking thread, at most
+/// `--max-risk-requests` analyses at once (429 `too_many_requests` beyond); the analysis stops
+/// when the request is dropped (the client went away, or the request timed out).
 pub async fn dataset_risk(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
@@ -374,24 +377,43 @@ pub async fn dataset_risk(
         .collect();
     // Bad requests are answered before any data is read.
     request.validate(&columns, dataset.row_count.max(0) as usize)?;
+    let Ok(permit) = state.risk_slots.clone().try_acquire_owned() else {
+        return Err(ApiError::new(
+            ErrorCode::TooManyRequests,
+            format!(
+                "{} risk analyses are running; try again later, or queue a job with \
+                 \"task\": \"risk\"",
+                state.config.max_risk_requests
+            ),
+        )
+        .retry_after(5));
+    };
+    let cancel = CancelFlag::new();
+    let _guard = CancelOnDrop(cancel.clone());
     let reader = ChunkReader::new(
         state.store.clone(),
         tokio::runtime::Handle::current(),
         dataset.id.clone(),
         dataset.chunk_count,
-    );
+    )
+    .cancellable(cancel.clone());
     let options = CsvOptions {
         delimiter: dataset.delimiter.bytes().next().unwrap_or(b','),
         has_header: dataset.has_header != 0,
     };
     let analysis = tokio::task::spawn_blocking(move || {
+        // Held until the work stops, also when the request was dropped before.
+        let _permit = permit;
         let table = deid_engine::Table::read_csv(
             std::io::BufReader::with_capacity(1 << 16, reader),
             options,
             "dataset",
         )
         .map_err(|e| ApiError::new(ErrorCode::DatasetUnreadable, e.to_string()))?;
-        request.analyse(table).map_err(ApiError::from)
+        // `None`: cancelled, and nobody waits for the answer any more.
+        request
+            .analyse_cancellable(table, &cancel)?
+            .ok_or_else(|| ApiError::new(ErrorCode::RequestTimeout, "the request was abandoned"))
     })
     .await
     .map_err(ApiError::internal)??;

@@ -242,7 +242,7 @@ fn parse_spec(body: &[u8], column: &str) -> Result<HierarchySpec> {
 
 /// Raises its flag when dropped: when the request future is dropped (the client went away, or
 /// the request timed out), the build on the blocking thread stops at its next row.
-struct CancelOnDrop(CancelFlag);
+pub(crate) struct CancelOnDrop(pub CancelFlag);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

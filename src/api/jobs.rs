@@ -29,7 +29,7 @@ use crate::job::spec::{DurationSpec, HierarchySource, JobSpec};
 use crate::job::task;
 use crate::job::view::JobView;
 use crate::store::datasets::DatasetRow;
-use crate::store::jobs::{CancelOutcome, JobRow, NewJob};
+use crate::store::jobs::{Admission, CancelOutcome, JobRow, NewJob, QueueLimits};
 
 fn job_not_found(id: &JobId) -> ApiError {
     ApiError::new(ErrorCode::JobNotFound, format!("no job with id '{id}'"))
@@ -58,6 +58,13 @@ pub async fn create_job(
         .collect();
     spec.check_columns(&columns)?;
     let facts = if spec.task().reads_hierarchies() {
+        // A generalizing task writes a CSV: refused at once if even its least size is too large.
+        crate::job::output::check_output_size(
+            &spec,
+            &columns,
+            dataset.row_count.max(0) as u64,
+            state.config.max_output_bytes,
+        )?;
         inline_stored_hierarchies(&state, &dataset, &mut spec).await?;
         dataset_facts(&state, &dataset, &spec, columns).await?
     } else {
@@ -115,18 +122,21 @@ async fn queue_job(
         max_attempts: state.config.max_attempts,
         webhook: spec.callback_url.as_ref().map(|_| "pending"),
     };
-    if !state
-        .store
-        .insert_job(&new, state.config.max_queued_jobs)
-        .await?
-    {
+    let limits = QueueLimits {
+        queued: state.config.max_queued_jobs,
+        queued_per_tenant: state.config.max_queued_jobs_per_tenant,
+    };
+    let (limit, scope, whose) = match state.store.insert_job(&new, limits).await? {
+        Admission::Queued => (0, "", ""),
+        Admission::QueueFull => (limits.queued, "all", ""),
+        Admission::TenantQueueFull => (limits.queued_per_tenant, "tenant", " of this tenant"),
+    };
+    if !scope.is_empty() {
         return Err(ApiError::new(
             ErrorCode::QueueFull,
-            format!(
-                "{} jobs are waiting already; try again later",
-                state.config.max_queued_jobs
-            ),
+            format!("{limit} jobs{whose} are waiting already; try again later"),
         )
+        .with_details(json!({"limit": limit, "scope": scope}))
         .retry_after(10));
     }
     state.runner.wake();
@@ -326,16 +336,45 @@ fn not_available(status: JobStatus) -> ApiError {
     ApiError::new(ErrorCode::ResultNotAvailable, message).with_details(json!({"status": status}))
 }
 
-/// `GET /v1/jobs/{id}/result.csv`: the anonymized CSV, streamed chunk by chunk.
+/// Query parameters of `GET /v1/jobs/{id}/result.csv`.
+#[derive(Debug, Deserialize)]
+pub struct CsvQuery {
+    /// Neutralize spreadsheet formulas in this download.
+    #[serde(default)]
+    neutralize_formulas: bool,
+}
+
+/// `GET /v1/jobs/{id}/result.csv`: the anonymized CSV, streamed chunk by chunk; with
+/// `?neutralize_formulas=true`, copied cell by cell on a blocking thread with formulas
+/// neutralized (`deid_engine::output::neutralize_csv`).
 pub async fn get_result_csv(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<JobId>,
+    ApiQuery(query): ApiQuery<CsvQuery>,
 ) -> Result<Response> {
     let row = find_job(&state, &tenant, &id).await?;
+    if row.task == "risk" {
+        return Err(ApiError::new(
+            ErrorCode::ResultNotAvailable,
+            format!("a risk job's result is its report (GET /v1/jobs/{id}/result); it has no CSV"),
+        )
+        .with_details(json!({"status": row.status, "task": "risk"})));
+    }
     let Some(chunks) = row.result_chunks else {
         return Err(not_available(row.status));
     };
+    let headers = [
+        (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{id}.csv\""),
+        ),
+    ];
+    if query.neutralize_formulas {
+        let body = neutralized_csv(&state, &row, chunks).await?;
+        return Ok((headers, body).into_response());
+    }
     let store = state.store.clone();
     let job_id = row.id.clone();
     let stream = futures_util::stream::unfold(0i64, move |seq| {
@@ -353,17 +392,79 @@ pub async fn get_result_csv(
             Some((item, seq + 1))
         }
     });
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{id}.csv\""),
-            ),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response())
+    Ok((headers, Body::from_stream(stream)).into_response())
+}
+
+/// The stored result CSV of `row` with formulas neutralized, streamed from a blocking thread
+/// (64 KiB at a time). The delimiter is the dataset's, or, once the dataset is deleted, the most
+/// frequent of `,` `;` tab `|` in the header line.
+async fn neutralized_csv(state: &AppState, row: &JobRow, chunks: i64) -> Result<Body> {
+    let delimiter = match state.store.dataset(&row.tenant, &row.dataset_id).await? {
+        Some(d) => d.delimiter.bytes().next().unwrap_or(b','),
+        None => {
+            let first = state
+                .store
+                .result_chunk(&row.id, 0)
+                .await?
+                .unwrap_or_default();
+            let line = first.split(|&b| b == b'\n').next().unwrap_or_default();
+            [b',', b';', b'\t', b'|']
+                .into_iter()
+                .rev()
+                .max_by_key(|d| line.iter().filter(|b| *b == d).count())
+                .unwrap_or(b',')
+        }
+    };
+    let reader = crate::worker::chunks::ChunkReader::result(
+        state.store.clone(),
+        tokio::runtime::Handle::current(),
+        row.id.clone(),
+        chunks,
+    );
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+    tokio::task::spawn_blocking(move || {
+        let out = ChannelWriter {
+            tx: tx.clone(),
+            buf: Vec::with_capacity(1 << 16),
+        };
+        let input = std::io::BufReader::with_capacity(1 << 16, reader);
+        if let Err(e) = deid_engine::output::neutralize_csv(input, out, delimiter) {
+            // The client sees a truncated download; the log has no cell values.
+            tracing::warn!(error = %e, "neutralizing a result CSV failed");
+            let _ = tx.blocking_send(Err(std::io::Error::other("the download failed")));
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Ok(Body::from_stream(stream))
+}
+
+/// Sends what is written, 64 KiB at a time, to a download's stream (blocking thread only).
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
+    buf: Vec<u8>,
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= 1 << 16 {
+            self.flush()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        // The client went away: stop copying.
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::other("the download was abandoned"))
+    }
 }
 
 /// Where an event stream gets its updates.

@@ -27,6 +27,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Threads of the engine pool (the maximum of a job's `threads`).
     pub engine_threads: usize,
+    /// Permits of synchronous risk analyses (`--max-risk-requests`).
+    pub risk_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {

@@ -143,6 +143,11 @@ pub struct ProblemArgs {
     /// column contains it.
     #[arg(long, value_name = "TEXT")]
     pub suppression_marker: Option<String>,
+    /// Neutralize spreadsheet formulas in the output CSV: cells (and column names) starting
+    /// with `=`, `+`, `-`, `@`, tab or CR get a leading `'` (OWASP CSV injection); off by
+    /// default, the output is faithful to the data.
+    #[arg(long)]
+    pub neutralize_formulas: bool,
     /// The population the data were sampled from.
     #[command(flatten)]
     pub population: PopulationArgs,
@@ -376,6 +381,9 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     if let Some(m) = &args.suppression_marker {
         spec.suppression_marker = Some(m.clone());
     }
+    if args.neutralize_formulas {
+        spec.neutralize_formulas = Some(true);
+    }
     if let Some(d) = args.hierarchy_duplicates {
         spec.hierarchy_duplicates = Some(d);
     }
@@ -511,6 +519,7 @@ pub(crate) fn run_task(
         delimiter: delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?,
         started,
         force_output,
+        max_output_bytes: None,
     };
     let mut file = output.map(|path| LazyFile { path, file: None });
     let outcome = task::run(

@@ -83,6 +83,13 @@ error_codes! {
     /// Job failure (`"task": "evaluate"`): the given transformation does not satisfy the
     /// privacy models within the suppression limit; the job's result has its report.
     NotAnonymous = ("not_anonymous", 422),
+    /// The job's output would be larger than the server's limit (`--max-output-bytes`):
+    /// refused at submission when the dataset alone shows it, otherwise the job fails before
+    /// anything is written. `details` has `bytes` (or `min_bytes`) and `limit`.
+    OutputTooLarge = ("output_too_large", 422),
+    /// Too many synchronous risk analyses run at once (`--max-risk-requests`); try again after
+    /// `Retry-After`, or queue a job with `"task": "risk"`.
+    TooManyRequests = ("too_many_requests", 429),
     /// Too many jobs are waiting.
     QueueFull = ("queue_full", 429),
     /// An unexpected failure; the server log has the details.
@@ -91,7 +98,8 @@ error_codes! {
     StorageError = ("storage_error", 500),
     /// Job failure: the stored dataset could not be read.
     DatasetUnreadable = ("dataset_unreadable", 500),
-    /// Job failure: its worker stopped (crash, lost lease) too often.
+    /// Job failure: its worker stopped (crash, out of memory, lost lease) while running it
+    /// twice, or its attempts are used up; it is not run again.
     WorkerLost = ("worker_lost", 500),
     /// The service is not ready (database unreachable, shutting down).
     NotReady = ("not_ready", 503),

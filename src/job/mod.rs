@@ -11,6 +11,7 @@
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
 //! - [`task`]: what a job does, one file per task kind (`anonymize`, `evaluate`, `risk`), each
 //!   with its validation and its run, shared by the command line and the worker;
+//! - [`output`]: the least size of a job's output, checked at submission;
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`field`]: the dotted paths of the specification's fields that errors name;
 //! - [`error`]: the error-code table shared by API errors and job failures, and
@@ -23,6 +24,7 @@ pub mod error;
 pub mod field;
 pub mod hierarchy;
 pub mod id;
+pub mod output;
 pub mod problem;
 pub mod progress;
 pub mod report;

@@ -24,6 +24,8 @@ pub enum JobPhase {
     Loading,
     /// Searching, in this phase of the algorithm.
     Search(Phase),
+    /// A risk job (`"task": "risk"`): analysing the data read.
+    Analysing,
     /// Writing the report and the anonymized CSV.
     Writing,
     /// Ended.
@@ -31,13 +33,14 @@ pub enum JobPhase {
 }
 
 impl JobPhase {
-    /// The phase's name (`queued`, `loading`, a search phase such as `best-first`, `writing`,
-    /// `finished`).
+    /// The phase's name (`queued`, `loading`, a search phase such as `best-first`, `analysing`,
+    /// `writing`, `finished`).
     pub fn as_str(self) -> &'static str {
         match self {
             JobPhase::Queued => "queued",
             JobPhase::Loading => "loading",
             JobPhase::Search(p) => p.name(),
+            JobPhase::Analysing => "analysing",
             JobPhase::Writing => "writing",
             JobPhase::Finished => "finished",
         }
@@ -47,6 +50,7 @@ impl JobPhase {
     pub fn parse(name: &str) -> JobPhase {
         match name {
             "queued" => JobPhase::Queued,
+            "analysing" => JobPhase::Analysing,
             "writing" => JobPhase::Writing,
             "finished" => JobPhase::Finished,
             other => Phase::parse(other).map_or(JobPhase::Loading, JobPhase::Search),
@@ -177,6 +181,7 @@ mod tests {
         for p in [
             JobPhase::Queued,
             JobPhase::Loading,
+            JobPhase::Analysing,
             JobPhase::Writing,
             JobPhase::Finished,
             JobPhase::Search(Phase::BestFirst),

@@ -706,7 +706,7 @@ mod tests {
         Problem::new(table, config).unwrap()
     }
 
-/// The report with its durations zeroed (they differ from run to run).
+    /// The report with its durations zeroed (they differ from run to run).
     fn without_durations(mut report: Value) -> Value {
         for key in ["elapsed_ms", "best_found_ms"] {
             if report.get(key).is_some_and(|v| !v.is_null()) {

@@ -481,6 +481,10 @@ pub struct JobSpec {
     /// sensitive column.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suppression_marker: Option<String>,
+    /// Neutralize spreadsheet formulas in the output (OWASP CSV injection: cells starting with
+    /// `=`, `+`, `-`, `@`, tab or CR get a leading `'`); default false, the output is faithful.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neutralize_formulas: Option<bool>,
     /// Local generalization (a transformation per group of records) instead of one global
     /// transformation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -629,6 +633,7 @@ impl JobSpec {
                 Some(SuppressedSpec::KeepSensitive) => SuppressedRecords::KeepSensitive,
             },
             marker: self.suppression_marker.clone().unwrap_or(d.marker),
+            neutralize_formulas: self.neutralize_formulas.unwrap_or(false),
         }
     }
 }

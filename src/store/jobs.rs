@@ -9,13 +9,18 @@
 //! - **Fencing**: result chunks, completion, retry and release all require
 //!   `lease_owner = $me AND status = 'running'`, so a zombie worker's late writes are rejected.
 //! - **Reaper**: running jobs whose lease expired go back to the queue, or fail once their
-//!   attempts are used up.
+//!   attempts are used up or at their second interruption ([`MAX_INTERRUPTIONS`]).
 //! - **Documents**: a job's specification and result report live in `job_documents`, beside the
 //!   row, so that status polling reads small rows only (issue 11 item 6); they are written in
 //!   the same transaction as the row.
 
 use super::{Result, Store, now_ms, on_pool};
 use crate::job::id::{DatasetId, JobId, JobStatus, TenantId};
+
+/// Interruptions (the worker stopped while running the job: crash, out of memory, lost lease)
+/// after which a job fails with `worker_lost` instead of being queued again: a job that crashes
+/// its worker is retried once, never into the same crash again and again.
+pub const MAX_INTERRUPTIONS: i64 = 2;
 
 /// A job as shown by the API (everything but the specification and the result).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -129,14 +134,35 @@ pub enum CancelOutcome {
     NotFound,
 }
 
+/// How many jobs may wait in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Queued jobs of all tenants.
+    pub queued: i64,
+    /// Queued jobs of one tenant.
+    pub queued_per_tenant: i64,
+}
+
+/// What [`Store::insert_job`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// The job is queued.
+    Queued,
+    /// `QueueLimits::queued` jobs wait already.
+    QueueFull,
+    /// The tenant has `QueueLimits::queued_per_tenant` jobs waiting already.
+    TenantQueueFull,
+}
+
 impl Store {
-    /// Queues a job if its dataset is ready and fewer than `max_queued` jobs wait; returns false
-    /// when the queue is full.
-    pub async fn insert_job(&self, job: &NewJob<'_>, max_queued: i64) -> Result<bool> {
+    /// Queues a job unless `limits` are reached (all tenants' queued jobs, or this tenant's).
+    pub async fn insert_job(&self, job: &NewJob<'_>, limits: QueueLimits) -> Result<Admission> {
         const SQL: &str = "INSERT INTO jobs (id, tenant, dataset_id, task, status, attempts, max_attempts, run_at, \
              cancel_requested, webhook, created_at) \
              SELECT $1, $2, $3, $4, 'queued', 0, $5, $6, 0, $7, $6 \
-             WHERE (SELECT COUNT(*) FROM jobs WHERE status = 'queued') < $8";
+             WHERE (SELECT COUNT(*) FROM jobs WHERE status = 'queued') < $8 \
+             AND (SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND tenant = $2) < $9";
+        const TENANT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND tenant = $1";
         const SPEC: &str = "INSERT INTO job_documents (job_id, spec) VALUES ($1, $2)";
         let now = now_ms();
         let n = on_pool!(self, pool => {
@@ -149,7 +175,8 @@ impl Store {
                 .bind(job.max_attempts)
                 .bind(now)
                 .bind(job.webhook)
-                .bind(max_queued)
+                .bind(limits.queued)
+                .bind(limits.queued_per_tenant)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -158,7 +185,15 @@ impl Store {
             }
             tx.commit().await.map(|()| n)
         })?;
-        Ok(n == 1)
+        if n == 1 {
+            return Ok(Admission::Queued);
+        }
+        let waiting = on_pool!(self, pool => sqlx::query_scalar::<_, i64>(TENANT).bind(job.tenant).fetch_one(pool).await)?;
+        Ok(if waiting >= limits.queued_per_tenant {
+            Admission::TenantQueueFull
+        } else {
+            Admission::QueueFull
+        })
     }
 
     /// Tells the workers of every process that a job was queued (PostgreSQL `NOTIFY`; nothing
@@ -230,35 +265,59 @@ impl Store {
         .transpose()
     }
 
-    /// Claims the oldest due job for `owner` with a lease of `lease_ms`.
-    pub async fn claim_next_job(&self, owner: &str, lease_ms: i64) -> Result<Option<ClaimedJob>> {
-        const PG: &str = "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, heartbeat_at = $3, \
-             attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
-             WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= $3 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             AND status = 'queued' \
-             RETURNING id, tenant, dataset_id, \
-             (SELECT spec FROM job_documents WHERE job_id = jobs.id) AS spec, attempts, max_attempts";
-        const SQLITE: &str = "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, heartbeat_at = $3, \
-             attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
-             WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= $3 ORDER BY run_at, id LIMIT 1) \
-             AND status = 'queued' \
-             RETURNING id, tenant, dataset_id, \
-             (SELECT spec FROM job_documents WHERE job_id = jobs.id) AS spec, attempts, max_attempts";
+    /// Claims the next due job for `owner` with a lease of `lease_ms`, fairly across tenants:
+    /// tenants with fewer running jobs first, then the tenant whose last job started longest
+    /// ago (or never), then the oldest job; tenants with `max_running_per_tenant` running jobs
+    /// are skipped. On PostgreSQL claims are serialized (a transaction-scoped advisory lock), so
+    /// concurrent workers never exceed a tenant's limit.
+    pub async fn claim_next_job(
+        &self,
+        owner: &str,
+        lease_ms: i64,
+        max_running_per_tenant: i64,
+    ) -> Result<Option<ClaimedJob>> {
+        macro_rules! claim {
+            ($lock:literal) => {
+                concat!(
+                    "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, heartbeat_at = $3, \
+                     attempts = attempts + 1, started_at = COALESCE(started_at, $3) \
+                     WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.run_at <= $3 \
+                     AND (SELECT COUNT(*) FROM jobs r WHERE r.tenant = q.tenant AND r.status = 'running') < $4 \
+                     ORDER BY (SELECT COUNT(*) FROM jobs r WHERE r.tenant = q.tenant AND r.status = 'running'), \
+                     (SELECT COALESCE(MAX(s.started_at), 0) FROM jobs s WHERE s.tenant = q.tenant), \
+                     q.run_at, q.id LIMIT 1",
+                    $lock,
+                    ") AND status = 'queued' \
+                     RETURNING id, tenant, dataset_id, \
+                     (SELECT spec FROM job_documents WHERE job_id = jobs.id) AS spec, attempts, max_attempts"
+                )
+            };
+        }
+        const PG: &str = claim!(" FOR UPDATE SKIP LOCKED");
+        const SQLITE: &str = claim!("");
+        /// Serializes claims across processes (an arbitrary key of this application).
+        const LOCK: &str = "SELECT pg_advisory_xact_lock(727027)";
         let now = now_ms();
         let job = match &self.backend {
             super::Backend::Postgres(pool) => {
-                sqlx::query_as::<_, ClaimedJob>(PG)
+                let mut tx = pool.begin().await?;
+                sqlx::query(LOCK).execute(&mut *tx).await?;
+                let job = sqlx::query_as::<_, ClaimedJob>(PG)
                     .bind(owner)
                     .bind(now + lease_ms)
                     .bind(now)
-                    .fetch_optional(pool)
-                    .await?
+                    .bind(max_running_per_tenant)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                job
             }
             super::Backend::Sqlite(pool) => {
                 sqlx::query_as::<_, ClaimedJob>(SQLITE)
                     .bind(owner)
                     .bind(now + lease_ms)
                     .bind(now)
+                    .bind(max_running_per_tenant)
                     .fetch_optional(pool)
                     .await?
             }
@@ -390,17 +449,23 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Re-queues running jobs whose lease expired before `deadline_ms` (or fails them when their
-    /// attempts are used up). Returns (re-queued, failed).
+    /// Re-queues running jobs whose lease expired before `deadline_ms` — their worker crashed,
+    /// ran out of memory or lost its lease — and counts the interruption; fails them with
+    /// `error` instead when their attempts are used up or this is their
+    /// [`MAX_INTERRUPTIONS`]-th interruption. Returns (re-queued, failed).
     pub async fn reap_expired_leases(&self, deadline_ms: i64, error: &str) -> Result<(u64, u64)> {
         const FAIL: &str = "UPDATE jobs SET status = 'failed', error = $2, finished_at = $3, lease_owner = NULL, \
-             lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < $1 AND attempts >= max_attempts";
+             lease_expires_at = NULL, interruptions = interruptions + 1 \
+             WHERE status = 'running' AND lease_expires_at < $1 \
+             AND (attempts >= max_attempts OR interruptions + 1 >= $4)";
         // Re-queued jobs keep their `run_at`: they keep their place in the queue.
-        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL \
-             WHERE status = 'running' AND lease_expires_at < $1 AND attempts < max_attempts";
+        const REQUEUE: &str = "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, \
+             interruptions = interruptions + 1 \
+             WHERE status = 'running' AND lease_expires_at < $1 AND attempts < max_attempts \
+             AND interruptions + 1 < $2";
         let now = now_ms();
-        let failed = on_pool!(self, pool => sqlx::query(FAIL).bind(deadline_ms).bind(error).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).execute(pool).await.map(|r| r.rows_affected()))?;
+        let failed = on_pool!(self, pool => sqlx::query(FAIL).bind(deadline_ms).bind(error).bind(now).bind(MAX_INTERRUPTIONS).execute(pool).await.map(|r| r.rows_affected()))?;
+        let requeued = on_pool!(self, pool => sqlx::query(REQUEUE).bind(deadline_ms).bind(MAX_INTERRUPTIONS).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok((requeued, failed))
     }
 

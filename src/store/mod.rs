@@ -41,6 +41,14 @@ pub enum StoreError {
     /// A stored value this version cannot read.
     #[error("unreadable stored value: {0}")]
     Corrupt(String),
+    /// The database cannot be reached or refused the connection (TLS included).
+    #[error("cannot connect to the database {address}: {message}")]
+    Connect {
+        /// The URL, password redacted.
+        address: String,
+        /// What went wrong, each cause once.
+        message: String,
+    },
     /// Creating the data directory failed.
     #[error("cannot create the data directory {path}: {message}")]
     DataDir {
@@ -106,6 +114,16 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job documents",
         include_str!("../../migrations/0004_job_documents.sql"),
     ),
+    (
+        5,
+        "job interruptions",
+        include_str!("../../migrations/0005_job_interruptions.sql"),
+    ),
+    (
+        6,
+        "tenant fairness",
+        include_str!("../../migrations/0006_tenant_fairness.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).
@@ -164,6 +182,7 @@ impl Store {
         };
         let mut lock = None;
         let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            check_postgres(&url).await?;
             let pool = PgPoolOptions::new()
                 .max_connections(max_connections)
                 .acquire_timeout(Duration::from_secs(10))
@@ -237,6 +256,57 @@ impl Store {
     }
 }
 
+/// Connects once to PostgreSQL at `url` before the pool is made, so that a bad address, a
+/// refused connection or a TLS failure is reported at once, naming the address and each cause
+/// once (the pool retries until its timeout and repeats the cause in every layer of its error).
+/// An `sslrootcert` that cannot be read or holds no PEM certificate is named with its path.
+async fn check_postgres(url: &str) -> Result<()> {
+    use sqlx::ConnectOptions;
+    let connect_error = |message: String| StoreError::Connect {
+        address: redact_url(url),
+        message,
+    };
+    let options = sqlx::postgres::PgConnectOptions::from_str(url)
+        .map_err(|e| connect_error(error_chain(&e)))?;
+    if let Some(path) = url
+        .split_once('?')
+        .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("sslrootcert=")))
+    {
+        let pem = std::fs::read(path)
+            .map_err(|e| connect_error(format!("cannot read sslrootcert {path}: {e}")))?;
+        if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+            return Err(connect_error(format!(
+                "sslrootcert {path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+            )));
+        }
+    }
+    match tokio::time::timeout(Duration::from_secs(10), options.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = sqlx::Connection::close(conn).await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(connect_error(error_chain(&e))),
+        Err(_) => Err(connect_error("no answer within 10 s".into())),
+    }
+}
+
+/// An error and its sources as one message, each distinct part once: sqlx and rustls repeat
+/// their cause's text in every layer.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(e);
+    while let Some(err) = next {
+        for part in err.to_string().split(": ") {
+            let part = part.trim();
+            if !part.is_empty() && !parts.iter().any(|p| p.contains(part)) {
+                parts.push(part.to_string());
+            }
+        }
+        next = err.source();
+    }
+    parts.join(": ")
+}
+
 /// Removes the password from a database URL for messages.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -254,6 +324,35 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_chains_name_each_cause_once() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let inner = E("invalid peer certificate: UnknownIssuer", None);
+        let middle = E(
+            "error communicating with database: invalid peer certificate: UnknownIssuer",
+            Some(Box::new(inner)),
+        );
+        let outer = E(
+            "error occurred while attempting to establish a TLS connection: invalid peer certificate: UnknownIssuer",
+            Some(Box::new(middle)),
+        );
+        assert_eq!(
+            error_chain(&outer),
+            "error occurred while attempting to establish a TLS connection: invalid peer certificate: UnknownIssuer: error communicating with database"
+        );
+    }
 
     #[test]
     fn every_migration_file_is_embedded() {

@@ -5,24 +5,50 @@
 
 use std::io::{self, Read, Write};
 
+use deid_engine::CancelFlag;
 use tokio::runtime::Handle;
 
 use crate::job::id::{DatasetId, JobId};
 use crate::store::{CHUNK_BYTES, Store};
 
-/// Reads a stored dataset's bytes. Must not be used on a tokio worker thread.
+/// Whose chunks a [`ChunkReader`] reads.
+#[derive(Debug)]
+enum Source {
+    /// A dataset's CSV.
+    Dataset(DatasetId),
+    /// A job's result CSV.
+    Result(JobId),
+}
+
+/// Reads a stored dataset's (or result's) bytes. Must not be used on a tokio worker thread.
 #[derive(Debug)]
 pub struct ChunkReader {
     store: Store,
     handle: Handle,
-    dataset_id: DatasetId,
+    source: Source,
     chunk_count: i64,
     next: i64,
     buf: Vec<u8>,
     pos: usize,
+    cancel: Option<CancelFlag>,
 }
 
 impl ChunkReader {
+    /// A reader over chunks `0..chunk_count` of job `job_id`'s result CSV.
+    pub fn result(store: Store, handle: Handle, job_id: JobId, chunk_count: i64) -> ChunkReader {
+        ChunkReader {
+            source: Source::Result(job_id),
+            ..ChunkReader::new(store, handle, DatasetId::from(""), chunk_count)
+        }
+    }
+
+    /// The same reader, failing at its next chunk once `cancel` is raised (the reading stops
+    /// with the request or job that asked for it).
+    pub fn cancellable(mut self, cancel: CancelFlag) -> ChunkReader {
+        self.cancel = Some(cancel);
+        self
+    }
+
     /// A reader over chunks `0..chunk_count` of `dataset_id`.
     pub fn new(
         store: Store,
@@ -33,11 +59,12 @@ impl ChunkReader {
         ChunkReader {
             store,
             handle,
-            dataset_id,
+            source: Source::Dataset(dataset_id),
             chunk_count,
             next: 0,
             buf: Vec::new(),
             pos: 0,
+            cancel: None,
         }
     }
 }
@@ -48,19 +75,24 @@ impl Read for ChunkReader {
             if self.next >= self.chunk_count {
                 return Ok(0);
             }
-            let chunk = self
-                .handle
-                .block_on(self.store.dataset_chunk(&self.dataset_id, self.next))
-                .map_err(io::Error::other)?
-                .ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::NotFound,
-                        format!(
-                            "chunk {} of the dataset is missing (was it deleted?)",
-                            self.next
-                        ),
-                    )
-                })?;
+            if self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled) {
+                return Err(io::Error::other("cancelled"));
+            }
+            let chunk = match &self.source {
+                Source::Dataset(id) => self
+                    .handle
+                    .block_on(self.store.dataset_chunk(id, self.next)),
+                Source::Result(id) => self.handle.block_on(self.store.result_chunk(id, self.next)),
+            };
+            let chunk = chunk.map_err(io::Error::other)?.ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "chunk {} of the stored CSV is missing (was it deleted?)",
+                        self.next
+                    ),
+                )
+            })?;
             self.buf = chunk;
             self.pos = 0;
             self.next += 1;

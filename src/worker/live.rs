@@ -38,6 +38,8 @@ pub struct LiveJob {
     progress: Mutex<JobProgress>,
     /// Latest progress for local event streams.
     pub updates: watch::Sender<Arc<JobProgress>>,
+    /// Set for jobs without a search (risk): `elapsed_ms` is the time since this instant.
+    clock: Mutex<Option<std::time::Instant>>,
 }
 
 impl LiveJob {
@@ -51,6 +53,7 @@ impl LiveJob {
             counted_checks: AtomicU64::new(0),
             progress: Mutex::new(progress),
             updates,
+            clock: Mutex::new(None),
         }
     }
 
@@ -99,8 +102,18 @@ impl LiveJob {
         self.lock().clone()
     }
 
+    /// From now on, `elapsed_ms` counts the wall-clock time since now (jobs without a search,
+    /// whose engine reports no progress).
+    pub fn start_clock(&self) {
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    }
+
     /// Publishes the current progress to local subscribers and returns it.
     pub fn publish(&self) -> JobProgress {
+        let clock = *self.clock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(start) = clock {
+            self.lock().counters.elapsed_ms = start.elapsed().as_millis() as u64;
+        }
         let p = self.progress();
         self.updates.send_replace(Arc::new(p.clone()));
         p

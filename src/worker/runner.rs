@@ -2,7 +2,7 @@
 //!
 //! [`Runner::start`] spawns two loops on the task tracker:
 //! - the **claim loop**: waits for a free slot (a semaphore of `concurrency` permits), claims
-//!   the next due job (lease `lease`), runs it, and sleeps until woken (a job was queued here)
+//!   the next due job fairly across tenants (lease `lease`; `Store::claim_next_job`), runs it, and sleeps until woken (a job was queued here)
 //!   or the poll interval passes when the queue is empty;
 //! - the **reaper**: every `lease / 2`, puts jobs whose lease expired back in the queue (or
 //!   fails them after `max_attempts` claims), and delivers webhooks that a stopped process left
@@ -66,6 +66,10 @@ pub struct RunnerSettings {
     /// Longest upload: an upload still incomplete after it (plus a lease) was abandoned by a
     /// process that stopped, and is removed by the reaper.
     pub upload_timeout: Duration,
+    /// Largest anonymized CSV of a job (bytes), measured before it is written.
+    pub max_output_bytes: u64,
+    /// Running jobs of one tenant (all processes) beyond which its jobs are not claimed.
+    pub max_running_per_tenant: i64,
 }
 
 /// Interval of heartbeats and progress publication.
@@ -219,7 +223,12 @@ impl Runner {
             if self.token.is_cancelled() {
                 return;
             }
-            match self.store.claim_next_job(&self.owner, lease_ms).await {
+            let claim = self.store.claim_next_job(
+                &self.owner,
+                lease_ms,
+                self.settings.max_running_per_tenant,
+            );
+            match claim.await {
                 Ok(Some(job)) => {
                     let me = self.clone();
                     self.tracker.spawn(async move {
@@ -540,6 +549,7 @@ impl Runner {
             spec,
             settings,
             live: live.clone(),
+            max_output_bytes: self.settings.max_output_bytes,
         };
         match self.pool.spawn(move || ctx.run()).await {
             Ok(Ok(r)) => r,
@@ -564,10 +574,27 @@ impl Runner {
 fn interrupted_error() -> String {
     serde_json::json!({
         "code": ErrorCode::WorkerLost,
-        "message": "the job was interrupted (worker crashed or lost its lease) and its attempts are used up",
+        "message": format!(
+            "the job's worker stopped while running it (a crash, running out of memory or a lost \
+             lease) {} times or its attempts are used up; it is not run again",
+            crate::store::jobs::MAX_INTERRUPTIONS
+        ),
         "details": null
     })
     .to_string()
+}
+
+/// The failure of a job whose output would exceed the limit (nothing is written).
+fn output_too_large(bytes: u64, limit: u64) -> Failure {
+    Failure {
+        code: ErrorCode::OutputTooLarge,
+        message: format!(
+            "the anonymized CSV would have {bytes} bytes, more than the server's limit of \
+             {limit} (DEID_MAX_OUTPUT_BYTES); nothing was written"
+        ),
+        details: serde_json::json!({"bytes": bytes, "limit": limit}),
+        retryable: false,
+    }
 }
 
 /// Everything the engine side of a job needs, moved onto the pool.
@@ -580,6 +607,7 @@ struct EngineJob {
     spec: JobSpec,
     settings: SearchConfig,
     live: Arc<LiveJob>,
+    max_output_bytes: u64,
 }
 
 /// The worker's side of a running task: the job's cancel flag, progress and phase.
@@ -598,6 +626,10 @@ impl Host for WorkerHost<'_> {
         self.0.set_phase(JobPhase::Writing);
     }
 
+    fn analysing(&self) {
+        self.0.set_phase(JobPhase::Analysing);
+    }
+
     fn aborted(&self) -> bool {
         matches!(self.0.cause(), StopCause::Shutdown | StopCause::LeaseLost)
     }
@@ -608,21 +640,34 @@ impl EngineJob {
         // 1. Data, straight from the stored chunks.
         let started = Instant::now();
         let delimiter = self.dataset.delimiter.bytes().next().unwrap_or(b',');
+        if !self.spec.task().searches() {
+            // No search reports progress: the phase and the wall-clock time do.
+            self.live.start_clock();
+        }
         let reader = ChunkReader::new(
             self.store.clone(),
             self.handle.clone(),
             self.dataset.id.clone(),
             self.dataset.chunk_count,
-        );
-        let table = Table::read_csv(
+        )
+        .cancellable(self.live.cancel.clone());
+        let table = match Table::read_csv(
             std::io::BufReader::with_capacity(1 << 16, reader),
             CsvOptions {
                 delimiter,
                 has_header: self.dataset.has_header != 0,
             },
             "dataset",
-        )
-        .map_err(|e| Failure::transient(ErrorCode::DatasetUnreadable, e.to_string()))?;
+        ) {
+            Ok(table) => table,
+            Err(_) if self.live.cancel.is_cancelled() => return Ok(self.stopped(started)),
+            Err(e) => {
+                return Err(Failure::transient(
+                    ErrorCode::DatasetUnreadable,
+                    e.to_string(),
+                ));
+            }
+        };
         // 2. The task, writing its CSV to the job's result chunks (fenced by the lease).
         let info = self.info();
         let run = Run {
@@ -634,6 +679,7 @@ impl EngineJob {
             delimiter,
             started,
             force_output: false,
+            max_output_bytes: Some(self.max_output_bytes),
         };
         let mut writer = ResultWriter::new(
             self.store.clone(),
@@ -644,6 +690,9 @@ impl EngineJob {
         let outcome = match task::run(&run, table, Some(&mut writer)) {
             Ok(outcome) => outcome,
             Err(TaskError::Spec(e)) => return Err(Failure::spec(e)),
+            Err(TaskError::OutputTooLarge { bytes, limit }) => {
+                return Err(output_too_large(bytes, limit));
+            }
             Err(TaskError::Output(message)) => return self.output_failed(message),
         };
         let chunks = match outcome.wrote_csv {
@@ -654,7 +703,7 @@ impl EngineJob {
             false => None,
         };
         let failure = match outcome.verdict {
-            Verdict::Aborted => return Ok(Processed::Aborted),
+            Verdict::Aborted => return Ok(self.stopped(started)),
             Verdict::Done => None,
             Verdict::Failed(f) => Some(Failure {
                 code: f.code,
@@ -684,6 +733,26 @@ impl EngineJob {
             Ok(Processed::Aborted)
         } else {
             Err(Failure::transient(ErrorCode::StorageError, message))
+        }
+    }
+
+    /// What a job stopped before its end (its cancel flag raised) records: cancelled by its
+    /// user, it ends without a result; otherwise (shutdown, lost lease) nothing is written.
+    fn stopped(&self, started: Instant) -> Processed {
+        if self.live.cause() != StopCause::User {
+            return Processed::Aborted;
+        }
+        Processed::Finished {
+            summary: Summary {
+                found: false,
+                checks: 0,
+                elapsed: started.elapsed(),
+                optimal_proven: false,
+                stop: "cancelled",
+            },
+            report: None,
+            chunks: None,
+            failure: None,
         }
     }
 

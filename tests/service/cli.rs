@@ -1245,3 +1245,42 @@ fn research_subset_flags() {
     assert_eq!(code, 2);
     assert!(stderr.contains("research subset"), "{stderr}");
 }
+
+/// `--neutralize-formulas` (issue 27 item 5): cells starting with `=`, `+`, `-`, `@` get a
+/// leading `'`; without it the output is faithful.
+#[test]
+fn formulas_are_neutralized_with_the_flag() {
+    let data = "name,age\n=1+2,34\n-3,45\n@x,66\nplain,70\n";
+    let dir = setup("formulas", data.as_bytes(), AGE);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "anonymize",
+            "--input",
+            "data.csv",
+            "--hierarchy",
+            "age=age.csv",
+            "--privacy",
+            "k-anonymity(k=2)",
+            "--output",
+            "out.csv",
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, stderr) = deid(&args, &dir);
+        assert_eq!(code, 0, "{stderr}");
+        std::fs::read_to_string(dir.join("out.csv")).unwrap()
+    };
+    let faithful = run(&[]);
+    let names: Vec<&str> = faithful
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(names, ["=1+2", "-3", "@x", "plain"]);
+    let safe = run(&["--neutralize-formulas"]);
+    let names: Vec<&str> = safe
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(names, ["'=1+2", "'-3", "'@x", "plain"]);
+}

@@ -131,6 +131,7 @@ fn openapi_job_spec_matches_the_parser() {
             "research_subset" => serde_json::json!({"rows": [1]}),
             "levels" => serde_json::json!({"age": 1}),
             "task" => serde_json::json!("evaluate"),
+            "neutralize_formulas" => serde_json::json!(true),
             _ => serde_json::json!("x"),
         };
         spec.insert(name.clone(), value);

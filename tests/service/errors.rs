@@ -738,7 +738,8 @@ async fn queue_limit() {
         .await;
     let queued = app.create_job(&slow_job(id, "60s")).await;
     let r = app.post_json("/v1/jobs", &slow_job(id, "60s")).await;
-    r.assert_error(429, "queue_full");
+    let body = r.assert_error(429, "queue_full");
+    assert_eq!(body["error"]["details"]["scope"], "all");
     assert!(r.headers.get("retry-after").is_some());
     app.post_raw(
         &format!("/v1/jobs/{}/cancel", queued["id"].as_str().unwrap()),
@@ -747,5 +748,83 @@ async fn queue_limit() {
     .await;
     app.post_raw(&format!("/v1/jobs/{rid}/cancel"), "").await;
     app.wait_job(rid, Duration::from_secs(30), finished).await;
+    app.stop().await;
+}
+
+/// The output limit (`--max-output-bytes`): a job whose output cannot fit is refused at
+/// submission (422 `output_too_large`, the least size in `details`); one whose measured output
+/// is too large fails before anything is written (issue 27 item 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_limit() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.max_output_bytes = 100_000;
+    let app = spawn_app_with(db, c).await;
+    // 60,000 rows: at least "x;…\n" per row, 120,004 bytes with the header.
+    let big = app.upload(poison_csv(60_000), "delimiter=;").await;
+    let r = app
+        .post_json("/v1/jobs", &poison_job(big["id"].as_str().unwrap()))
+        .await;
+    let body = r.assert_error(422, "output_too_large");
+    let details = &body["error"]["details"];
+    assert_eq!(details["field"], "dataset_id");
+    assert_eq!(details["min_bytes"], 120_004);
+    assert_eq!(details["limit"], 100_000);
+    // 20,000 rows fit the least size (40,004) but not the sets: the job fails, writes nothing.
+    let ds = app.upload(poison_csv(20_000), "delimiter=;").await;
+    let job = app
+        .create_job(&poison_job(ds["id"].as_str().unwrap()))
+        .await;
+    let id = job["id"].as_str().unwrap();
+    let j = app.wait_job(id, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "failed", "{j}");
+    assert_eq!(j["error"]["code"], "output_too_large", "{j}");
+    assert_eq!(j["error"]["details"]["limit"], 100_000);
+    assert!(j["error"]["details"]["bytes"].as_u64().unwrap() > 100_000);
+    app.get(&format!("/v1/jobs/{id}/result.csv"))
+        .await
+        .assert_error(409, "result_not_available");
+    app.stop().await;
+}
+
+/// The queue limit per tenant: a tenant with `--max-queued-jobs-per-tenant` waiting jobs gets
+/// 429 `queue_full` (`details.scope` `tenant`) while another tenant's job is still admitted
+/// (issue 27 item 4: one tenant's 110 jobs locked every other tenant out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_queue_limit() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let mut c = config(&db);
+    c.max_queued_jobs_per_tenant = 1;
+    c.api_keys = vec![
+        "a:a-key-0123456789abcdef".to_string(),
+        "b:b-key-0123456789abcdef".to_string(),
+    ];
+    let app = spawn_app_with(db, c).await;
+    let a = app.with_key(Some("a-key-0123456789abcdef"));
+    let b = app.with_key(Some("b-key-0123456789abcdef"));
+    let ds_a = a.upload(slow_csv(500), "").await;
+    let ds_b = b.upload(slow_csv(500), "").await;
+    let spec_a = slow_job(ds_a["id"].as_str().unwrap(), "60s");
+    let running = a.create_job(&spec_a).await;
+    let rid = running["id"].as_str().unwrap();
+    a.wait_job(rid, Duration::from_secs(30), |j| j["status"] == "running")
+        .await;
+    let queued = a.create_job(&spec_a).await;
+    let r = a.post_json("/v1/jobs", &spec_a).await;
+    let body = r.assert_error(429, "queue_full");
+    assert_eq!(body["error"]["details"]["scope"], "tenant");
+    assert_eq!(body["error"]["details"]["limit"], 1);
+    assert!(r.headers.get("retry-after").is_some());
+    let theirs = b
+        .create_job(&slow_job(ds_b["id"].as_str().unwrap(), "60s"))
+        .await;
+    for (api, id) in [(&b, &theirs), (&a, &queued), (&a, &running)] {
+        api.post_raw(
+            &format!("/v1/jobs/{}/cancel", id["id"].as_str().unwrap()),
+            "",
+        )
+        .await;
+    }
+    a.wait_job(rid, Duration::from_secs(30), finished).await;
     app.stop().await;
 }

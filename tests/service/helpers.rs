@@ -575,9 +575,30 @@ pub struct ChildServer {
 impl ChildServer {
     /// Starts the built binary on `db` with extra flags; waits until it listens.
     pub fn start(db: &TestDb, tag: &str, extra: &[&str]) -> ChildServer {
+        Self::spawn(db, tag, extra, None)
+    }
+
+    /// Like [`ChildServer::start`], with the process's address space capped at `bytes`
+    /// (`prlimit --as`): an allocation beyond it fails and aborts the server.
+    pub fn start_capped(db: &TestDb, tag: &str, extra: &[&str], bytes: u64) -> ChildServer {
+        Self::spawn(db, tag, extra, Some(bytes))
+    }
+
+    fn spawn(db: &TestDb, tag: &str, extra: &[&str], cap: Option<u64>) -> ChildServer {
         let log = db.dir.join(format!("{tag}-{}.log", uuid::Uuid::now_v7()));
         let file = std::fs::File::create(&log).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_deid"));
+        let mut cmd = match cap {
+            None => Command::new(env!("CARGO_BIN_EXE_deid")),
+            Some(bytes) => {
+                let mut c = Command::new("prlimit");
+                c.arg(format!("--as={bytes}"))
+                    .arg("--")
+                    .arg(env!("CARGO_BIN_EXE_deid"))
+                    // Few malloc arenas: each reserves 64 MiB of address space per thread.
+                    .env("MALLOC_ARENA_MAX", "2");
+                c
+            }
+        };
         cmd.arg("serve");
         let defaults = [
             ("--bind", "127.0.0.1:0"),
@@ -665,4 +686,59 @@ pub fn finished(j: &Value) -> bool {
         j["status"].as_str(),
         Some("succeeded" | "failed" | "cancelled")
     )
+}
+
+/// The poison dataset of issue 27: `g;v` with `rows` rows `x;<distinct number>`.
+pub fn poison_csv(rows: usize) -> String {
+    let mut s = String::from("g;v\n");
+    for i in 0..rows {
+        s.push_str(&format!("x;{i}\n"));
+    }
+    s
+}
+
+/// The poison job: `g` generalized by `x;*`, `v` microaggregated as a `set`, k = 2: one class
+/// holding every record and every value of `v`.
+pub fn poison_job(dataset: &str) -> Value {
+    json!({
+        "dataset_id": dataset,
+        "attributes": {
+            "g": {"type": "quasi_identifying", "hierarchy": {"csv": "x;*\n"}},
+            "v": {"type": "quasi_identifying", "microaggregation": {"function": "set"}},
+        },
+        "privacy": ["k-anonymity(k=2)"],
+    })
+}
+
+/// A dataset whose risk analysis takes seconds: `rows` rows of 10 columns `c0…c9` with values
+/// below 50, nearly every row its own class, so the QI risks group ~`rows` classes by each of
+/// the 1023 combinations of the columns.
+pub fn slow_risk_csv(rows: usize) -> String {
+    let mut rng = Rng::new(11);
+    let mut s = (0..10)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    s.push('\n');
+    for _ in 0..rows {
+        let row: Vec<String> = (0..10).map(|_| rng.below(50).to_string()).collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+/// The risk request of [`slow_risk_csv`]: every column quasi-identifying.
+pub fn slow_risk_request() -> Value {
+    json!({"quasi_identifiers": (0..10).map(|i| format!("c{i}")).collect::<Vec<_>>()})
+}
+
+/// CPU time (user + system) a process has used so far, in clock ticks (Linux `/proc`).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }

@@ -150,3 +150,97 @@ async fn queued_jobs_wake_other_processes() {
     }
     drop((a, b));
 }
+
+/// The poison job of issue 27 on a server whose address space is capped at 1 GiB: 20,000
+/// records of one class with distinct values, microaggregated as a `set`, used to make a 5 GB
+/// output (the server aborted allocating it, at every restart). The set lists 10 values and a
+/// count, so the job succeeds with an output of the input's order of size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_set_job_is_bounded() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let server = ChildServer::start_capped(&db, "capped", &[], 1 << 30);
+    let api = server.api();
+    let csv = poison_csv(20_000);
+    let input = csv.len();
+    let ds = api.upload(csv, "delimiter=;").await;
+    let job = api
+        .create_job(&poison_job(ds["id"].as_str().unwrap()))
+        .await;
+    let id = job["id"].as_str().unwrap();
+    let j = api.wait_job(id, Duration::from_secs(60), finished).await;
+    assert_eq!(j["status"], "succeeded", "{j}\n{}", server.log_text());
+    assert_eq!(j["attempts"], 1, "{j}");
+    let out = api.get(&format!("/v1/jobs/{id}/result.csv")).await;
+    assert_eq!(out.status, 200);
+    let lines: Vec<&str> = out.text.lines().collect();
+    assert_eq!(lines.len(), 20_001);
+    assert_eq!(lines[0], "g;v");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| *l == "x;{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … 19990 more}"),
+        "{}",
+        lines[1]
+    );
+    // 148,894 bytes in, 980,004 out (unbounded: 5 GB).
+    assert_eq!((input, out.text.len()), (148_894, 980_004));
+}
+
+/// The synchronous risk analysis stops with its request and is bounded (issue 27 item 2): a
+/// request abandoned by its client stops using CPU at once (it used to run to its end), at most
+/// `--max-risk-requests` run at once (429 `too_many_requests` with `Retry-After` beyond), and the
+/// abandoned request's slot is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_risk_requests_stop() {
+    let db = TestDb::new(Db::Sqlite).await.unwrap();
+    let server = ChildServer::start(&db, "risk", &["--max-risk-requests", "1"]);
+    let api = server.api();
+    let slow = api.upload(slow_risk_csv(19_000), "name=slow").await;
+    let slow = slow["id"].as_str().unwrap().to_string();
+    let small = api.upload("a,b\n1,x\n2,y\n", "name=small").await;
+    let small = small["id"].as_str().unwrap().to_string();
+    let risk = |id: &str| format!("/v1/datasets/{id}/risk");
+    // A request the client gives up on after 1 s (the analysis takes several).
+    let abandoned = {
+        let url = api.url(&risk(&slow));
+        let client = api.client.clone();
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(&slow_risk_request())
+                .timeout(Duration::from_secs(1))
+                .send()
+                .await
+        })
+    };
+    // Meanwhile the one slot is taken: another analysis is refused.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy = api
+        .post_json(
+            &risk(&small),
+            &serde_json::json!({"quasi_identifiers": ["a"]}),
+        )
+        .await;
+    busy.assert_error(429, "too_many_requests");
+    assert!(busy.headers.get("retry-after").is_some());
+    assert!(abandoned.await.unwrap().is_err(), "the client timed out");
+    // The server stops working on it: less than 0.3 s of CPU over the next second (the
+    // analysis would use a whole core).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = server.child.id();
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = cpu_ticks(pid) - before;
+    assert!(
+        used < 30,
+        "{used} ticks of CPU after the request was abandoned"
+    );
+    // Its slot is free again.
+    let r = api
+        .post_json(
+            &risk(&small),
+            &serde_json::json!({"quasi_identifiers": ["a"]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}

@@ -6,7 +6,12 @@ use std::time::Duration;
 
 use deid::job::id::{DatasetId, JobId, JobStatus, TenantId};
 use deid::store::Store;
-use deid::store::jobs::{Completion, NewJob};
+use deid::store::jobs::{Admission, Completion, NewJob, QueueLimits};
+
+const UNLIMITED: QueueLimits = QueueLimits {
+    queued: 1000,
+    queued_per_tenant: 1000,
+};
 
 use crate::both_databases;
 use crate::helpers::*;
@@ -28,7 +33,10 @@ async fn queue(store: &Store, n: usize) -> Vec<JobId> {
             max_attempts: 2,
             webhook: None,
         };
-        assert!(store.insert_job(&job, 1000).await.unwrap());
+        assert_eq!(
+            store.insert_job(&job, UNLIMITED).await.unwrap(),
+            Admission::Queued
+        );
         ids.push(id);
     }
     ids
@@ -46,7 +54,11 @@ async fn concurrent_claims(kind: Db) {
         tasks.push(tokio::spawn(async move {
             let owner = format!("worker-{w}");
             let mut claimed = Vec::new();
-            while let Some(job) = store.claim_next_job(&owner, 60_000).await.unwrap() {
+            while let Some(job) = store
+                .claim_next_job(&owner, 60_000, i64::MAX)
+                .await
+                .unwrap()
+            {
                 assert_eq!(job.attempts, 1);
                 claimed.push(job.id);
             }
@@ -75,7 +87,11 @@ async fn stale_owner_is_fenced(kind: Db) {
     let store = store(&db).await;
     let id = queue(&store, 1).await.remove(0);
     // A claims with a lease that expires at once; the reaper gives the job back.
-    let a = store.claim_next_job("a", 1).await.unwrap().unwrap();
+    let a = store
+        .claim_next_job("a", 1, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(a.id, id);
     assert!(store.heartbeat(&id, "a", 1, "{}").await.unwrap().is_some());
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -85,7 +101,11 @@ async fn stale_owner_is_fenced(kind: Db) {
         .unwrap();
     assert_eq!((requeued, failed), (1, 0));
     // B claims it (second attempt).
-    let b = store.claim_next_job("b", 60_000).await.unwrap().unwrap();
+    let b = store
+        .claim_next_job("b", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((b.id.as_str(), b.attempts), (id.as_str(), 2));
     // Everything A still tries is rejected.
     assert_eq!(
@@ -142,7 +162,11 @@ async fn stale_owner_is_fenced(kind: Db) {
     // A job whose attempts are used up fails when its lease expires.
     let id2 = queue(&store, 1).await.remove(0);
     for owner in ["c", "d"] {
-        let j = store.claim_next_job(owner, 1).await.unwrap().unwrap();
+        let j = store
+            .claim_next_job(owner, 1, i64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(j.id, id2);
         tokio::time::sleep(Duration::from_millis(20)).await;
         store
@@ -154,7 +178,13 @@ async fn stale_owner_is_fenced(kind: Db) {
     assert_eq!(row.status.as_str(), "failed");
     assert_eq!(row.attempts, 2);
     assert!(row.error.unwrap().contains("worker_lost"));
-    assert!(store.claim_next_job("e", 1000).await.unwrap().is_none());
+    assert!(
+        store
+            .claim_next_job("e", 1000, i64::MAX)
+            .await
+            .unwrap()
+            .is_none()
+    );
     store.close().await;
 }
 both_databases!(
@@ -181,12 +211,19 @@ async fn webhook_leases(kind: Db) {
         max_attempts: 1,
         webhook: Some("pending"),
     };
-    assert!(store.insert_job(&job, 1000).await.unwrap());
+    assert_eq!(
+        store.insert_job(&job, UNLIMITED).await.unwrap(),
+        Admission::Queued
+    );
     let far = deid::store::now_ms() + 60_000;
     // Not ended yet: neither claimable nor orphaned.
     assert!(!store.claim_webhook(&id, far).await.unwrap());
     assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
-    store.claim_next_job("w", 60_000).await.unwrap().unwrap();
+    store
+        .claim_next_job("w", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     let done = Completion {
         status: JobStatus::Succeeded,
         progress: "{}",
@@ -235,7 +272,11 @@ async fn requeued_jobs_keep_their_place(kind: Db) {
     tokio::time::sleep(Duration::from_millis(5)).await;
     let later = queue(&store, 2).await;
     // The reaper puts the first job back after its lease expired.
-    let a = store.claim_next_job("a", 1).await.unwrap().unwrap();
+    let a = store
+        .claim_next_job("a", 1, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(a.id, ids[0]);
     tokio::time::sleep(Duration::from_millis(20)).await;
     let (requeued, _) = store
@@ -243,13 +284,25 @@ async fn requeued_jobs_keep_their_place(kind: Db) {
         .await
         .unwrap();
     assert_eq!(requeued, 1);
-    let b = store.claim_next_job("b", 60_000).await.unwrap().unwrap();
+    let b = store
+        .claim_next_job("b", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(b.id, ids[0], "the re-queued job comes first");
     // Released at shutdown: first again.
     assert!(store.release_job(&b.id, "b").await.unwrap());
-    let c = store.claim_next_job("c", 60_000).await.unwrap().unwrap();
+    let c = store
+        .claim_next_job("c", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(c.id, ids[0], "the released job comes first");
-    let d = store.claim_next_job("d", 60_000).await.unwrap().unwrap();
+    let d = store
+        .claim_next_job("d", 60_000, i64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(d.id, later[0]);
     store.close().await;
 }
@@ -311,4 +364,143 @@ both_databases!(
     abandoned_uploads_are_purged,
     abandoned_uploads_are_purged_sqlite,
     abandoned_uploads_are_purged_postgres
+);
+
+/// A job whose worker stops while running it (crash, out of memory, lost lease) is queued again
+/// once; the second interruption fails it with `worker_lost`, attempts left or not (issue 27
+/// item 1: a poison job crashed the server at every restart until its attempts were used up).
+async fn crashing_jobs_are_retried_once(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let (id, admission) = queue_for(&store, "t", 5, UNLIMITED).await;
+    assert_eq!(admission, Admission::Queued);
+    let mut reaped = Vec::new();
+    for owner in ["a", "b"] {
+        let j = store
+            .claim_next_job(owner, 1, i64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(j.id, id);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        reaped.push(
+            store
+                .reap_expired_leases(deid::store::now_ms(), "{\"code\":\"worker_lost\"}")
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(reaped, [(1, 0), (0, 1)]);
+    let row = store.job_by_id(&id).await.unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.attempts), ("failed", 2));
+    assert!(row.error.unwrap().contains("worker_lost"));
+    assert!(
+        store
+            .claim_next_job("c", 1000, i64::MAX)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store.close().await;
+}
+both_databases!(
+    crashing_jobs_are_retried_once,
+    crashing_jobs_are_retried_once_sqlite,
+    crashing_jobs_are_retried_once_postgres
+);
+
+/// Queues a job of `tenant` under `limits`.
+async fn queue_for(
+    store: &Store,
+    tenant: &str,
+    max_attempts: i64,
+    limits: QueueLimits,
+) -> (JobId, Admission) {
+    let id = JobId::generate();
+    let job = NewJob {
+        id: &id,
+        tenant: &TenantId::from(tenant),
+        dataset_id: &DatasetId::from("d"),
+        task: "anonymize",
+        spec: "{}",
+        max_attempts,
+        webhook: None,
+    };
+    let admission = store.insert_job(&job, limits).await.unwrap();
+    (id, admission)
+}
+
+/// Per-tenant limits and fair claims (issue 27 item 4): a tenant at its queue limit is refused
+/// while others are admitted; a claim prefers the tenant served longest ago over older jobs of a
+/// tenant that was just served, and skips tenants at their running limit.
+async fn tenants_share_the_queue(kind: Db) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let store = store(&db).await;
+    let limits = QueueLimits {
+        queued: 10,
+        queued_per_tenant: 3,
+    };
+    let mut a = Vec::new();
+    for _ in 0..3 {
+        let (id, admission) = queue_for(&store, "a", 2, limits).await;
+        assert_eq!(admission, Admission::Queued);
+        a.push(id);
+    }
+    assert_eq!(
+        queue_for(&store, "a", 2, limits).await.1,
+        Admission::TenantQueueFull
+    );
+    let (b1, admission) = queue_for(&store, "b", 2, limits).await;
+    assert_eq!(admission, Admission::Queued);
+    let (b2, _) = queue_for(&store, "b", 2, limits).await;
+    // The whole queue: 5 of 5 allowed here.
+    let full = QueueLimits {
+        queued: 5,
+        queued_per_tenant: 5,
+    };
+    assert_eq!(
+        queue_for(&store, "c", 2, full).await.1,
+        Admission::QueueFull
+    );
+
+    // Neither tenant ran anything: the oldest job (a's) first.
+    let claim = |owner: &'static str, max_running: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .claim_next_job(owner, 60_000, max_running)
+                .await
+                .unwrap()
+                .map(|j| j.id)
+        }
+    };
+    assert_eq!(claim("w1", 10).await.as_ref(), Some(&a[0]));
+    // a runs one job, b none: b's job comes before a's older ones.
+    assert_eq!(claim("w2", 10).await.as_ref(), Some(&b1));
+    // One running each: a was served longest ago.
+    assert_eq!(claim("w3", 10).await.as_ref(), Some(&a[1]));
+    // With one running job allowed per tenant: a (2 running) and b (1) wait.
+    assert_eq!(claim("w4", 1).await, None);
+    // b's job ends: b may run one again, and does before a's older job.
+    let done = Completion {
+        status: JobStatus::Succeeded,
+        progress: "{}",
+        result: None,
+        result_chunks: None,
+        error: None,
+    };
+    assert!(store.complete_job(&b1, "w2", &done).await.unwrap());
+    assert_eq!(claim("w4", 1).await.as_ref(), Some(&b2));
+    assert_eq!(claim("w5", 1).await, None);
+    assert_eq!(claim("w5", 10).await.as_ref(), Some(&a[2]));
+    store.close().await;
+}
+both_databases!(
+    tenants_share_the_queue,
+    tenants_share_the_queue_sqlite,
+    tenants_share_the_queue_postgres
 );

@@ -124,12 +124,68 @@ async fn risk_task(kind: Db) {
         result["input"]["population_uniqueness"].is_object(),
         "{result}"
     );
-    app.get(&format!("/v1/jobs/{id}/result.csv"))
+    let body = app
+        .get(&format!("/v1/jobs/{id}/result.csv"))
+        .await
+        .assert_error(409, "result_not_available");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no CSV") && message.contains("/result"),
+        "{body}"
+    );
+    // `{}` names the missing field, as the message does.
+    let body = app
+        .post_json(&format!("/v1/datasets/{dataset}/risk"), &json!({}))
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(
+        body["error"]["details"]["field"], "quasi_identifiers",
+        "{body}"
+    );
+    app.stop().await;
+}
+both_databases!(risk_task, risk_task_sqlite, risk_task_postgres);
+
+/// A risk job shows its phase and elapsed time while it runs, and a cancel stops the analysis:
+/// the job ends `cancelled` without a result (issue 27 item 2: the cancel was ignored, the job
+/// ended `cancelled` with the full result, and showed `elapsed_ms: 0` while running).
+async fn risk_job_cancel(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let ds = app.upload(slow_risk_csv(19_000), "name=slow").await;
+    let qi = json!({"type": "quasi_identifying"});
+    let attributes: serde_json::Map<String, Value> =
+        (0..10).map(|i| (format!("c{i}"), qi.clone())).collect();
+    let spec = json!({"dataset_id": ds["id"], "task": "risk", "attributes": attributes});
+    let job = app.create_job(&spec).await;
+    let id = job["id"].as_str().unwrap();
+    let running = app
+        .wait_job(id, Duration::from_secs(30), |j| {
+            j["progress"]["phase"] == "analysing" || finished(j)
+        })
+        .await;
+    assert_eq!(running["status"], "running", "{running}");
+    let running = app
+        .wait_job(id, Duration::from_secs(30), |j| {
+            j["progress"]["elapsed_ms"].as_u64().unwrap_or(0) > 0 || finished(j)
+        })
+        .await;
+    assert_eq!(running["status"], "running", "{running}");
+    let r = app.post_raw(&format!("/v1/jobs/{id}/cancel"), "").await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let j = app.wait_job(id, Duration::from_secs(30), finished).await;
+    assert_eq!(j["status"], "cancelled", "{j}");
+    app.get(&format!("/v1/jobs/{id}/result"))
         .await
         .assert_error(409, "result_not_available");
     app.stop().await;
 }
-both_databases!(risk_task, risk_task_sqlite, risk_task_postgres);
+both_databases!(
+    risk_job_cancel,
+    risk_job_cancel_sqlite,
+    risk_job_cancel_postgres
+);
 
 /// Fields that do not fit the task are refused at submission, naming the field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,4 +526,44 @@ fn check_population_classes(csv: &str, report: &Value, k: usize, delta_max: f64)
             "{key:?}: δ = {count}/{big}"
         );
     }
+}
+
+/// Formula injection (issue 27 item 5): result.csv is faithful by default; the download option
+/// `?neutralize_formulas=true` and the job option `neutralize_formulas` give every cell and
+/// column name starting with `=`, `+`, `-`, `@` a leading `'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formulas_are_neutralized_on_request() {
+    let app = spawn_app(Db::Sqlite).await.unwrap();
+    let csv = "\"=HYPERLINK(\"\"http://x\"\")\",g\n=1+2,a\n-3,a\n@x,a\nplain,a\n";
+    let ds = app.upload(csv, "delimiter=,").await;
+    let spec = |neutralize: bool| {
+        json!({
+            "dataset_id": ds["id"],
+            "attributes": {"g": {"type": "quasi_identifying", "hierarchy": {"csv": "a;*\n"}}},
+            "privacy": ["k-anonymity(k=2)"],
+            "neutralize_formulas": neutralize,
+        })
+    };
+    let faithful = "\"=HYPERLINK(\"\"http://x\"\")\",g\n=1+2,a\n-3,a\n@x,a\nplain,a\n";
+    let safe = "\"'=HYPERLINK(\"\"http://x\"\")\",g\n'=1+2,a\n'-3,a\n'@x,a\nplain,a\n";
+    for (neutralize, stored) in [(false, faithful), (true, safe)] {
+        let job = app.create_job(&spec(neutralize)).await;
+        let job = ended(&app, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let id = job["id"].as_str().unwrap();
+        let plain = app.get(&format!("/v1/jobs/{id}/result.csv")).await;
+        assert_eq!((plain.status, plain.text.as_str()), (200, stored));
+        let download = app
+            .get(&format!(
+                "/v1/jobs/{id}/result.csv?neutralize_formulas=true"
+            ))
+            .await;
+        assert_eq!((download.status, download.text.as_str()), (200, safe));
+        app.get(&format!(
+            "/v1/jobs/{id}/result.csv?neutralize_formulas=maybe"
+        ))
+        .await
+        .assert_error(400, "invalid_query");
+    }
+    app.stop().await;
 }

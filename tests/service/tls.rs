@@ -196,3 +196,49 @@ async fn postgres_over_tls() {
         assert!(!err.to_string().is_empty());
     }
 }
+
+/// Database connection errors name the address and the cause once (issue 27 item 6): an
+/// unreachable server, a missing `sslrootcert` (with its path), a file that holds no
+/// certificate. None needs a running PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_connection_errors_name_the_problem() {
+    deid::tls::install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!("deid-conn-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let connect = |url: String| {
+        let dir = dir.clone();
+        async move {
+            match deid::store::Store::connect(Some(&url), &dir, 1).await {
+                Ok(_) => panic!("{url} must not connect"),
+                Err(e) => e.to_string(),
+            }
+        }
+    };
+    // Port 1 on loopback: refused at once.
+    let err = connect("postgres://deid:secret@127.0.0.1:1/db".into()).await;
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+    let missing = dir.join("missing-ca.pem");
+    let err = connect(format!(
+        "postgres://127.0.0.1:1/db?sslmode=verify-full&sslrootcert={}",
+        missing.display()
+    ))
+    .await;
+    assert!(err.contains(&missing.display().to_string()), "{err}");
+    let empty = dir.join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let err = connect(format!(
+        "postgres://127.0.0.1:1/db?sslmode=verify-ca&sslrootcert={}",
+        empty.display()
+    ))
+    .await;
+    assert!(
+        err.contains(&empty.display().to_string()) && err.contains("no PEM certificate"),
+        "{err}"
+    );
+    // Each cause once.
+    for part in err.split(": ") {
+        assert_eq!(err.matches(part).count(), 1, "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

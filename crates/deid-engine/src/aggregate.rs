@@ -29,7 +29,8 @@ pub enum AggregateFunction {
     Mode,
     /// `[min, max]`, written with the original texts.
     Interval,
-    /// `{a, b, …}`: the distinct values in order.
+    /// `{a, b, …}`: the distinct values in order, at most [`SET_MAX_LISTED`] of them and then
+    /// how many more there are.
     Set,
 }
 
@@ -104,6 +105,11 @@ enum Kind {
 
 /// Shown for a missing value in a mode or set.
 const MISSING: &str = "NULL";
+
+/// Values a `set` aggregate lists: a class with more distinct values is written as its first
+/// `SET_MAX_LISTED` values in order followed by `… N more` (`{1, 2, …, 10, … 19990 more}`), so a
+/// cell holds at most this many of the data's values (docs/definitions.md §3.7).
+pub const SET_MAX_LISTED: usize = 10;
 
 /// A microaggregated attribute compiled against its column.
 #[derive(Debug, Clone)]
@@ -292,7 +298,16 @@ impl PreparedAggregate {
                 } else if all.is_empty() {
                     String::new()
                 } else {
-                    let items: Vec<String> = all.iter().map(|&(c, _)| text(c)).collect();
+                    // At most SET_MAX_LISTED values, then how many more there are: the cell
+                    // stays bounded whatever the class's size (§3.7).
+                    let mut items: Vec<String> = all
+                        .iter()
+                        .take(SET_MAX_LISTED)
+                        .map(|&(c, _)| text(c))
+                        .collect();
+                    if all.len() > SET_MAX_LISTED {
+                        items.push(format!("… {} more", all.len() - SET_MAX_LISTED));
+                    }
                     format!("{{{}}}", items.join(", "))
                 }
             }
@@ -460,6 +475,27 @@ mod tests {
         assert_eq!(run(&v, Set, ig, None), "{ a,  c , b }");
         assert_eq!(run(&[" 7", "12 "], Interval, ig, None), "[ 7, 12 ]");
         assert_eq!(run(&["a", " a"], Set, ig, None), "{ a, a}");
+    }
+
+    #[test]
+    fn a_large_set_lists_its_first_values_and_counts_the_rest() {
+        let v: Vec<String> = (0..20_000).rev().map(|i| i.to_string()).collect();
+        let v: Vec<&str> = v.iter().map(String::as_str).collect();
+        let ig = MissingValues::Ignore;
+        let set = run(&v, AggregateFunction::Set, ig, None);
+        assert_eq!(set, "{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … 19990 more}");
+        // Exactly SET_MAX_LISTED values: all listed; a kept missing value counts as one more.
+        let ten: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        let mut ten: Vec<&str> = ten.iter().map(String::as_str).collect();
+        assert_eq!(
+            run(&ten, AggregateFunction::Set, ig, None),
+            "{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}"
+        );
+        ten.push("");
+        assert_eq!(
+            run(&ten, AggregateFunction::Set, MissingValues::Keep, None),
+            "{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … 1 more}"
+        );
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub struct OutputOptions {
     pub suppressed: SuppressedRecords,
     /// The text of a suppressed value (default `*`).
     pub marker: String,
+    /// Neutralize spreadsheet formulas: every cell (header included) that starts with `=`, `+`,
+    /// `-`, `@`, a tab or a carriage return gets a leading `'` ([`neutralize_formula`]). Off by
+    /// default: the output is faithful to the data.
+    pub neutralize_formulas: bool,
 }
 
 impl Default for OutputOptions {
@@ -65,8 +69,55 @@ impl Default for OutputOptions {
         OutputOptions {
             suppressed: SuppressedRecords::Mask,
             marker: SUPPRESSED.to_string(),
+            neutralize_formulas: false,
         }
     }
+}
+
+/// A cell a spreadsheet would not read as a formula (OWASP's CSV-injection rule): a cell
+/// starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (so `-5`
+/// becomes `'-5` too); any other cell is unchanged. Quotes and delimiters inside a cell are the
+/// CSV writer's business (it quotes such cells).
+pub fn neutralize_formula(cell: &str) -> std::borrow::Cow<'_, str> {
+    match cell.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => format!("'{cell}").into(),
+        _ => cell.into(),
+    }
+}
+
+/// Copies a CSV from `input` to `output` (same delimiter), every cell through
+/// [`neutralize_formula`]: the download of a stored output with formulas neutralized.
+pub fn neutralize_csv<R: std::io::Read, W: Write>(
+    input: R,
+    output: W,
+    delimiter: u8,
+) -> Result<()> {
+    let err = |e: csv::Error| EngineError::Output(e.to_string());
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input);
+    let mut writer = csv::WriterBuilder::new()
+        .delimiter(delimiter)
+        .flexible(true)
+        .from_writer(output);
+    let mut record = csv::StringRecord::new();
+    while reader.read_record(&mut record).map_err(err)? {
+        writer
+            .write_record(
+                record
+                    .iter()
+                    .map(neutralize_formula)
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(|c| c.as_ref()),
+            )
+            .map_err(err)?;
+    }
+    writer
+        .flush()
+        .map_err(|e| EngineError::Output(e.to_string()))
 }
 
 impl OutputOptions {
@@ -335,110 +386,97 @@ fn aggregates(problem: &Problem, classes: &OutputClasses) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Streams the anonymized table as CSV with the given delimiter. Chunks of rows are formatted in
-/// parallel (a few at a time, so memory stays bounded) and written in row order: the bytes are
-/// the same as one row after the other. `problem` must be the whole (not a
-/// [restricted](Problem::restrict)) problem.
+/// Streams the anonymized table as CSV with the given delimiter (see [`CsvOutput::write`]).
+/// `problem` must be the whole (not a [restricted](Problem::restrict)) problem.
 pub fn write_csv<W: Write, R: Recoding + ?Sized>(
     problem: &Problem,
     recoding: &R,
-    mut out: W,
+    out: W,
     delimiter: u8,
     options: &OutputOptions,
 ) -> Result<Written> {
-    use rayon::prelude::*;
-    let table = problem.table();
-    let masked = options.masked_columns(problem);
-    let plan: Vec<(usize, Cell)> = (0..table.columns().len())
-        .filter(|c| !problem.identifying_columns().contains(c))
-        .map(|c| (c, masked.get(&c).copied().unwrap_or(Cell::Copy)))
-        .collect();
-    // Microaggregation: the aggregate of each class as the output's reader sees it.
-    let micro = (!problem.microaggregated().is_empty()).then(|| {
-        let classes = OutputClasses::of(problem, recoding);
-        let values = aggregates(problem, &classes);
-        (classes.class_of_base, values)
-    });
-    let io = |e: csv::Error| EngineError::Output(e.to_string());
-    let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
-    let mut header = csv::WriterBuilder::new()
-        .delimiter(delimiter)
-        .from_writer(Vec::new());
-    header
-        .write_record(plan.iter().map(|(c, _)| table.column(*c).name.as_str()))
-        .map_err(io)?;
-    let header = header
-        .into_inner()
-        .map_err(|e| EngineError::Output(e.to_string()))?;
-    out.write_all(&header).map_err(write_err)?;
-    let rows = table.rows();
-    let chunks = rows.div_ceil(CHUNK_ROWS);
-    let window = rayon::current_num_threads().max(1) * 2;
-    let mut written = Written::default();
-    for first in (0..chunks).step_by(window) {
-        let parts: Vec<Result<(Vec<u8>, Written)>> = (first..chunks.min(first + window))
-            .into_par_iter()
-            .map(|c| {
-                let range = c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS);
-                format_rows(
-                    problem,
-                    recoding,
-                    &plan,
-                    micro.as_ref(),
-                    options,
-                    delimiter,
-                    range,
-                )
-            })
-            .collect();
-        for part in parts {
-            let (bytes, w) = part?;
-            out.write_all(&bytes).map_err(write_err)?;
-            written.rows += w.rows;
-            written.removed += w.removed;
-        }
-    }
-    out.flush().map_err(write_err)?;
-    Ok(written)
+    CsvOutput::new(problem, recoding, options).write(out, delimiter)
 }
 
-/// The CSV text of the rows in `range` (no header).
-fn format_rows<R: Recoding + ?Sized>(
-    problem: &Problem,
-    recoding: &R,
-    plan: &[(usize, Cell)],
-    micro: Option<&(Vec<u32>, Vec<Vec<String>>)>,
-    options: &OutputOptions,
-    delimiter: u8,
-    range: std::ops::Range<usize>,
-) -> Result<(Vec<u8>, Written)> {
-    let table = problem.table();
-    let marker = options.marker.as_str();
-    let mut w = csv::WriterBuilder::new()
-        .delimiter(delimiter)
-        .has_headers(false)
-        .from_writer(Vec::with_capacity(range.len() * 64));
-    let mut written = Written::default();
-    let mut record: Vec<&str> = Vec::with_capacity(plan.len());
-    let row_groups = problem.row_groups();
-    for row in range {
+/// The anonymized table of one recoding, ready to be measured ([`CsvOutput::size`]) and
+/// written ([`CsvOutput::write`]): the columns it holds and the aggregates of every class.
+pub struct CsvOutput<'a, R: Recoding + ?Sized> {
+    problem: &'a Problem,
+    recoding: &'a R,
+    options: &'a OutputOptions,
+    /// The output's columns: table column and what it holds.
+    plan: Vec<(usize, Cell)>,
+    /// Microaggregation: the class of every base group and the aggregates of every class.
+    micro: Option<(Vec<u32>, Vec<Vec<String>>)>,
+}
+
+impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
+    /// The output of `recoding` on `problem` (the whole problem) with `options`.
+    pub fn new(problem: &'a Problem, recoding: &'a R, options: &'a OutputOptions) -> Self {
+        let masked = options.masked_columns(problem);
+        let plan: Vec<(usize, Cell)> = (0..problem.table().columns().len())
+            .filter(|c| !problem.identifying_columns().contains(c))
+            .map(|c| (c, masked.get(&c).copied().unwrap_or(Cell::Copy)))
+            .collect();
+        // Microaggregation: the aggregate of each class as the output's reader sees it.
+        let micro = (!problem.microaggregated().is_empty()).then(|| {
+            let classes = OutputClasses::of(problem, recoding);
+            let values = aggregates(problem, &classes);
+            (classes.class_of_base, values)
+        });
+        CsvOutput {
+            problem,
+            recoding,
+            options,
+            plan,
+            micro,
+        }
+    }
+
+    /// The header's cells.
+    fn header(&self) -> Vec<&'a str> {
+        let table = self.problem.table();
+        self.plan
+            .iter()
+            .map(|(c, _)| table.column(*c).name.as_str())
+            .collect()
+    }
+
+    /// The cells as written: formulas neutralized if the options say so.
+    fn written<'c>(&self, record: &'c [&'c str]) -> Vec<std::borrow::Cow<'c, str>> {
+        record
+            .iter()
+            .map(|c| match self.options.neutralize_formulas {
+                true => neutralize_formula(c),
+                false => (*c).into(),
+            })
+            .collect()
+    }
+
+    /// Fills `record` with the cells of `row`; false if the row is not written (outside the
+    /// research subset, or a suppressed record removed — counted in `written`).
+    fn cells<'s>(&'s self, row: usize, record: &mut Vec<&'s str>, written: &mut Written) -> bool {
+        let problem = self.problem;
         if !problem.is_released(row) {
             // Outside the research subset: part of the population, never written.
-            continue;
+            return false;
         }
-        let group = row_groups[row] as usize;
-        let recoded = recoding.recode(group);
+        let table = problem.table();
+        let group = problem.row_groups()[row] as usize;
+        let recoded = self.recoding.recode(group);
         let suppressed = recoded.is_none();
-        if suppressed && options.suppressed == SuppressedRecords::Remove {
+        if suppressed && self.options.suppressed == SuppressedRecords::Remove {
             written.removed += 1;
-            continue;
+            return false;
         }
         record.clear();
-        for (c, cell) in plan {
+        for (c, cell) in &self.plan {
             let value = match cell {
-                Cell::Qi(_) | Cell::Sensitive | Cell::Aggregated(_) if suppressed => marker,
+                Cell::Qi(_) | Cell::Sensitive | Cell::Aggregated(_) if suppressed => {
+                    self.options.marker.as_str()
+                }
                 Cell::Aggregated(k) => {
-                    let (class_of_base, values) = micro.expect("aggregates computed");
+                    let (class_of_base, values) = self.micro.as_ref().expect("aggregates computed");
                     values[*k][class_of_base[group] as usize].as_str()
                 }
                 Cell::Copy | Cell::Sensitive => {
@@ -456,14 +494,125 @@ fn format_rows<R: Recoding + ?Sized>(
             };
             record.push(value);
         }
-        w.write_record(&record)
-            .map_err(|e| EngineError::Output(e.to_string()))?;
         written.rows += 1;
+        true
     }
-    let bytes = w
-        .into_inner()
-        .map_err(|e| EngineError::Output(e.to_string()))?;
-    Ok((bytes, written))
+
+    /// The exact number of bytes [`CsvOutput::write`] writes with `delimiter`, computed without
+    /// formatting anything (a bound checked before an output is written).
+    pub fn size(&self, delimiter: u8) -> u64 {
+        use rayon::prelude::*;
+        let rows = self.problem.table().rows();
+        let data: u64 = (0..rows.div_ceil(CHUNK_ROWS))
+            .into_par_iter()
+            .map(|c| {
+                let mut record = Vec::with_capacity(self.plan.len());
+                let mut written = Written::default();
+                let mut bytes = 0u64;
+                for row in c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS) {
+                    if self.cells(row, &mut record, &mut written) {
+                        bytes += record_bytes(&self.written(&record), delimiter);
+                    }
+                }
+                bytes
+            })
+            .sum();
+        record_bytes(&self.written(&self.header()), delimiter) + data
+    }
+
+    /// Streams the anonymized table as CSV with the given delimiter: header kept (minus
+    /// identifying columns), row order kept. Chunks of rows are formatted in parallel (a few at
+    /// a time, so memory stays bounded) and written in row order: the bytes are the same as one
+    /// row after the other.
+    pub fn write<W: Write>(&self, mut out: W, delimiter: u8) -> Result<Written> {
+        use rayon::prelude::*;
+        let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
+        let mut header = csv::WriterBuilder::new()
+            .delimiter(delimiter)
+            .from_writer(Vec::new());
+        header
+            .write_record(self.written(&self.header()).iter().map(|c| c.as_ref()))
+            .map_err(|e| EngineError::Output(e.to_string()))?;
+        let header = header
+            .into_inner()
+            .map_err(|e| EngineError::Output(e.to_string()))?;
+        out.write_all(&header).map_err(write_err)?;
+        let rows = self.problem.table().rows();
+        let chunks = rows.div_ceil(CHUNK_ROWS);
+        let window = rayon::current_num_threads().max(1) * 2;
+        let mut written = Written::default();
+        for first in (0..chunks).step_by(window) {
+            let parts: Vec<Result<(Vec<u8>, Written)>> = (first..chunks.min(first + window))
+                .into_par_iter()
+                .map(|c| {
+                    self.format_rows(delimiter, c * CHUNK_ROWS..rows.min((c + 1) * CHUNK_ROWS))
+                })
+                .collect();
+            for part in parts {
+                let (bytes, w) = part?;
+                out.write_all(&bytes).map_err(write_err)?;
+                written.rows += w.rows;
+                written.removed += w.removed;
+            }
+        }
+        out.flush().map_err(write_err)?;
+        Ok(written)
+    }
+
+    /// The CSV text of the rows in `range` (no header).
+    fn format_rows(
+        &self,
+        delimiter: u8,
+        range: std::ops::Range<usize>,
+    ) -> Result<(Vec<u8>, Written)> {
+        let mut w = csv::WriterBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(false)
+            .from_writer(Vec::with_capacity(range.len() * 64));
+        let mut written = Written::default();
+        let mut record: Vec<&str> = Vec::with_capacity(self.plan.len());
+        for row in range {
+            if self.cells(row, &mut record, &mut written) {
+                let result = if self.options.neutralize_formulas {
+                    w.write_record(self.written(&record).iter().map(|c| c.as_ref()))
+                } else {
+                    w.write_record(&record)
+                };
+                result.map_err(|e| EngineError::Output(e.to_string()))?;
+            }
+        }
+        let bytes = w
+            .into_inner()
+            .map_err(|e| EngineError::Output(e.to_string()))?;
+        Ok((bytes, written))
+    }
+}
+
+/// The bytes of one CSV record as the `csv` writer formats it: a cell is quoted (its quotes
+/// doubled) when it holds the delimiter, a quote, CR or LF; a record of one empty cell is `""`;
+/// cells are separated by the delimiter, the record ends with LF.
+fn record_bytes<S: AsRef<str>>(record: &[S], delimiter: u8) -> u64 {
+    if let [only] = record
+        && only.as_ref().is_empty()
+    {
+        return 3;
+    }
+    let cells: u64 = record
+        .iter()
+        .map(|cell| {
+            let bytes = cell.as_ref().as_bytes();
+            let special = bytes
+                .iter()
+                .any(|&b| b == delimiter || b == b'"' || b == b'\r' || b == b'\n');
+            let quotes = if special {
+                2 + bytes.iter().filter(|&&b| b == b'"').count()
+            } else {
+                0
+            };
+            (bytes.len() + quotes) as u64
+        })
+        .sum();
+    cells + record.len().max(1) as u64
 }
 
 /// Whether the block of suppressed records, read as one more class (every quasi-identifier
@@ -578,6 +727,7 @@ mod tests {
         let keep = OutputOptions {
             suppressed: SuppressedRecords::KeepSensitive,
             marker: "#".into(),
+            neutralize_formulas: false,
         };
         let (text, _) = write(&p, &keep);
         assert_eq!(text.lines().nth(1000).unwrap(), "999,#,s0");
@@ -589,6 +739,116 @@ mod tests {
         assert_eq!((w.rows, w.removed), (69_930, 70));
         assert!(text.lines().all(|l| !l.contains('*')));
         assert_eq!(text.lines().count(), 69_931);
+    }
+
+    #[test]
+    fn the_measured_size_is_the_written_size() {
+        let p = problem();
+        let eval = Checker::new(&p).evaluate(&[0]);
+        for options in [
+            OutputOptions::default(),
+            OutputOptions {
+                suppressed: SuppressedRecords::Remove,
+                ..OutputOptions::default()
+            },
+            // A marker that needs quotes (delimiter, quote).
+            OutputOptions {
+                suppressed: SuppressedRecords::KeepSensitive,
+                marker: "a,\"b\"".into(),
+                neutralize_formulas: false,
+            },
+            // Neutralized formulas: a marker and values starting with `-`, `=`.
+            OutputOptions {
+                marker: "-".into(),
+                neutralize_formulas: true,
+                ..OutputOptions::default()
+            },
+        ] {
+            for delimiter in [b',', b';'] {
+                let output = CsvOutput::new(&p, &eval, &options);
+                let mut buf = Vec::new();
+                output.write(&mut buf, delimiter).unwrap();
+                assert_eq!(output.size(delimiter), buf.len() as u64, "{options:?}");
+            }
+        }
+        // Cells with line breaks and quotes; records of one empty cell (written `""`).
+        let values = ["", "x\ny", "\"q\"", "", "a\rb", "plain,"];
+        let rows: Vec<Vec<String>> = values.iter().map(|v| vec![v.to_string()]).collect();
+        let table = Table::from_rows(&["only"], &rows).unwrap();
+        let h = Hierarchy::from_rows(
+            values[1..]
+                .iter()
+                .map(|v| vec![v.to_string(), "*".to_string()])
+                .chain([vec![String::new(), "*".to_string()]])
+                .collect(),
+            "only",
+        )
+        .unwrap();
+        let config = ProblemConfig {
+            quasi_identifiers: vec![QuasiIdentifier::new("only", h)],
+            privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
+            ..Default::default()
+        };
+        let p = Problem::new(table, config).unwrap();
+        let eval = Checker::new(&p).evaluate(&[0]);
+        let options = OutputOptions::default();
+        let output = CsvOutput::new(&p, &eval, &options);
+        let mut buf = Vec::new();
+        output.write(&mut buf, b',').unwrap();
+        assert!(
+            buf.starts_with(b"only\n\"\"\n"),
+            "{:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        assert_eq!(output.size(b','), buf.len() as u64);
+    }
+
+    #[test]
+    fn formulas_are_neutralized_on_request() {
+        for (cell, expected) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+1", "'+1"),
+            ("-5", "'-5"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\tx", "'\tx"),
+            ("\rx", "'\rx"),
+            ("a=b", "a=b"),
+            ("", ""),
+        ] {
+            assert_eq!(neutralize_formula(cell), expected);
+        }
+        let rows: Vec<Vec<String>> = ["=1+2", "-3", "x"]
+            .iter()
+            .map(|v| vec![v.to_string(), "@q".to_string()])
+            .collect();
+        let table = Table::from_rows(&["=HYPERLINK(\"a\")", "g"], &rows).unwrap();
+        let h = Hierarchy::from_rows(vec![vec!["@q".into(), "*".into()]], "g").unwrap();
+        let config = ProblemConfig {
+            quasi_identifiers: vec![QuasiIdentifier::new("g", h)],
+            privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
+            ..Default::default()
+        };
+        let p = Problem::new(table, config).unwrap();
+        let eval = Checker::new(&p).evaluate(&[0]);
+        let write = |neutralize_formulas| {
+            let options = OutputOptions {
+                neutralize_formulas,
+                ..OutputOptions::default()
+            };
+            let output = CsvOutput::new(&p, &eval, &options);
+            let mut buf = Vec::new();
+            output.write(&mut buf, b',').unwrap();
+            assert_eq!(output.size(b','), buf.len() as u64);
+            String::from_utf8(buf).unwrap()
+        };
+        let faithful = "\"=HYPERLINK(\"\"a\"\")\",g\n=1+2,@q\n-3,@q\nx,@q\n";
+        assert_eq!(write(false), faithful);
+        let safe = "\"'=HYPERLINK(\"\"a\"\")\",g\n'=1+2,'@q\n'-3,'@q\nx,'@q\n";
+        assert_eq!(write(true), safe);
+        // The download's copy gives the same bytes.
+        let mut copy = Vec::new();
+        neutralize_csv(faithful.as_bytes(), &mut copy, b',').unwrap();
+        assert_eq!(String::from_utf8(copy).unwrap(), safe);
     }
 
     #[test]

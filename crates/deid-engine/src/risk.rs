@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use crate::cancel::CancelFlag;
 use crate::check::Evaluation;
 use crate::population::{ClassSizes, Estimator, SolverConfig, UniquenessEstimates};
 use crate::problem::Problem;
@@ -259,6 +260,17 @@ impl RiskReport {
     /// population uniqueness if the problem has a population model and the distinction and
     /// separation of the quasi-identifiers.
     pub fn input(problem: &Problem, risk_threshold: f64) -> RiskReport {
+        Self::input_cancellable(problem, risk_threshold, &CancelFlag::new())
+            .expect("a flag nobody raises")
+    }
+
+    /// [`RiskReport::input`] that stops when `cancel` is raised (checked between the
+    /// statistics and between the attribute combinations of the QI risks): `None` then.
+    pub fn input_cancellable(
+        problem: &Problem,
+        risk_threshold: f64,
+        cancel: &CancelFlag,
+    ) -> Option<RiskReport> {
         let base = problem.base_groups();
         // With a research subset, base groups of unreleased records only are no classes.
         let counts = || base.counts.iter().copied().filter(|&c| c > 0);
@@ -271,8 +283,11 @@ impl RiskReport {
             let h = ClassSizes::from_sizes(counts().map(u64::from));
             report = report.with_population(&h, n);
         }
-        report.quasi_identifiers = Some(quasi_identifier_risks(problem));
-        report
+        if cancel.is_cancelled() {
+            return None;
+        }
+        report.quasi_identifiers = Some(qi_risks(problem, cancel)?);
+        Some(report)
     }
 
     /// Risks of the anonymized data of an evaluated transformation.
@@ -369,6 +384,11 @@ pub fn population_uniqueness(h: &ClassSizes, population: u64) -> PopulationUniqu
 /// to [`MAX_COMBINATION_QIS`] and [`MAX_COMBINATION_WORK`], else the single ones and the whole
 /// set), sorted by (size, distinction, separation, names).
 pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
+    qi_risks(problem, &CancelFlag::new()).expect("a flag nobody raises")
+}
+
+/// [`quasi_identifier_risks`], `None` once `cancel` is raised (checked before each combination).
+fn qi_risks(problem: &Problem, cancel: &CancelFlag) -> Option<Vec<QuasiIdentifierRisk>> {
     let base = problem.base_groups();
     let q = problem.quasi_identifiers().len();
     let names: Vec<&str> = problem
@@ -389,6 +409,9 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
     let mut out: Vec<QuasiIdentifierRisk> = sets
         .into_iter()
         .map(|set| {
+            if cancel.is_cancelled() {
+                return None;
+            }
             // The group sizes of the set: a column's value counts, the base groups for the
             // whole set (no hashing: millions of base groups), else grouped here.
             let sizes: Vec<u64> = if set.len() == 1 {
@@ -414,7 +437,7 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
             };
             let pairs = |m: u64| (m as f64) * (m as f64 - 1.0) / 2.0;
             let same: f64 = sizes.iter().map(|&s| pairs(s)).sum();
-            QuasiIdentifierRisk {
+            Some(QuasiIdentifierRisk {
                 attributes: set.iter().map(|&i| names[i].to_string()).collect(),
                 distinction: if n == 0 {
                     0.0
@@ -422,9 +445,9 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
                     sizes.len() as f64 / n as f64
                 },
                 separation: if n <= 1 { 0.0 } else { 1.0 - same / pairs(n) },
-            }
+            })
         })
-        .collect();
+        .collect::<Option<_>>()?;
     out.sort_by(|a, b| {
         a.attributes
             .len()
@@ -433,7 +456,7 @@ pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
             .then(a.separation.total_cmp(&b.separation))
             .then_with(|| a.attributes.join(", ").cmp(&b.attributes.join(", ")))
     });
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -537,6 +560,11 @@ mod tests {
         let input = RiskReport::input(&problem, 0.2);
         assert!(input.population_uniqueness.is_none());
         assert_eq!(input.quasi_identifiers.unwrap().len(), 3);
+        // A raised cancel flag stops the analysis.
+        let cancel = CancelFlag::new();
+        cancel.cancel();
+        assert!(RiskReport::input_cancellable(&problem, 0.2, &cancel).is_none());
+        assert!(qi_risks(&problem, &cancel).is_none());
     }
 
     #[test]

@@ -74,6 +74,7 @@ export async function jobPage(main, [id], signal) {
     utility: h("dd", { id: "best-utility" }),
     cancel: h("button", { type: "button", id: "cancel", class: "danger" }, "Cancel job"),
     csv: h("button", { type: "button", id: "download-csv" }, "Download result.csv"),
+    safeCsv: h("button", { type: "button", id: "download-csv-safe", class: "secondary", title: "cells starting with = + - @ get a leading ' so that spreadsheets do not run them as formulas" }, "Download for spreadsheets"),
     report: h("button", { type: "button", id: "download-report", class: "secondary" }, "Download report (JSON)"),
     actionError: h("div", { id: "action-error" }),
     chart: h("div", { id: "chart", class: "chart", role: "img", "aria-label": "utility of the best transformation over time" }),
@@ -86,7 +87,7 @@ export async function jobPage(main, [id], signal) {
     h("h1", null, "Job ", h("code", null, id)),
     h("p", null, el.status, " · dataset ", h("a", { href: "#/datasets/" + job.dataset_id }, dataset ? dataset.name : job.dataset_id),
       " · algorithm ", el.algorithm),
-    h("div", { class: "row" }, el.cancel, el.csv, el.report), el.actionError,
+    h("div", { class: "row" }, el.cancel, el.csv, el.safeCsv, el.report), el.actionError,
     h("h2", null, "Progress"),
     h("div", { class: "grid" },
       h("div", { class: "panel" }, h("dl", { class: "kv" },
@@ -118,9 +119,9 @@ export async function jobPage(main, [id], signal) {
     el.explored.value = job.progress.explored_share || 0;
     fill(el.exploredText, pct(job.progress.explored_share));
     el.cancel.hidden = TERMINAL.includes(job.status);
-    el.csv.hidden = el.report.hidden = job.status !== "succeeded";
+    el.csv.hidden = el.safeCsv.hidden = el.report.hidden = job.status !== "succeeded";
     // A risk analysis has no CSV; a failed evaluation keeps its report.
-    if (job.task === "risk") el.csv.hidden = true;
+    if (job.task === "risk") el.csv.hidden = el.safeCsv.hidden = true;
     if (job.task === "evaluate" && job.error && job.error.code === "not_anonymous") el.report.hidden = false;
     if (!loaded) showTransformation(el.transformation, job.best && job.best.transformation, null, dataset, null);
     if (job.status === "failed" && job.error) fill(el.actionError, notice(job.error));
@@ -166,6 +167,7 @@ export async function jobPage(main, [id], signal) {
     el.cancel.disabled = false;
   });
   el.csv.addEventListener("click", () => download(job.links.result_csv, `${id}.csv`).catch((e) => fill(el.actionError, notice(e))));
+  el.safeCsv.addEventListener("click", () => download(`${job.links.result_csv}?neutralize_formulas=true`, `${id}-spreadsheet.csv`).catch((e) => fill(el.actionError, notice(e))));
   el.report.addEventListener("click", () => download(job.links.result, `${id}-report.json`).catch((e) => fill(el.actionError, notice(e))));
 
   update();

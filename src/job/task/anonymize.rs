@@ -16,6 +16,9 @@ use crate::job::spec::{JobSpec, SearchLimits};
 /// A search reads every quasi-identifier's hierarchy.
 pub const READS_HIERARCHIES: bool = true;
 
+/// It searches (the search reports progress).
+pub const SEARCHES: bool = true;
+
 /// The fields of a search: no given transformation (`levels`).
 pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
     super::refuse_levels(spec)
@@ -66,9 +69,7 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
     let (written, mut report) = rayon::join(
         || match (sink, result.recoding()) {
             (Some(out), Some(recoding)) => {
-                deid_engine::output::write_csv(&problem, recoding, out, run.delimiter, &options)
-                    .map(Some)
-                    .map_err(|e| TaskError::Output(e.to_string()))
+                super::write_output(run, &problem, recoding, &options, out).map(Some)
             }
             _ => Ok(None),
         },

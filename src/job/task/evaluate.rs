@@ -15,6 +15,9 @@ use crate::job::spec::{JobSpec, SearchLimits};
 /// An evaluation generalizes with the quasi-identifiers' hierarchies.
 pub const READS_HIERARCHIES: bool = true;
 
+/// One check, no search.
+pub const SEARCHES: bool = false;
+
 /// The fields of an evaluation: the transformation (`levels`) is required; no search.
 pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
     if spec.levels.is_none() {
@@ -53,10 +56,9 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
     let options = spec.output_options();
     let anonymous = eval.result.anonymous;
     let written = match sink {
-        Some(out) if anonymous || run.force_output => Some(
-            deid_engine::output::write_csv(&problem, &eval, out, run.delimiter, &options)
-                .map_err(|e| TaskError::Output(e.to_string()))?,
-        ),
+        Some(out) if anonymous || run.force_output => {
+            Some(super::write_output(run, &problem, &eval, &options, out)?)
+        }
         _ => None,
     };
     let threshold = spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);

@@ -14,6 +14,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use deid_engine::output::{CsvOutput, OutputOptions, Recoding, Written};
 use deid_engine::{CancelFlag, Problem, ProgressObserver, SearchConfig, Table};
 
 use super::error::{ErrorCode, SpecError};
@@ -38,6 +39,8 @@ pub trait Host: Sync {
     fn observer<'a>(&'a self, problem: &'a Problem) -> Box<dyn ProgressObserver + 'a>;
     /// The task starts writing its result.
     fn writing(&self) {}
+    /// The task starts analysing the data (a risk analysis, which reports no other progress).
+    fn analysing(&self) {}
     /// Whether the run must write nothing more (the worker shuts down or lost its lease).
     fn aborted(&self) -> bool {
         false
@@ -67,6 +70,8 @@ pub struct Run<'a> {
     pub started: Instant,
     /// `evaluate`: write the CSV also when the transformation is not anonymous (`--force`).
     pub force_output: bool,
+    /// The largest CSV the task may write (bytes), measured before anything is written.
+    pub max_output_bytes: Option<u64>,
 }
 
 /// What a task's run produced.
@@ -90,7 +95,8 @@ pub enum Verdict {
     /// It ran to its end without the result asked for (`no_solution`, `not_anonymous`): the
     /// report is kept, the job fails with this error.
     Failed(TaskFailure),
-    /// The host aborted it: nothing was written.
+    /// It stopped before its end (the host aborted it, or it was cancelled before it had a
+    /// result): nothing was written.
     Aborted,
 }
 
@@ -127,6 +133,13 @@ pub enum TaskError {
     Spec(SpecError),
     /// Writing the CSV to the sink failed.
     Output(String),
+    /// The CSV would be larger than [`Run::max_output_bytes`]: nothing was written.
+    OutputTooLarge {
+        /// Its exact size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl From<SpecError> for TaskError {
@@ -140,6 +153,10 @@ impl std::fmt::Display for TaskError {
         match self {
             TaskError::Spec(e) => e.fmt(f),
             TaskError::Output(m) => f.write_str(m),
+            TaskError::OutputTooLarge { bytes, limit } => write!(
+                f,
+                "the anonymized CSV would have {bytes} bytes, more than the limit of {limit}"
+            ),
         }
     }
 }
@@ -150,6 +167,7 @@ impl std::error::Error for TaskError {}
 pub type Sink<'s> = Option<&'s mut (dyn Write + Send)>;
 
 /// The task kinds and their files: one line per kind. Each module has `READS_HIERARCHIES`,
+/// `SEARCHES`,
 /// `check_fields`, `validate` and `run` with the signatures of the functions below.
 macro_rules! dispatch {
     ($($kind:ident => $module:ident),+ $(,)?) => {
@@ -158,6 +176,11 @@ macro_rules! dispatch {
             /// before queueing.
             pub fn reads_hierarchies(self) -> bool {
                 match self { $(Task::$kind => $module::READS_HIERARCHIES),+ }
+            }
+
+            /// Whether the task searches, so that the search reports its progress and time.
+            pub fn searches(self) -> bool {
+                match self { $(Task::$kind => $module::SEARCHES),+ }
             }
         }
 
@@ -254,6 +277,27 @@ fn refuse_local(spec: &JobSpec) -> Result<(), SpecError> {
         )),
         None => Ok(()),
     }
+}
+
+/// Writes the CSV of `recoding` to `out`, after measuring it against `run.max_output_bytes`.
+fn write_output<R: Recoding + ?Sized>(
+    run: &Run<'_>,
+    problem: &Problem,
+    recoding: &R,
+    options: &OutputOptions,
+    out: &mut (dyn Write + Send),
+) -> Result<Written, TaskError> {
+    let output = CsvOutput::new(problem, recoding, options);
+    if let Some(limit) = run.max_output_bytes {
+        // The output's size is known before anything is written or formatted.
+        let bytes = output.size(run.delimiter);
+        if bytes > limit {
+            return Err(TaskError::OutputTooLarge { bytes, limit });
+        }
+    }
+    output
+        .write(out, run.delimiter)
+        .map_err(|e| TaskError::Output(e.to_string()))
 }
 
 /// Milliseconds of a duration, for reports.

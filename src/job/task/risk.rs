@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use deid_engine::risk::RiskReport;
-use deid_engine::{Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
+use deid_engine::{
+    CancelFlag, Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table,
+};
 
 use std::time::Duration;
 
@@ -20,7 +22,9 @@ use crate::job::spec::{JobSpec, PopulationSpec, SearchLimits};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RiskRequest {
-    /// The quasi-identifiers (column names; at least one).
+    /// The quasi-identifiers (column names; at least one). Missing reads as empty, so that
+    /// `{}` is refused by [`RiskRequest::validate`] naming `quasi_identifiers`.
+    #[serde(default)]
     pub quasi_identifiers: Vec<String>,
     /// The population the data were sampled from (adds population uniqueness).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +106,17 @@ impl RiskRequest {
 
     /// Analyses `table`.
     pub fn analyse(&self, table: Table) -> Result<RiskAnalysis, SpecError> {
+        let analysis = self.analyse_cancellable(table, &CancelFlag::new())?;
+        Ok(analysis.expect("a flag nobody raises"))
+    }
+
+    /// Analyses `table` until `cancel` is raised (`None` then): the request that asked for it
+    /// went away, or the job was cancelled.
+    pub fn analyse_cancellable(
+        &self,
+        table: Table,
+        cancel: &CancelFlag,
+    ) -> Result<Option<RiskAnalysis>, SpecError> {
         let columns: Vec<String> = table.columns().iter().map(|c| c.name.clone()).collect();
         self.validate(&columns, table.rows())?;
         let mut quasi_identifiers = Vec::with_capacity(self.quasi_identifiers.len());
@@ -125,16 +140,21 @@ impl RiskRequest {
             population: self.population.as_ref().map(|p| p.parse()).transpose()?,
             ..ProblemConfig::default()
         };
+        if cancel.is_cancelled() {
+            return Ok(None);
+        }
         let problem = Problem::new(table, config)?;
         let threshold = self.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-        Ok(RiskAnalysis {
-            input: RiskReport::input(&problem, threshold),
-        })
+        Ok(RiskReport::input_cancellable(&problem, threshold, cancel)
+            .map(|input| RiskAnalysis { input }))
     }
 }
 
 /// Nothing is generalized: hierarchies are not read.
 pub const READS_HIERARCHIES: bool = false;
+
+/// No search.
+pub const SEARCHES: bool = false;
 
 /// The fields of a risk analysis: the data as they are, for at least one quasi-identifying
 /// attribute — no transformation, search, research subset, privacy models or
@@ -202,8 +222,23 @@ pub fn validate(
 /// Analyses the risks of `table` for the job's quasi-identifying attributes (nothing is
 /// written to the sink).
 pub fn run(run: &Run<'_>, table: Table, _: Sink<'_>) -> Result<Outcome, TaskError> {
-    run.host.writing();
-    let analysis = RiskRequest::from_spec(run.spec).analyse(table)?;
+    run.host.analysing();
+    let request = RiskRequest::from_spec(run.spec);
+    let Some(analysis) = request.analyse_cancellable(table, run.host.cancel())? else {
+        // Cancelled: no result.
+        return Ok(Outcome {
+            summary: Summary {
+                found: false,
+                checks: 0,
+                elapsed: run.started.elapsed(),
+                optimal_proven: false,
+                stop: "cancelled",
+            },
+            report: None,
+            wrote_csv: false,
+            verdict: Verdict::Aborted,
+        });
+    };
     // Exactly the shape of `POST /v1/datasets/{id}/risk`.
     let report = serde_json::to_value(analysis).map_err(|e| TaskError::Output(e.to_string()))?;
     Ok(Outcome {
@@ -244,6 +279,7 @@ mod tests {
         let pu = a.input.population_uniqueness.unwrap();
         assert_eq!((pu.population, pu.sampling_fraction), (8, 0.5));
         for (json, field) in [
+            ("{}", "quasi_identifiers"),
             (r#"{"quasi_identifiers": []}"#, "quasi_identifiers"),
             (r#"{"quasi_identifiers": ["agee"]}"#, "quasi_identifiers[0]"),
             (
@@ -262,5 +298,25 @@ mod tests {
             let e = request(json).analyse(table()).unwrap_err();
             assert_eq!(e.field, field, "{json}: {e}");
         }
+    }
+
+    #[test]
+    fn a_raised_cancel_flag_stops_the_analysis() {
+        let request: RiskRequest =
+            serde_json::from_str(r#"{"quasi_identifiers": ["sex", "age"]}"#).unwrap();
+        let cancel = CancelFlag::new();
+        assert!(
+            request
+                .analyse_cancellable(table(), &cancel)
+                .unwrap()
+                .is_some()
+        );
+        cancel.cancel();
+        assert!(
+            request
+                .analyse_cancellable(table(), &cancel)
+                .unwrap()
+                .is_none()
+        );
     }
 }

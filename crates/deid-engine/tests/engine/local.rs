@@ -65,6 +65,7 @@ fn csv<R: deid_engine::output::Recoding>(p: &Problem, r: &R) -> Output {
     let options = OutputOptions {
         suppressed: SuppressedRecords::KeepSensitive,
         marker: MARKER.into(),
+        ..OutputOptions::default()
     };
     let mut buf = Vec::new();
     deid_engine::output::write_csv(p, r, &mut buf, b';', &options).unwrap();
@@ -207,6 +208,7 @@ fn check(privacy: &[&str], models: &[Model]) {
         let options = OutputOptions {
             suppressed: SuppressedRecords::KeepSensitive,
             marker: MARKER.into(),
+            ..OutputOptions::default()
         };
         let mut buf = Vec::new();
         deid_engine::output::write_csv(&global, &eval, &mut buf, b';', &options).unwrap();
