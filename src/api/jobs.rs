@@ -121,6 +121,11 @@ async fn queue_job(
         spec: &serde_json::to_string(spec).map_err(ApiError::internal)?,
         max_attempts: state.config.max_attempts,
         webhook: spec.callback_url.as_ref().map(|_| "pending"),
+        callback_url: spec.callback_url.as_deref(),
+        time_limit_ms: spec.time_limit.as_ref().and_then(|t| match t {
+            DurationSpec::Millis(ms) => i64::try_from(*ms).ok(),
+            DurationSpec::Text(_) => None,
+        }),
     };
     let limits = QueueLimits {
         queued: state.config.max_queued_jobs,

@@ -104,6 +104,10 @@ pub struct NewJob<'a> {
     pub max_attempts: i64,
     /// Initial webhook state (`pending` when a callback URL is set).
     pub webhook: Option<&'a str>,
+    /// The callback URL (webhook), if any.
+    pub callback_url: Option<&'a str>,
+    /// The resolved time limit of its search, if it has one.
+    pub time_limit_ms: Option<i64>,
 }
 
 /// How a running job ended, written with a fenced statement.
@@ -158,8 +162,8 @@ impl Store {
     /// Queues a job unless `limits` are reached (all tenants' queued jobs, or this tenant's).
     pub async fn insert_job(&self, job: &NewJob<'_>, limits: QueueLimits) -> Result<Admission> {
         const SQL: &str = "INSERT INTO jobs (id, tenant, dataset_id, task, status, attempts, max_attempts, run_at, \
-             cancel_requested, webhook, created_at) \
-             SELECT $1, $2, $3, $4, 'queued', 0, $5, $6, 0, $7, $6 \
+             cancel_requested, webhook, created_at, callback_url, time_limit_ms) \
+             SELECT $1, $2, $3, $4, 'queued', 0, $5, $6, 0, $7, $6, $10, $11 \
              WHERE (SELECT COUNT(*) FROM jobs WHERE status = 'queued') < $8 \
              AND (SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND tenant = $2) < $9";
         const TENANT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND tenant = $1";
@@ -177,6 +181,8 @@ impl Store {
                 .bind(job.webhook)
                 .bind(limits.queued)
                 .bind(limits.queued_per_tenant)
+                .bind(job.callback_url)
+                .bind(job.time_limit_ms)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -531,13 +537,13 @@ impl Store {
 
     /// Ended jobs whose webhook is still `pending` and not leased (or the lease expired): their
     /// delivering process died. At most `limit`, oldest first.
-    pub async fn orphaned_webhooks(&self, limit: i64) -> Result<Vec<JobId>> {
-        const SQL: &str = "SELECT id FROM jobs WHERE webhook = 'pending' \
+    pub async fn orphaned_webhooks(&self, limit: i64) -> Result<Vec<(JobId, Option<String>)>> {
+        const SQL: &str = "SELECT id, callback_url FROM jobs WHERE webhook = 'pending' \
              AND status IN ('succeeded', 'failed', 'cancelled') \
              AND (webhook_lease_until IS NULL OR webhook_lease_until < $1) \
              ORDER BY finished_at LIMIT $2";
         Ok(
-            on_pool!(self, pool => sqlx::query_scalar::<_, JobId>(SQL).bind(now_ms()).bind(limit).fetch_all(pool).await)?,
+            on_pool!(self, pool => sqlx::query_as::<_, (JobId, Option<String>)>(SQL).bind(now_ms()).bind(limit).fetch_all(pool).await)?,
         )
     }
 

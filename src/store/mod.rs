@@ -124,6 +124,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tenant fairness",
         include_str!("../../migrations/0006_tenant_fairness.sql"),
     ),
+    (
+        7,
+        "job callback and limit",
+        include_str!("../../migrations/0007_job_callback_and_limit.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

@@ -355,12 +355,18 @@ impl Runner {
                 return;
             }
         };
-        for id in ids {
-            let spec: Option<JobSpec> = match self.store.job_spec(&id).await {
-                Ok(s) => s.and_then(|s| serde_json::from_str(&s).ok()),
-                Err(_) => continue,
+        for (id, url) in ids {
+            // Jobs queued before the URL had a column of its own: from the specification.
+            let url = match url {
+                Some(url) => Some(url),
+                None => match self.store.job_spec(&id).await {
+                    Ok(s) => s
+                        .and_then(|s| serde_json::from_str::<JobSpec>(&s).ok())
+                        .and_then(|s| s.callback_url),
+                    Err(_) => continue,
+                },
             };
-            match spec.and_then(|s| s.callback_url) {
+            match url {
                 Some(url) => {
                     tracing::warn!(job = %id, "delivering a webhook left pending by a stopped process");
                     self.spawn_webhook(id, url);

@@ -32,6 +32,8 @@ async fn queue(store: &Store, n: usize) -> Vec<JobId> {
             spec: "{}",
             max_attempts: 2,
             webhook: None,
+            callback_url: None,
+            time_limit_ms: None,
         };
         assert_eq!(
             store.insert_job(&job, UNLIMITED).await.unwrap(),
@@ -210,6 +212,8 @@ async fn webhook_leases(kind: Db) {
         spec: "{}",
         max_attempts: 1,
         webhook: Some("pending"),
+        callback_url: Some("https://receiver.example/hook"),
+        time_limit_ms: Some(30_000),
     };
     assert_eq!(
         store.insert_job(&job, UNLIMITED).await.unwrap(),
@@ -232,13 +236,18 @@ async fn webhook_leases(kind: Db) {
         error: None,
     };
     assert!(store.complete_job(&id, "w", &done).await.unwrap());
-    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), vec![id.clone()]);
+    // The URL comes from the job's row: no specification to parse.
+    let orphan = vec![(
+        id.clone(),
+        Some("https://receiver.example/hook".to_string()),
+    )];
+    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), orphan);
     assert!(store.claim_webhook(&id, far).await.unwrap());
     assert!(!store.claim_webhook(&id, far).await.unwrap(), "leased");
     assert!(store.orphaned_webhooks(10).await.unwrap().is_empty());
     // Shutdown releases the lease: pending again for anyone.
     store.release_webhook(&id).await.unwrap();
-    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), vec![id.clone()]);
+    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), orphan);
     // An expired lease (its process died) counts as none.
     assert!(
         store
@@ -246,7 +255,7 @@ async fn webhook_leases(kind: Db) {
             .await
             .unwrap()
     );
-    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), vec![id.clone()]);
+    assert_eq!(store.orphaned_webhooks(10).await.unwrap(), orphan);
     assert!(store.claim_webhook(&id, far).await.unwrap());
     // Delivered (or failed) webhooks are never taken again.
     store.set_webhook_state(&id, "delivered").await.unwrap();
@@ -427,6 +436,8 @@ async fn queue_for(
         spec: "{}",
         max_attempts,
         webhook: None,
+        callback_url: None,
+        time_limit_ms: None,
     };
     let admission = store.insert_job(&job, limits).await.unwrap();
     (id, admission)
