@@ -11,9 +11,9 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::cancel::CancelOnDrop;
 use super::error::{ApiError, ErrorCode, Result};
 use super::extract::{ApiJson, ApiQuery};
-use super::hierarchies::CancelOnDrop;
 use super::state::AppState;
 use super::upload::Profile;
 use crate::config::ServeArgs;

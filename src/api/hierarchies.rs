@@ -25,6 +25,7 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::cancel::CancelOnDrop;
 use super::datasets::{
     column_profiles, find_dataset, missing_values_error, parse_delimiter, stored_column,
 };
@@ -238,16 +239,6 @@ fn parse_spec(body: &[u8], column: &str) -> Result<HierarchySpec> {
         .map_err(|e| ApiError::from(e.with_code(ErrorCode::InvalidSpec)))?;
     spec.validate().map_err(|e| builder_error(e, column))?;
     Ok(spec)
-}
-
-/// Raises its flag when dropped: when the request future is dropped (the client went away, or
-/// the request timed out), the build on the blocking thread stops at its next row.
-pub(crate) struct CancelOnDrop(pub CancelFlag);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
 }
 
 /// Builds `spec` for the values of `column` on a blocking thread. Errors are 422
@@ -527,15 +518,6 @@ pub async fn get_hierarchy(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dropping_the_request_raises_the_cancel_flag() {
-        let cancel = CancelFlag::new();
-        let guard = CancelOnDrop(cancel.clone());
-        assert!(!cancel.is_cancelled());
-        drop(guard);
-        assert!(cancel.is_cancelled());
-    }
 
     fn accept(value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

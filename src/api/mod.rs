@@ -10,6 +10,7 @@
 //!   API-key middleware, over the hashed keys of [`keys`]; [`state`]: what handlers share.
 
 pub mod auth;
+mod cancel;
 pub mod datasets;
 pub mod error;
 pub mod extract;

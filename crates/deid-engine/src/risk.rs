@@ -7,12 +7,13 @@
 //! Suppressed records carry no quasi-identifying information and are reported separately; every
 //! statistic covers the published (non-suppressed) classes.
 
-use std::collections::HashMap;
+mod combinations;
 
 use crate::cancel::CancelFlag;
 use crate::check::Evaluation;
 use crate::population::{ClassSizes, Estimator, SolverConfig, UniquenessEstimates};
 use crate::problem::Problem;
+use combinations::GroupStats;
 
 /// Risk statistics of one table.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -406,45 +407,40 @@ fn qi_risks(problem: &Problem, cancel: &CancelFlag) -> Option<Vec<QuasiIdentifie
         (0..q).map(|i| vec![i]).chain([(0..q).collect()]).collect()
     };
     let n: u64 = base.counts.iter().map(|&c| c as u64).sum();
+    // The combinations between one attribute and the whole set, by partition refinement.
+    let combined = if all && q > 2 {
+        combinations::every_combination(&base.codes, &base.counts, q, cancel)?
+    } else {
+        Vec::new()
+    };
     let mut out: Vec<QuasiIdentifierRisk> = sets
         .into_iter()
         .map(|set| {
             if cancel.is_cancelled() {
                 return None;
             }
-            // The group sizes of the set: a column's value counts, the base groups for the
-            // whole set (no hashing: millions of base groups), else grouped here.
-            let sizes: Vec<u64> = if set.len() == 1 {
-                problem
-                    .qi_value_counts(set[0])
-                    .iter()
-                    .filter(|&&c| c > 0)
-                    .map(|&c| c as u64)
-                    .collect()
+            // A column's value counts for one attribute, the base groups for the whole set.
+            let stats = if set.len() == 1 {
+                let counts = problem.qi_value_counts(set[0]);
+                GroupStats::of(counts.iter().filter(|&&c| c > 0).map(|&c| c as u64))
             } else if set.len() == q {
-                base.counts
-                    .iter()
-                    .filter(|&&c| c > 0)
-                    .map(|&c| c as u64)
-                    .collect()
+                GroupStats::of(base.counts.iter().filter(|&&c| c > 0).map(|&c| c as u64))
             } else {
-                let mut groups: HashMap<Vec<u32>, u64> = HashMap::new();
-                for (g, &count) in base.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
-                    let key: Vec<u32> = set.iter().map(|&i| base.codes[g * q + i]).collect();
-                    *groups.entry(key).or_default() += count as u64;
-                }
-                groups.into_values().collect()
+                combined[set.iter().map(|&i| 1usize << i).sum::<usize>()]
             };
             let pairs = |m: u64| (m as f64) * (m as f64 - 1.0) / 2.0;
-            let same: f64 = sizes.iter().map(|&s| pairs(s)).sum();
             Some(QuasiIdentifierRisk {
                 attributes: set.iter().map(|&i| names[i].to_string()).collect(),
                 distinction: if n == 0 {
                     0.0
                 } else {
-                    sizes.len() as f64 / n as f64
+                    stats.groups as f64 / n as f64
                 },
-                separation: if n <= 1 { 0.0 } else { 1.0 - same / pairs(n) },
+                separation: if n <= 1 {
+                    0.0
+                } else {
+                    1.0 - stats.same_pairs as f64 / pairs(n)
+                },
             })
         })
         .collect::<Option<_>>()?;

@@ -14,4 +14,5 @@ mod microaggregation;
 mod population;
 mod presence;
 mod properties;
+mod qi_risks;
 mod search_outputs;

@@ -1,0 +1,82 @@
+//! The distinction and separation of every combination of quasi-identifiers (the input risk
+//! report) equal a straightforward count made from the table's rows: for each combination, the
+//! rows grouped by their values as strings in an ordered map.
+
+use std::collections::BTreeMap;
+
+use deid_engine::risk::quasi_identifier_risks;
+use deid_engine::{Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table};
+use proptest::prelude::*;
+
+/// Distinction and separation of the columns in `set`, counted on `rows`.
+fn by_rows(rows: &[Vec<String>], set: &[usize]) -> (f64, f64) {
+    let mut groups: BTreeMap<Vec<&str>, u64> = BTreeMap::new();
+    for row in rows {
+        let key = set.iter().map(|&i| row[i].as_str()).collect();
+        *groups.entry(key).or_default() += 1;
+    }
+    let n = rows.len() as u64;
+    let pairs = |m: u64| (m as f64) * (m as f64 - 1.0) / 2.0;
+    let same: f64 = groups.values().map(|&m| pairs(m)).sum();
+    let distinction = if n == 0 {
+        0.0
+    } else {
+        groups.len() as f64 / n as f64
+    };
+    let separation = if n <= 1 { 0.0 } else { 1.0 - same / pairs(n) };
+    (distinction, separation)
+}
+
+/// `rows` (values 0..domain per column, as text) with one quasi-identifier per column.
+fn problem(rows: &[Vec<String>], columns: usize) -> Problem {
+    let names: Vec<String> = (0..columns).map(|i| format!("c{i}")).collect();
+    let header: Vec<&str> = names.iter().map(String::as_str).collect();
+    let table = Table::from_rows(&header, rows).unwrap();
+    let quasi_identifiers = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut values: Vec<String> = rows.iter().map(|r| r[i].clone()).collect();
+            values.sort();
+            values.dedup();
+            let h = values.into_iter().map(|v| vec![v, "*".into()]).collect();
+            QuasiIdentifier::new(name, Hierarchy::from_rows(h, name).unwrap())
+        })
+        .collect();
+    let config = ProblemConfig {
+        quasi_identifiers,
+        privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
+        ..Default::default()
+    };
+    Problem::new(table, config).unwrap()
+}
+
+fn table() -> impl Strategy<Value = (usize, Vec<Vec<String>>)> {
+    (1usize..=7, 1usize..=6).prop_flat_map(|(columns, domain)| {
+        let row = prop::collection::vec(0..domain, columns)
+            .prop_map(|r| r.into_iter().map(|v| v.to_string()).collect::<Vec<_>>());
+        (Just(columns), prop::collection::vec(row, 1..120))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn every_combination_matches_a_count_of_the_rows((columns, rows) in table()) {
+        let p = problem(&rows, columns);
+        let report = quasi_identifier_risks(&p);
+        prop_assert_eq!(report.len(), (1 << columns) - 1);
+        for r in &report {
+            let set: Vec<usize> = r
+                .attributes
+                .iter()
+                .map(|a| a[1..].parse::<usize>().unwrap())
+                .collect();
+            prop_assert!(set.windows(2).all(|w| w[0] < w[1]), "{:?}", r.attributes);
+            let (distinction, separation) = by_rows(&rows, &set);
+            prop_assert_eq!(r.distinction, distinction, "{:?}", r.attributes);
+            prop_assert_eq!(r.separation, separation, "{:?}", r.attributes);
+        }
+    }
+}
