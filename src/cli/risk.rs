@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::{PopulationArgs, read_table, write_report};
 use crate::job::task::risk::RiskRequest;
+use deid_engine::risk::QiCombinations;
 
 /// Flags of `deid risk`.
 #[derive(Debug, Args)]
@@ -27,6 +28,10 @@ pub struct RiskArgs {
     /// Threshold of the "records at risk" statistics (default 0.2).
     #[arg(long, value_name = "T")]
     pub risk_threshold: Option<f64>,
+    /// Which combinations of the quasi-identifiers get distinction and separation: `auto` (every
+    /// one while that is cheap, else the single attributes and the whole set) or `all`.
+    #[arg(long, value_name = "auto|all", value_parser = ["auto", "all"])]
+    pub qi_combinations: Option<String>,
     /// Write the JSON here instead of stdout.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -44,6 +49,10 @@ pub fn run(args: RiskArgs) -> anyhow::Result<()> {
             .collect(),
         population: args.population.spec(),
         risk_threshold: args.risk_threshold,
+        qi_combinations: args.qi_combinations.as_deref().map(|c| match c {
+            "all" => QiCombinations::All,
+            _ => QiCombinations::Auto,
+        }),
     };
     let analysis = request.analyse(table).map_err(|e| {
         // Name the flag the field comes from.

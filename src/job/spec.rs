@@ -457,6 +457,10 @@ pub struct JobSpec {
     /// Risk threshold for the "records at risk" statistic of the report (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_threshold: Option<f64>,
+    /// `"task": "risk"`: which combinations of the quasi-identifiers get distinction and
+    /// separation (`auto`, the default, or `all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qi_combinations: Option<deid_engine::risk::QiCombinations>,
     /// The population the data were sampled from: `{"size": N}`, `{"sampling_fraction": f}` or
     /// `{"region": "usa"}` (needed by `population-uniqueness`; adds population risks to the
     /// report).

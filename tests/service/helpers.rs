@@ -710,27 +710,35 @@ pub fn poison_job(dataset: &str) -> Value {
     })
 }
 
-/// A dataset whose risk analysis takes seconds: `rows` rows of 10 columns `c0…c9` with values
-/// below 50, nearly every row its own class, so the QI risks group ~`rows` classes by each of
-/// the 1023 combinations of the columns.
-pub fn slow_risk_csv(rows: usize) -> String {
-    let mut rng = Rng::new(11);
+/// A dataset whose risk analysis takes seconds when every combination is asked for
+/// ([`slow_risk_request`]): all 4^10 = 1,048,576 rows of 10 columns `c0…c9` with values 0–3.
+/// Every combination of fewer than 10 columns leaves every distinct tuple sharing its group
+/// with others, so the partition refinement of the QI risks carries the whole table through
+/// each of the 1,023 combinations (about 10⁹ steps).
+pub fn slow_risk_csv() -> String {
     let mut s = (0..10)
         .map(|i| format!("c{i}"))
         .collect::<Vec<_>>()
         .join(",");
     s.push('\n');
-    for _ in 0..rows {
-        let row: Vec<String> = (0..10).map(|_| rng.below(50).to_string()).collect();
-        s.push_str(&row.join(","));
+    for r in 0..1usize << 20 {
+        for i in 0..10 {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push(char::from(b'0' + ((r >> (2 * i)) & 3) as u8));
+        }
         s.push('\n');
     }
     s
 }
 
-/// The risk request of [`slow_risk_csv`]: every column quasi-identifying.
+/// The risk request of [`slow_risk_csv`]: every column quasi-identifying, every combination.
 pub fn slow_risk_request() -> Value {
-    json!({"quasi_identifiers": (0..10).map(|i| format!("c{i}")).collect::<Vec<_>>()})
+    json!({
+        "quasi_identifiers": (0..10).map(|i| format!("c{i}")).collect::<Vec<_>>(),
+        "qi_combinations": "all",
+    })
 }
 
 /// CPU time (user + system) a process has used so far, in clock ticks (Linux `/proc`).

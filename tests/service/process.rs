@@ -195,7 +195,7 @@ async fn abandoned_risk_requests_stop() {
     let db = TestDb::new(Db::Sqlite).await.unwrap();
     let server = ChildServer::start(&db, "risk", &["--max-risk-requests", "1"]);
     let api = server.api();
-    let slow = api.upload(slow_risk_csv(19_000), "name=slow").await;
+    let slow = api.upload(slow_risk_csv(), "name=slow").await;
     let slow = slow["id"].as_str().unwrap().to_string();
     let small = api.upload("a,b\n1,x\n2,y\n", "name=small").await;
     let small = small["id"].as_str().unwrap().to_string();

@@ -153,11 +153,16 @@ async fn risk_job_cancel(kind: Db) {
     let Some(app) = spawn_app(kind).await else {
         return;
     };
-    let ds = app.upload(slow_risk_csv(19_000), "name=slow").await;
+    let ds = app.upload(slow_risk_csv(), "name=slow").await;
     let qi = json!({"type": "quasi_identifying"});
     let attributes: serde_json::Map<String, Value> =
         (0..10).map(|i| (format!("c{i}"), qi.clone())).collect();
-    let spec = json!({"dataset_id": ds["id"], "task": "risk", "attributes": attributes});
+    let spec = json!({
+        "dataset_id": ds["id"],
+        "task": "risk",
+        "attributes": attributes,
+        "qi_combinations": "all",
+    });
     let job = app.create_job(&spec).await;
     let id = job["id"].as_str().unwrap();
     let running = app

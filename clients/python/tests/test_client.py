@@ -422,6 +422,11 @@ def test_risk_analysis_of_a_dataset_as_it_is(client: Client, adult: Dataset) -> 
     assert report["min_class_size"] == min(sizes.values())
     assert report["sample_uniques"] == sum(1 for s in sizes.values() if s == 1)
     assert "population_uniqueness" in report
+    # Every combination of the three quasi-identifiers, on request as by default (cheap here).
+    combos = client.analyse_risk(adult.id, ["age", "sex", "race"], qi_combinations="all")
+    assert len(combos["input"]["quasi_identifiers"]) == 7
+    with pytest.raises(ValidationError):
+        client.analyse_risk(adult.id, ["age"], qi_combinations="some")
     # Bad input: a 422 naming the field; an unknown dataset: 404.
     with pytest.raises(ValidationError) as e:
         client.analyse_risk(adult.id, ["age"], population={"size": 1})

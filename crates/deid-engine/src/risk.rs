@@ -151,6 +151,19 @@ pub const MAX_COMBINATION_QIS: usize = 10;
 /// millions of rows).
 pub const MAX_COMBINATION_WORK: usize = 20_000_000;
 
+/// Which combinations of quasi-identifiers the risk report gives distinction and separation for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QiCombinations {
+    /// Every combination of up to [`MAX_COMBINATION_QIS`] quasi-identifiers while that costs at
+    /// most [`MAX_COMBINATION_WORK`] steps, else the single attributes and the whole set.
+    #[default]
+    Auto,
+    /// Every combination of up to [`MAX_COMBINATION_QIS`] quasi-identifiers, whatever it costs
+    /// (the steps grow with the distinct input tuples × 2^q; the analysis stays cancellable).
+    All,
+}
+
 impl RiskReport {
     /// Computes the report from class sizes (published classes only), without population
     /// uniqueness and quasi-identifier statistics.
@@ -272,6 +285,16 @@ impl RiskReport {
         risk_threshold: f64,
         cancel: &CancelFlag,
     ) -> Option<RiskReport> {
+        Self::input_with(problem, risk_threshold, QiCombinations::Auto, cancel)
+    }
+
+    /// [`RiskReport::input_cancellable`] with the quasi-identifier combinations to report.
+    pub fn input_with(
+        problem: &Problem,
+        risk_threshold: f64,
+        combinations: QiCombinations,
+        cancel: &CancelFlag,
+    ) -> Option<RiskReport> {
         let base = problem.base_groups();
         // With a research subset, base groups of unreleased records only are no classes.
         let counts = || base.counts.iter().copied().filter(|&c| c > 0);
@@ -287,7 +310,7 @@ impl RiskReport {
         if cancel.is_cancelled() {
             return None;
         }
-        report.quasi_identifiers = Some(qi_risks(problem, cancel)?);
+        report.quasi_identifiers = Some(qi_risks(problem, combinations, cancel)?);
         Some(report)
     }
 
@@ -385,11 +408,15 @@ pub fn population_uniqueness(h: &ClassSizes, population: u64) -> PopulationUniqu
 /// to [`MAX_COMBINATION_QIS`] and [`MAX_COMBINATION_WORK`], else the single ones and the whole
 /// set), sorted by (size, distinction, separation, names).
 pub fn quasi_identifier_risks(problem: &Problem) -> Vec<QuasiIdentifierRisk> {
-    qi_risks(problem, &CancelFlag::new()).expect("a flag nobody raises")
+    qi_risks(problem, QiCombinations::Auto, &CancelFlag::new()).expect("a flag nobody raises")
 }
 
 /// [`quasi_identifier_risks`], `None` once `cancel` is raised (checked before each combination).
-fn qi_risks(problem: &Problem, cancel: &CancelFlag) -> Option<Vec<QuasiIdentifierRisk>> {
+fn qi_risks(
+    problem: &Problem,
+    combinations: QiCombinations,
+    cancel: &CancelFlag,
+) -> Option<Vec<QuasiIdentifierRisk>> {
     let base = problem.base_groups();
     let q = problem.quasi_identifiers().len();
     let names: Vec<&str> = problem
@@ -398,7 +425,8 @@ fn qi_risks(problem: &Problem, cancel: &CancelFlag) -> Option<Vec<QuasiIdentifie
         .map(|x| x.column.as_str())
         .collect();
     let all = q <= MAX_COMBINATION_QIS
-        && base.counts.len().saturating_mul((1usize << q) - 1) <= MAX_COMBINATION_WORK;
+        && (combinations == QiCombinations::All
+            || base.counts.len().saturating_mul((1usize << q) - 1) <= MAX_COMBINATION_WORK);
     let sets: Vec<Vec<usize>> = if all {
         (1u32..(1 << q))
             .map(|mask| (0..q).filter(|i| mask & (1 << i) != 0).collect())
@@ -560,7 +588,7 @@ mod tests {
         let cancel = CancelFlag::new();
         cancel.cancel();
         assert!(RiskReport::input_cancellable(&problem, 0.2, &cancel).is_none());
-        assert!(qi_risks(&problem, &cancel).is_none());
+        assert!(qi_risks(&problem, QiCombinations::Auto, &cancel).is_none());
     }
 
     #[test]

@@ -19,9 +19,10 @@ pub const READS_HIERARCHIES: bool = true;
 /// It searches (the search reports progress).
 pub const SEARCHES: bool = true;
 
-/// The fields of a search: no given transformation (`levels`).
+/// The fields of a search: no given transformation (`levels`), no risk-analysis options.
 pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
-    super::refuse_levels(spec)
+    super::refuse_levels(spec)?;
+    super::refuse_qi_combinations(spec)
 }
 
 /// Checks a job before queueing: its search settings against the service's limits and the

@@ -27,7 +27,8 @@ pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
              {\"age\": 2, \"zip\": 1} (quasi-identifiers not named keep level 0)",
         ));
     }
-    super::refuse_local(spec)
+    super::refuse_local(spec)?;
+    super::refuse_qi_combinations(spec)
 }
 
 /// Checks a job before queueing: the problem against the dataset's facts and the levels

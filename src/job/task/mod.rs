@@ -265,6 +265,20 @@ fn refuse_levels(spec: &JobSpec) -> Result<(), SpecError> {
     }
 }
 
+/// `qi_combinations` chooses what a risk analysis reports: only `"task": "risk"` takes it.
+fn refuse_qi_combinations(spec: &JobSpec) -> Result<(), SpecError> {
+    match spec.qi_combinations {
+        Some(_) => Err(SpecError::new(
+            "qi_combinations",
+            format!(
+                "the combinations of a risk analysis are chosen by \"task\": \"risk\", not by \"{}\"",
+                spec.task().as_str()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Local generalization is a search: only `"task": "anonymize"` has one.
 fn refuse_local(spec: &JobSpec) -> Result<(), SpecError> {
     match spec.local {
@@ -338,6 +352,15 @@ mod tests {
                 "research_subset",
             ),
             (r#"{"task": "risk"}"#.to_string(), "attributes"),
+            (
+                r#"{"qi_combinations": "all"}"#.to_string(),
+                "qi_combinations",
+            ),
+            (
+                r#"{"task": "evaluate", "levels": {"age": 1}, "qi_combinations": "auto"}"#
+                    .to_string(),
+                "qi_combinations",
+            ),
         ] {
             let spec = JobSpec::from_json(&json).unwrap();
             let e = check_fields(&spec).unwrap_err();
@@ -348,6 +371,7 @@ mod tests {
             r#"{}"#.to_string(),
             r#"{"task": "evaluate", "levels": {"age": 1}}"#.to_string(),
             format!(r#"{{"task": "risk", {qi}}}"#),
+            format!(r#"{{"task": "risk", "qi_combinations": "all", {qi}}}"#),
         ] {
             assert!(
                 check_fields(&JobSpec::from_json(&json).unwrap()).is_ok(),

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use deid_engine::risk::RiskReport;
+use deid_engine::risk::{QiCombinations, RiskReport};
 use deid_engine::{
     CancelFlag, Hierarchy, PrivacyModel, Problem, ProblemConfig, QuasiIdentifier, Table,
 };
@@ -32,6 +32,10 @@ pub struct RiskRequest {
     /// Threshold of the "records at risk" statistics, in (0, 1] (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_threshold: Option<f64>,
+    /// Which combinations of the quasi-identifiers get distinction and separation: `auto`
+    /// (default: every one while that is cheap) or `all` (every one, whatever it costs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qi_combinations: Option<QiCombinations>,
 }
 
 /// The analysis: `{"input": RiskReport}`.
@@ -49,6 +53,7 @@ impl RiskRequest {
             quasi_identifiers: spec.risk_quasi_identifiers(),
             population: spec.population.clone(),
             risk_threshold: spec.risk_threshold,
+            qi_combinations: spec.qi_combinations,
         }
     }
 
@@ -145,8 +150,11 @@ impl RiskRequest {
         }
         let problem = Problem::new(table, config)?;
         let threshold = self.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-        Ok(RiskReport::input_cancellable(&problem, threshold, cancel)
-            .map(|input| RiskAnalysis { input }))
+        let combinations = self.qi_combinations.unwrap_or_default();
+        Ok(
+            RiskReport::input_with(&problem, threshold, combinations, cancel)
+                .map(|input| RiskAnalysis { input }),
+        )
     }
 }
 

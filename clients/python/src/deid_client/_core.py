@@ -325,12 +325,14 @@ class Ops:
         quasi_identifiers: Sequence[str],
         population: Mapping[str, Any] | None,
         risk_threshold: float | None,
+        qi_combinations: str | None = None,
     ) -> Generator[Call, httpx.Response, dict[str, Any]]:
         body = _drop_none(
             {
                 "quasi_identifiers": list(quasi_identifiers),
                 "population": dict(population) if population is not None else None,
                 "risk_threshold": risk_threshold,
+                "qi_combinations": qi_combinations,
             }
         )
         # A read: safe to repeat.

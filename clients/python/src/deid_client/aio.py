@@ -210,10 +210,13 @@ class AsyncClient:
         *,
         population: Mapping[str, Any] | None = None,
         risk_threshold: float | None = None,
+        qi_combinations: str | None = None,
     ) -> dict[str, Any]:
         """See :meth:`deid_client.Client.analyse_risk`."""
         return await self._run(
-            self._ops.analyse_risk(dataset_id, quasi_identifiers, population, risk_threshold)
+            self._ops.analyse_risk(
+                dataset_id, quasi_identifiers, population, risk_threshold, qi_combinations
+            )
         )
 
     # ------------------------------------------------------------ hierarchies

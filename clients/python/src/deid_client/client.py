@@ -204,12 +204,17 @@ class Client:
         *,
         population: Mapping[str, Any] | None = None,
         risk_threshold: float | None = None,
+        qi_combinations: str | None = None,
     ) -> dict[str, Any]:
         """The re-identification risks of the dataset as it is for these quasi-identifiers
         (``{"input": RiskReport}``); ``population`` is ``{"size": N}``,
-        ``{"sampling_fraction": f}`` or ``{"region": "usa"}``."""
+        ``{"sampling_fraction": f}`` or ``{"region": "usa"}``; ``qi_combinations`` is
+        ``"auto"`` (default) or ``"all"`` (distinction and separation of every combination of
+        the quasi-identifiers, whatever it costs)."""
         return self._run(
-            self._ops.analyse_risk(dataset_id, quasi_identifiers, population, risk_threshold)
+            self._ops.analyse_risk(
+                dataset_id, quasi_identifiers, population, risk_threshold, qi_combinations
+            )
         )
 
     # ------------------------------------------------------------ hierarchies

@@ -80,3 +80,40 @@ proptest! {
         }
     }
 }
+
+/// Beyond the work bound the default report gives the single attributes and the whole set;
+/// `QiCombinations::All` gives every combination, each equal to the count of the rows.
+#[test]
+fn every_combination_on_request_beyond_the_work_bound() {
+    use deid_engine::CancelFlag;
+    use deid_engine::risk::{MAX_COMBINATION_WORK, QiCombinations, RiskReport};
+    // 10 columns, 4 values each, distinct rows: more base groups than the bound allows.
+    let columns = 10;
+    let rows_wanted = MAX_COMBINATION_WORK / 1023 + 500;
+    let rows: Vec<Vec<String>> = (0..rows_wanted)
+        .map(|r| {
+            (0..columns)
+                .map(|i| ((r >> (2 * i)) & 3).to_string())
+                .collect()
+        })
+        .collect();
+    let p = problem(&rows, columns);
+    let auto = quasi_identifier_risks(&p);
+    assert_eq!(auto.len(), columns + 1);
+    let all = RiskReport::input_with(&p, 0.2, QiCombinations::All, &CancelFlag::new())
+        .unwrap()
+        .quasi_identifiers
+        .unwrap();
+    assert_eq!(all.len(), (1 << columns) - 1);
+    for r in all.iter().step_by(37).chain(auto.iter()) {
+        let set: Vec<usize> = (r.attributes.iter())
+            .map(|a| a[1..].parse::<usize>().unwrap())
+            .collect();
+        let (distinction, separation) = by_rows(&rows, &set);
+        assert_eq!(r.distinction, distinction, "{:?}", r.attributes);
+        assert_eq!(r.separation, separation, "{:?}", r.attributes);
+    }
+    for r in &auto {
+        assert!(all.contains(r), "{:?}", r.attributes);
+    }
+}
