@@ -802,8 +802,14 @@ fn ctrl_c_writes_the_best_so_far_and_a_closed_pipe_is_no_error() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Let it load and find solutions, then interrupt it.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Let it load and find solutions — 2 s of its CPU time, so that a loaded machine delays the
+    // interrupt instead of making it come before the first solution — then interrupt it.
+    let started = std::time::Instant::now();
+    while crate::helpers::cpu_ticks(child.id()) < 200
+        && started.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
