@@ -27,6 +27,9 @@ pub struct RiskArgs {
     /// Threshold of the "records at risk" statistics (default 0.2).
     #[arg(long, value_name = "T")]
     pub risk_threshold: Option<f64>,
+    /// The input is a frequency table: each row stands for as many records as COLUMN says.
+    #[arg(long, value_name = "COLUMN")]
+    pub count_column: Option<String>,
     /// Write the JSON here instead of stdout.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -44,6 +47,7 @@ pub fn run(args: RiskArgs) -> anyhow::Result<()> {
             .collect(),
         population: args.population.spec(),
         risk_threshold: args.risk_threshold,
+        count_column: args.count_column.clone(),
     };
     let analysis = request.analyse(table).map_err(|e| {
         // Name the flag the field comes from.
@@ -52,6 +56,7 @@ pub fn run(args: RiskArgs) -> anyhow::Result<()> {
             "population.sampling_fraction" => "--sampling-fraction".to_string(),
             "population.region" => "--population-region".to_string(),
             "risk_threshold" => "--risk-threshold".to_string(),
+            "count_column" => "--count-column".to_string(),
             f if f.starts_with("quasi_identifiers") => "--quasi-identifiers".to_string(),
             f => f.to_string(),
         };
