@@ -42,6 +42,12 @@ pub struct DatasetView {
     pub size_bytes: i64,
     /// Data rows.
     pub rows: i64,
+    /// A frequency table's count column (given at upload): each row stands for that many
+    /// records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count_column: Option<String>,
+    /// Records: the sum of a frequency table's counts, else the rows.
+    pub records: i64,
     /// Column profiles, in file order.
     #[serde(serialize_with = "as_json_value")]
     pub columns: Vec<ColumnProfile>,
@@ -74,6 +80,8 @@ impl DatasetView {
             header: row.has_header != 0,
             size_bytes: row.size_bytes,
             rows: row.row_count,
+            count_column: row.count_column.clone(),
+            records: row.records(),
             columns: column_profiles(row),
             hierarchy_kinds: hierarchies
                 .iter()
@@ -99,6 +107,9 @@ pub struct UploadParams {
     pub delimiter: Option<String>,
     /// Whether the first record is a header (default true).
     pub header: Option<bool>,
+    /// The data are a frequency table: this column says how many records each row stands for
+    /// (checked at upload; jobs on the dataset use it).
+    pub count_column: Option<String>,
 }
 
 /// Paging parameters.
@@ -177,9 +188,14 @@ pub async fn create_dataset(
     .await?;
     let profile = upload.profile().await?;
     check_limits(&profile, &state.config)?;
+    let records = match &params.count_column {
+        Some(column) => Some(count_records(&state, &upload, column).await?),
+        None => None,
+    };
     let columns_json = serde_json::to_string(&profile.columns).map_err(ApiError::internal)?;
+    let frequency = (params.count_column.as_deref()).zip(records);
     let id = upload
-        .finish(profile.rows, &columns_json, &profile.values)
+        .finish(profile.rows, &columns_json, &profile.values, frequency)
         .await?;
     let row = state
         .store
@@ -196,6 +212,41 @@ pub async fn create_dataset(
         Json(DatasetView::new(&row, vec![])),
     )
         .into_response())
+}
+
+/// Checks the count column of an upload declared a frequency table in one scan of its stored
+/// CSV ([`deid_engine::data::frequency::scan_counts`], constant memory) and returns its
+/// records. A bad count is a 422 `invalid_csv` naming `count_column`, the row and the value.
+async fn count_records(
+    state: &AppState,
+    upload: &super::upload::Received,
+    column: &str,
+) -> Result<i64> {
+    let (id, chunks, options) = upload.stored();
+    let reader = ChunkReader::new(
+        state.store.clone(),
+        tokio::runtime::Handle::current(),
+        id,
+        chunks,
+    );
+    let column = column.to_string();
+    let summary = tokio::task::spawn_blocking(move || {
+        deid_engine::data::frequency::scan_counts(
+            std::io::BufReader::with_capacity(1 << 16, reader),
+            options,
+            "dataset",
+            &column,
+        )
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(|e| match e.config_error() {
+        Some((field, message)) => {
+            ApiError::new(ErrorCode::InvalidCsv, message).with_details(json!({"field": field}))
+        }
+        None => ApiError::new(ErrorCode::InvalidCsv, e.to_string()),
+    })?;
+    Ok(summary.records as i64)
 }
 
 /// Refuses data with more rows or columns than the service accepts.
@@ -368,15 +419,16 @@ pub async fn dataset_risk(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<DatasetId>,
-    ApiJson(request): ApiJson<RiskRequest>,
+    ApiJson(mut request): ApiJson<RiskRequest>,
 ) -> Result<Json<serde_json::Value>> {
     let dataset = find_dataset(&state, &tenant, &id).await?;
+    request.count_column = dataset.count_column.clone();
     let columns: Vec<String> = column_profiles(&dataset)
         .into_iter()
         .map(|c| c.name)
         .collect();
     // Bad requests are answered before any data is read.
-    request.validate(&columns, dataset.row_count.max(0) as usize)?;
+    request.validate(&columns, dataset.records() as usize)?;
     let Ok(permit) = state.risk_slots.clone().try_acquire_owned() else {
         return Err(ApiError::new(
             ErrorCode::TooManyRequests,
@@ -440,6 +492,8 @@ mod tests {
             header: true,
             size_bytes: 1,
             rows: 4,
+            count_column: None,
+            records: 4,
             columns: p.columns,
             hierarchies: BTreeMap::new(),
             hierarchy_kinds: BTreeMap::new(),

@@ -57,6 +57,7 @@ pub async fn create_job(
         .map(|c| c.name)
         .collect();
     spec.check_columns(&columns)?;
+    spec.adopt_count_column(dataset.count_column.as_deref())?;
     let facts = if spec.task().reads_hierarchies() {
         // A generalizing task writes a CSV: refused at once if even its least size is too large.
         crate::job::output::check_output_size(
@@ -70,7 +71,7 @@ pub async fn create_job(
     } else {
         // Nothing is generalized: hierarchies are not needed (nor read).
         DatasetFacts {
-            rows: dataset.row_count.max(0) as usize,
+            rows: dataset.records() as usize,
             values: vec![None; columns.len()],
             columns,
         }
@@ -206,7 +207,7 @@ async fn dataset_facts(
     }
     Ok(DatasetFacts {
         columns,
-        rows: dataset.row_count as usize,
+        rows: dataset.records() as usize,
         values,
     })
 }

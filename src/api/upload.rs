@@ -44,13 +44,22 @@ impl Received {
         }
     }
 
-    /// Marks the dataset ready with its size, rows, column profiles and kept values; returns
-    /// its id. Until then, dropping the upload removes it.
+    /// The stored upload: its id, the number of stored chunks and how its CSV is read (the
+    /// delimiter given or detected).
+    pub fn stored(&self) -> (DatasetId, i64, CsvOptions) {
+        let u = &self.upload;
+        (u.id.clone(), u.seq, u.options)
+    }
+
+    /// Marks the dataset ready with its size, rows, column profiles, kept values and, for a
+    /// frequency table, its count column and records; returns its id. Until then, dropping
+    /// the upload removes it.
     pub async fn finish(
         mut self,
         rows: usize,
         columns_json: &str,
         values: &[(i64, String)],
+        frequency: Option<(&str, i64)>,
     ) -> Result<DatasetId> {
         let u = &self.upload;
         u.store
@@ -62,6 +71,7 @@ impl Received {
                 chunks: u.seq,
                 columns_json,
                 values,
+                frequency,
             })
             .await?;
         self.guard.armed = false;

@@ -163,6 +163,15 @@ pub struct ProblemArgs {
     /// numbers separated by commas, spaces or new lines.
     #[arg(long, value_name = "FILE")]
     pub research_subset_rows: Option<PathBuf>,
+    /// The input is a frequency table: each row stands for as many records as COLUMN says
+    /// (decimal digits, 0 to 4294967295; rows counting 0 are left out). The output is a
+    /// frequency table with the same count column.
+    #[arg(long, value_name = "COLUMN")]
+    pub count_column: Option<String>,
+    /// With `--count-column`: COLUMN says how many of each row's records are released (the
+    /// research subset of a frequency table).
+    #[arg(long, value_name = "COLUMN", requires = "count_column")]
+    pub subset_count_column: Option<String>,
     /// Job specification JSON with the same settings.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -402,6 +411,12 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
             rows: Some(read_record_numbers(path)?),
             ..Default::default()
         });
+    }
+    if let Some(c) = &args.count_column {
+        spec.count_column = Some(c.clone());
+    }
+    if let Some(c) = &args.subset_count_column {
+        spec.subset_count_column = Some(c.clone());
     }
     Ok(spec)
 }

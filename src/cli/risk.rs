@@ -32,6 +32,9 @@ pub struct RiskArgs {
     /// one while that is cheap, else the single attributes and the whole set) or `all`.
     #[arg(long, value_name = "auto|all", value_parser = ["auto", "all"])]
     pub qi_combinations: Option<String>,
+    /// The input is a frequency table: each row stands for as many records as COLUMN says.
+    #[arg(long, value_name = "COLUMN")]
+    pub count_column: Option<String>,
     /// Write the JSON here instead of stdout.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -53,6 +56,7 @@ pub fn run(args: RiskArgs) -> anyhow::Result<()> {
             "all" => QiCombinations::All,
             _ => QiCombinations::Auto,
         }),
+        count_column: args.count_column.clone(),
     };
     let analysis = request.analyse(table).map_err(|e| {
         // Name the flag the field comes from.
@@ -61,6 +65,7 @@ pub fn run(args: RiskArgs) -> anyhow::Result<()> {
             "population.sampling_fraction" => "--sampling-fraction".to_string(),
             "population.region" => "--population-region".to_string(),
             "risk_threshold" => "--risk-threshold".to_string(),
+            "count_column" => "--count-column".to_string(),
             f if f.starts_with("quasi_identifiers") => "--quasi-identifiers".to_string(),
             f => f.to_string(),
         };

@@ -8,7 +8,8 @@ use super::spec::{AttributeType, JobSpec, SuppressedSpec};
 /// The fewest bytes the anonymized CSV of `spec` on a dataset with `columns` and `rows` data
 /// rows can have: the header's names, and per row one delimiter between output columns and a
 /// line end (every row is written unless suppressed records may be removed or a research
-/// subset selects rows: then the rows count for nothing).
+/// subset selects rows: then the rows count for nothing). A frequency table's `rows` are its
+/// rows, not its records: one output row per row.
 pub fn min_output_bytes(spec: &JobSpec, columns: &[String], rows: u64) -> u64 {
     let kept: Vec<&String> = columns
         .iter()
@@ -19,8 +20,9 @@ pub fn min_output_bytes(spec: &JobSpec, columns: &[String], rows: u64) -> u64 {
         })
         .collect();
     let header: u64 = kept.iter().map(|c| c.len() as u64 + 1).sum();
-    let every_row =
-        spec.suppressed != Some(SuppressedSpec::Remove) && spec.research_subset.is_none();
+    let every_row = spec.suppressed != Some(SuppressedSpec::Remove)
+        && spec.research_subset.is_none()
+        && spec.subset_count_column.is_none();
     let per_row = if every_row {
         kept.len().max(1) as u64
     } else {

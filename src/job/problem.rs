@@ -131,7 +131,7 @@ pub fn search_error(e: EngineError) -> SpecError {
 pub struct DatasetFacts {
     /// Column names in file order.
     pub columns: Vec<String>,
-    /// Data rows.
+    /// Records: the data rows, or the sum of the counts of a frequency table.
     pub rows: usize,
     /// Per column: its distinct values if they were kept at upload and the specification names
     /// the column, else `None`.
@@ -172,8 +172,9 @@ pub fn validate_generalization(
         .map(|m| m.population_size(facts.rows))
         .transpose()
         .map_err(|e| SpecError::from(e.within("population")))?;
+    let has_subset = config.research_subset.is_some() || config.subset_count_column.is_some();
     config
-        .validate_models(facts.rows, population, config.research_subset.is_some())
+        .validate_models(facts.rows, population, has_subset)
         .map_err(|e| engine_error(Frontend::Service, e))?;
     check_distinct_values(&models, facts)?;
     check_level_names(spec, &config)?;
@@ -185,7 +186,12 @@ pub fn validate_generalization(
         return Ok(None);
     }
     let mut config = in_table_order(config, &table);
-    if config.research_subset.is_some() {
+    // The small table is no frequency table (its count columns hold other columns' values);
+    // the dataset's counts were checked at upload, the released counts are checked when the
+    // job runs.
+    config.count_column = None;
+    config.subset_count_column = None;
+    if has_subset {
         config.research_subset = Some(ResearchSubset::Rows((1..=table.rows() as u64).collect()));
     }
     match Problem::new(table, config) {
@@ -218,6 +224,16 @@ fn check_research_subset(spec: &JobSpec, facts: &DatasetFacts) -> Result<(), Spe
         return Ok(());
     };
     let subset = subset.parse()?;
+    if let (ResearchSubset::Rows(_), Some(count)) = (&subset, &spec.count_column) {
+        return Err(SpecError::new(
+            "research_subset.rows",
+            format!(
+                "record numbers cannot select records of a frequency table (column '{count}' \
+                 counts the records of each row): give subset_count_column, the column of the \
+                 released records of each row"
+            ),
+        ));
+    }
     let values = match &subset {
         ResearchSubset::Column { column, .. } => (facts.columns.iter())
             .position(|c| c == column)

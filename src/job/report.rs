@@ -183,10 +183,12 @@ pub struct SubsetReport {
 impl SubsetReport {
     /// The subset of `problem`, if it has one.
     pub fn of(problem: &Problem) -> Option<SubsetReport> {
-        problem.subset().map(|s| SubsetReport {
-            records: s.len(),
-            population_records: s.table_rows(),
-        })
+        problem
+            .subset_records()
+            .map(|(records, population_records)| SubsetReport {
+                records,
+                population_records,
+            })
     }
 }
 

@@ -471,6 +471,15 @@ pub struct JobSpec {
     /// "value": "v"}` or `{"rows": [1, 5, …]}` (record numbers, 1 = the first record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub research_subset: Option<ResearchSubsetSpec>,
+    /// The count column of a frequency table: each row stands for that many records (decimal
+    /// digits, 0 to 4294967295; rows counting 0 are left out). The service takes it from the
+    /// dataset (`POST /v1/datasets?count_column=`); a specification may only repeat it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_column: Option<String>,
+    /// With a count column: the column holding how many of each row's records are released
+    /// (the research subset of a frequency table; at most the row's count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset_count_column: Option<String>,
     /// URL POSTed when a job ends (API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
@@ -811,6 +820,36 @@ impl JobSpec {
         self.task.unwrap_or_default()
     }
 
+    /// Takes the count column of a service dataset (`count_column` given at upload): a
+    /// specification may repeat it but not name another, nor declare one for a dataset
+    /// uploaded without; `subset_count_column` needs the dataset's count column.
+    pub fn adopt_count_column(&mut self, dataset: Option<&str>) -> Result<(), SpecError> {
+        match (dataset, self.count_column.as_deref()) {
+            (Some(d), Some(s)) if d != s => Err(SpecError::new(
+                "count_column",
+                format!(
+                    "the dataset's count column is '{d}' (given at upload), not '{s}': omit \
+                     count_column"
+                ),
+            )),
+            (None, Some(s)) => Err(SpecError::new(
+                "count_column",
+                format!(
+                    "the dataset was not uploaded as a frequency table: upload it with \
+                     ?count_column={s} (its counts are checked then)"
+                ),
+            )),
+            (None, None) if self.subset_count_column.is_some() => Err(SpecError::new(
+                "subset_count_column",
+                "the dataset is no frequency table: upload it with ?count_column=…",
+            )),
+            _ => {
+                self.count_column = dataset.map(str::to_string);
+                Ok(())
+            }
+        }
+    }
+
     /// The column that marks the research subset, if it is given by a column.
     pub fn research_subset_column(&self) -> Option<&str> {
         self.research_subset.as_ref()?.column.as_deref()
@@ -892,16 +931,23 @@ impl JobSpec {
                 ),
             ));
         }
-        if let Some(column) = self.research_subset_column()
-            && !columns.iter().any(|c| c == column)
-        {
-            return Err(SpecError::new(
-                "research_subset.column",
-                format!(
-                    "the dataset has no column '{column}'; its columns are: {}",
-                    columns.join(", ")
-                ),
-            ));
+        let named = [
+            ("research_subset.column", self.research_subset_column()),
+            ("count_column", self.count_column.as_deref()),
+            ("subset_count_column", self.subset_count_column.as_deref()),
+        ];
+        for (field, column) in named {
+            if let Some(column) = column
+                && !columns.iter().any(|c| c == column)
+            {
+                return Err(SpecError::new(
+                    field,
+                    format!(
+                        "the dataset has no column '{column}'; its columns are: {}",
+                        columns.join(", ")
+                    ),
+                ));
+            }
         }
         let qis = self
             .attributes
@@ -1039,6 +1085,8 @@ impl JobSpec {
             .as_ref()
             .map(|r| r.parse())
             .transpose()?;
+        config.count_column = self.count_column.clone();
+        config.subset_count_column = self.subset_count_column.clone();
         Ok(config)
     }
 }

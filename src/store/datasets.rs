@@ -29,6 +29,17 @@ pub struct DatasetRow {
     pub columns: String,
     /// Creation time (ms since the epoch).
     pub created_at: i64,
+    /// The count column of a frequency table (each row stands for that many records).
+    pub count_column: Option<String>,
+    /// The records of a frequency table: the sum of its counts.
+    pub record_count: Option<i64>,
+}
+
+impl DatasetRow {
+    /// Records of the dataset: the sum of the counts of a frequency table, else its rows.
+    pub fn records(&self) -> i64 {
+        self.record_count.unwrap_or(self.row_count).max(0)
+    }
 }
 
 /// A new dataset, before its bytes arrive.
@@ -63,6 +74,8 @@ pub struct FinishedDataset<'a> {
     pub columns_json: &'a str,
     /// (column position, JSON array of its distinct values) of the columns whose values are kept.
     pub values: &'a [(i64, String)],
+    /// A frequency table's count column and the sum of its counts.
+    pub frequency: Option<(&'a str, i64)>,
 }
 
 /// A stored hierarchy.
@@ -122,7 +135,7 @@ pub struct HierarchyLevels {
 macro_rules! select_dataset {
     ($rest:literal) => {
         concat!(
-            "SELECT id, tenant, name, status, delimiter, has_header, size_bytes, row_count, chunk_count, columns, created_at FROM datasets ",
+            "SELECT id, tenant, name, status, delimiter, has_header, size_bytes, row_count, chunk_count, columns, created_at, count_column, record_count FROM datasets ",
             $rest
         )
     };
@@ -162,7 +175,7 @@ impl Store {
     pub async fn finish_dataset(&self, done: &FinishedDataset<'_>) -> Result<()> {
         const VALUES: &str =
             "INSERT INTO dataset_values (dataset_id, position, dict_values) VALUES ($1, $2, $3)";
-        const FINISH: &str = "UPDATE datasets SET status = 'ready', size_bytes = $2, row_count = $3, chunk_count = $4, columns = $5, delimiter = $6 WHERE id = $1";
+        const FINISH: &str = "UPDATE datasets SET status = 'ready', size_bytes = $2, row_count = $3, chunk_count = $4, columns = $5, delimiter = $6, count_column = $7, record_count = $8 WHERE id = $1";
         on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
             for (position, json) in done.values {
@@ -175,6 +188,8 @@ impl Store {
                 .bind(done.chunks)
                 .bind(done.columns_json)
                 .bind(done.delimiter)
+                .bind(done.frequency.map(|(c, _)| c))
+                .bind(done.frequency.map(|(_, n)| n))
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await

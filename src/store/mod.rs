@@ -129,6 +129,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job callback and limit",
         include_str!("../../migrations/0007_job_callback_and_limit.sql"),
     ),
+    (
+        8,
+        "frequency tables",
+        include_str!("../../migrations/0008_frequency_tables.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

@@ -11,6 +11,7 @@ mod contract;
 mod deploy;
 mod errors;
 mod flow;
+mod frequency;
 mod helpers;
 mod hierarchies;
 mod process;

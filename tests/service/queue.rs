@@ -354,6 +354,7 @@ async fn abandoned_uploads_are_purged(kind: Db) {
             chunks: 0,
             columns_json: "[]",
             values: &[],
+            frequency: None,
         })
         .await
         .unwrap();

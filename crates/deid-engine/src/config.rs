@@ -69,6 +69,12 @@ pub struct ProblemConfig {
     /// The records to release when the table is the population they were drawn from
     /// (δ-presence, k-map without α); the other records are never written.
     pub research_subset: Option<ResearchSubset>,
+    /// The count column of a frequency table: each row stands for that many records
+    /// (`docs/definitions.md` §1.1). Not an attribute; the output's count column.
+    pub count_column: Option<String>,
+    /// With a count column: how many of each row's records are released (the research subset
+    /// of a frequency table). Not an attribute, never written.
+    pub subset_count_column: Option<String>,
 }
 
 impl Default for ProblemConfig {
@@ -83,6 +89,8 @@ impl Default for ProblemConfig {
             quality: QualityConfig::default(),
             population: None,
             research_subset: None,
+            count_column: None,
+            subset_count_column: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! goes straight from the records of the [`scanner`] (which owns every CSV rule) into the
 //! dictionaries.
 
+pub mod frequency;
 pub mod scanner;
 pub mod subset;
 
@@ -425,6 +426,38 @@ impl Table {
             columns,
             rows: rows.len(),
         })
+    }
+
+    /// The table of the rows with `keep[row]` set, in the same order, every dictionary encoded
+    /// anew in order of first appearance (as if the other rows had never been read).
+    pub fn retain_rows(&self, keep: &[bool]) -> Table {
+        let columns = self
+            .columns
+            .iter()
+            .map(|col| {
+                let mut dict = Dictionary::new();
+                let mut codes = Codes::default();
+                let mut recode = vec![u32::MAX; col.dict.len()];
+                for (row, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+                    let old = col.codes.get(row) as usize;
+                    if recode[old] == u32::MAX {
+                        recode[old] = dict.encode(col.dict.value(old as u32));
+                    }
+                    codes.push(recode[old]);
+                }
+                codes.shrink_to_fit();
+                dict.seal();
+                Column {
+                    name: col.name.clone(),
+                    dict,
+                    codes,
+                }
+            })
+            .collect();
+        Table {
+            columns,
+            rows: keep.iter().filter(|k| **k).count(),
+        }
     }
 
     /// Number of data rows.

@@ -77,8 +77,8 @@ impl LocalConfig {
 
     /// Checks that the problem's privacy models support local generalization and that no
     /// research subset is given (local generalization publishes every record it can; with a
-    /// population table ARX does not support it either). Errors name `privacy[i]` or
-    /// `research_subset`.
+    /// population table ARX does not support it either). Errors name `privacy[i]`,
+    /// `research_subset` or `subset_count_column`.
     pub fn validate_config(config: &crate::config::ProblemConfig) -> Result<()> {
         Self::validate_models(&config.privacy)?;
         if config.research_subset.is_some() {
@@ -86,6 +86,13 @@ impl LocalConfig {
                 "research_subset",
                 "local generalization does not support a research subset: leave out \
                  \"local\" or the research subset",
+            ));
+        }
+        if config.subset_count_column.is_some() {
+            return Err(EngineError::config(
+                "subset_count_column",
+                "local generalization does not support a research subset: leave out \
+                 \"local\" or the subset count column",
             ));
         }
         Ok(())

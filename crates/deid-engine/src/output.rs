@@ -177,7 +177,10 @@ impl OutputOptions {
 pub struct Written {
     /// Data rows written.
     pub rows: usize,
-    /// Suppressed records left out ([`SuppressedRecords::Remove`]).
+    /// Records written: the rows, or the sum of their counts for a frequency table.
+    pub records: usize,
+    /// Suppressed records left out ([`SuppressedRecords::Remove`]; the sum of their counts for
+    /// a frequency table).
     pub removed: usize,
 }
 
@@ -344,6 +347,8 @@ enum Cell {
     Aggregated(usize),
     /// A sensitive attribute: copied, the marker for suppressed records.
     Sensitive,
+    /// The count column of a frequency table: the row's released records.
+    Count,
 }
 
 /// The merged distribution of a tracked column (`slot`) in every class of `classes`:
@@ -408,16 +413,38 @@ pub struct CsvOutput<'a, R: Recoding + ?Sized> {
     plan: Vec<(usize, Cell)>,
     /// Microaggregation: the class of every base group and the aggregates of every class.
     micro: Option<(Vec<u32>, Vec<Vec<String>>)>,
+    /// A frequency table's released counts as written (decimal), by count.
+    count_texts: HashMap<u32, String>,
 }
 
 impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
     /// The output of `recoding` on `problem` (the whole problem) with `options`.
     pub fn new(problem: &'a Problem, recoding: &'a R, options: &'a OutputOptions) -> Self {
         let masked = options.masked_columns(problem);
-        let plan: Vec<(usize, Cell)> = (0..problem.table().columns().len())
-            .filter(|c| !problem.identifying_columns().contains(c))
-            .map(|c| (c, masked.get(&c).copied().unwrap_or(Cell::Copy)))
+        let table = problem.table();
+        let config = problem.config();
+        let column = |name: &Option<String>| name.as_deref().and_then(|n| table.column_index(n));
+        let (count, subset_count) = (
+            column(&config.count_column),
+            column(&config.subset_count_column),
+        );
+        // A frequency table's output is one: its count column holds the released records, the
+        // subset count column is not written (`docs/definitions.md` §1.1).
+        let plan: Vec<(usize, Cell)> = (0..table.columns().len())
+            .filter(|c| !problem.identifying_columns().contains(c) && Some(*c) != subset_count)
+            .map(|c| match masked.get(&c) {
+                _ if Some(c) == count => (c, Cell::Count),
+                Some(&cell) => (c, cell),
+                None => (c, Cell::Copy),
+            })
             .collect();
+        let count_texts = match problem.frequencies() {
+            Some(_) => (0..table.rows())
+                .map(|row| problem.released_records(row))
+                .map(|n| (n, n.to_string()))
+                .collect(),
+            None => HashMap::new(),
+        };
         // Microaggregation: the aggregate of each class as the output's reader sees it.
         let micro = (!problem.microaggregated().is_empty()).then(|| {
             let classes = OutputClasses::of(problem, recoding);
@@ -430,6 +457,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
             options,
             plan,
             micro,
+            count_texts,
         }
     }
 
@@ -457,7 +485,8 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
     /// research subset, or a suppressed record removed — counted in `written`).
     fn cells<'s>(&'s self, row: usize, record: &mut Vec<&'s str>, written: &mut Written) -> bool {
         let problem = self.problem;
-        if !problem.is_released(row) {
+        let records = problem.released_records(row);
+        if records == 0 {
             // Outside the research subset: part of the population, never written.
             return false;
         }
@@ -466,7 +495,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
         let recoded = self.recoding.recode(group);
         let suppressed = recoded.is_none();
         if suppressed && self.options.suppressed == SuppressedRecords::Remove {
-            written.removed += 1;
+            written.removed += records as usize;
             return false;
         }
         record.clear();
@@ -483,6 +512,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
                     let col = table.column(*c);
                     col.dict.value(col.codes.get(row))
                 }
+                Cell::Count => self.count_texts[&records].as_str(),
                 Cell::Qi(i) => {
                     let (levels, codes) = recoded.expect("suppressed cells are the marker");
                     problem.hierarchies()[*i].label(
@@ -495,6 +525,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
             record.push(value);
         }
         written.rows += 1;
+        written.records += records as usize;
         true
     }
 
@@ -552,6 +583,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
                 let (bytes, w) = part?;
                 out.write_all(&bytes).map_err(write_err)?;
                 written.rows += w.rows;
+                written.records += w.records;
                 written.removed += w.removed;
             }
         }

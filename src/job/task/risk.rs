@@ -36,6 +36,10 @@ pub struct RiskRequest {
     /// (default: every one while that is cheap) or `all` (every one, whatever it costs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qi_combinations: Option<QiCombinations>,
+    /// The count column of a frequency table (each row stands for that many records). The
+    /// service takes it from the dataset; it is not a field of the request's body.
+    #[serde(skip)]
+    pub count_column: Option<String>,
 }
 
 /// The analysis: `{"input": RiskReport}`.
@@ -54,6 +58,7 @@ impl RiskRequest {
             population: spec.population.clone(),
             risk_threshold: spec.risk_threshold,
             qi_combinations: spec.qi_combinations,
+            count_column: spec.count_column.clone(),
         }
     }
 
@@ -123,7 +128,13 @@ impl RiskRequest {
         cancel: &CancelFlag,
     ) -> Result<Option<RiskAnalysis>, SpecError> {
         let columns: Vec<String> = table.columns().iter().map(|c| c.name.clone()).collect();
-        self.validate(&columns, table.rows())?;
+        let records = match &self.count_column {
+            Some(c) => {
+                deid_engine::data::frequency::Frequencies::resolve(&table, c, None)?.records()
+            }
+            None => table.rows(),
+        };
+        self.validate(&columns, records)?;
         let mut quasi_identifiers = Vec::with_capacity(self.quasi_identifiers.len());
         for name in &self.quasi_identifiers {
             let column = table.column(table.require_column(name, "quasi_identifiers")?);
@@ -143,6 +154,7 @@ impl RiskRequest {
             quasi_identifiers,
             privacy: vec![PrivacyModel::KAnonymity { k: 1 }],
             population: self.population.as_ref().map(|p| p.parse()).transpose()?,
+            count_column: self.count_column.clone(),
             ..ProblemConfig::default()
         };
         if cancel.is_cancelled() {
@@ -170,6 +182,13 @@ pub const SEARCHES: bool = false;
 pub fn check_fields(spec: &JobSpec) -> Result<(), SpecError> {
     super::refuse_levels(spec)?;
     super::refuse_local(spec)?;
+    if spec.subset_count_column.is_some() {
+        return Err(SpecError::new(
+            "subset_count_column",
+            "a risk analysis measures the whole dataset; a research subset is used by \
+             \"task\": \"anonymize\" or \"evaluate\"",
+        ));
+    }
     if spec.research_subset.is_some() {
         return Err(SpecError::new(
             "research_subset",

@@ -292,10 +292,18 @@ class Ops:
 
     # -- datasets
     def upload_dataset(
-        self, source: CsvSource, name: str | None, delimiter: str | None, header: bool | None, timeout: Any
+        self,
+        source: CsvSource,
+        name: str | None,
+        delimiter: str | None,
+        header: bool | None,
+        timeout: Any,
+        count_column: str | None = None,
     ) -> Generator[Call, httpx.Response, Dataset]:
         body, guess, d = csv_upload(source, delimiter)
-        params = _drop_none({"name": name or guess, "delimiter": d, "header": _bool(header)})
+        params = _drop_none(
+            {"name": name or guess, "delimiter": d, "header": _bool(header), "count_column": count_column}
+        )
         r = yield Call(
             "POST",
             "/v1/datasets",

@@ -181,8 +181,9 @@ class AsyncClient:
         name: str | None = None,
         delimiter: str | None = None,
         header: bool | None = None,
+        count_column: str | None = None,
     ) -> Dataset:
-        return await self._run(self._ops.upload_dataset(source, name, delimiter, header, self._s.upload_timeout))
+        return await self._run(self._ops.upload_dataset(source, name, delimiter, header, self._s.upload_timeout, count_column))
 
     async def list_datasets(self, *, limit: int | None = None, cursor: str | None = None) -> DatasetPage:
         return await self._run(self._ops.list_datasets(limit, cursor))

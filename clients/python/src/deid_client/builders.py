@@ -499,6 +499,10 @@ class JobSpec:
     research_subset: Mapping[str, Any] | None = None
     """The records to release when the dataset is the population: ``{"column": "c"}`` (a
     yes/no mark), ``{"column": "c", "value": "v"}`` or ``{"rows": [1, 5, …]}``."""
+    count_column: str | None = None
+    """The dataset's count column (a frequency table; taken from the dataset, may be repeated)."""
+    subset_count_column: str | None = None
+    """The research subset of a frequency table: how many of each row's records are released."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further properties sent as they are (for service features newer than this client)."""
 

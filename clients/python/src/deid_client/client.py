@@ -170,11 +170,14 @@ class Client:
         name: str | None = None,
         delimiter: str | None = None,
         header: bool | None = None,
+        count_column: str | None = None,
     ) -> Dataset:
         """Uploads a CSV, streamed: a path, bytes, a file object (binary or text) or a pandas
         DataFrame (written as CSV chunk by chunk with ``delimiter``, default ``,``).
-        ``name`` defaults to the file's name; ``delimiter`` to the service's detection."""
-        return self._run(self._ops.upload_dataset(source, name, delimiter, header, self._s.upload_timeout))
+        ``name`` defaults to the file's name; ``delimiter`` to the service's detection.
+        ``count_column``: the data are a frequency table, each row standing for as many records
+        as this column says (checked at upload; jobs on the dataset use it)."""
+        return self._run(self._ops.upload_dataset(source, name, delimiter, header, self._s.upload_timeout, count_column))
 
     def list_datasets(self, *, limit: int | None = None, cursor: str | None = None) -> DatasetPage:
         """One page of the tenant's datasets, newest first."""

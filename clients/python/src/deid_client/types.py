@@ -192,6 +192,10 @@ class Dataset:
     hierarchies: dict[str, int]
     created_at: datetime
     hierarchy_kinds: dict[str, Literal["csv", "builder"]] = field(default_factory=dict)
+    count_column: str | None = None
+    """A frequency table's count column (given at upload)."""
+    records: int | None = None
+    """Records: the sum of a frequency table's counts, else the rows."""
     raw: dict[str, Any] = _raw()
 
     def column(self, name: str) -> Column:

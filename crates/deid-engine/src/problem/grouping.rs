@@ -9,8 +9,52 @@
 //! grouped by partitions on the pool, with the same result.
 
 use crate::data::Table;
+use crate::data::frequency::Frequencies;
 use crate::data::subset::Subset;
 use crate::hash::{hash_codes, mix};
+
+/// The records each row of a table stands for: one each, one if a research subset selects it,
+/// or a frequency table's counts (`docs/definitions.md` §1.1).
+#[derive(Debug, Clone, Copy)]
+pub enum RowWeights<'a> {
+    /// Every row is one released record.
+    Ones,
+    /// Every row is one record of the population, released if the subset selects it.
+    Subset(&'a Subset),
+    /// Every row stands for its count of records (of which its released count are released).
+    Counts(&'a Frequencies),
+}
+
+impl RowWeights<'_> {
+    /// Released records of row `row`.
+    #[inline]
+    pub fn released(self, row: usize) -> u32 {
+        match self {
+            RowWeights::Ones => 1,
+            RowWeights::Subset(s) => u32::from(s.contains(row)),
+            RowWeights::Counts(f) => f.released(row),
+        }
+    }
+
+    /// Records of row `row` in the population table (its released records without a research
+    /// subset).
+    #[inline]
+    pub fn population(self, row: usize) -> u32 {
+        match self {
+            RowWeights::Ones | RowWeights::Subset(_) => 1,
+            RowWeights::Counts(f) => f.count(row),
+        }
+    }
+
+    /// Whether a research subset selects the released records (the table is the population).
+    pub fn has_subset(self) -> bool {
+        match self {
+            RowWeights::Ones => false,
+            RowWeights::Subset(_) => true,
+            RowWeights::Counts(f) => f.has_subset(),
+        }
+    }
+}
 
 /// Per-class histograms of one sensitive attribute in CSR layout, values sorted ascending.
 #[derive(Debug, Clone, Default)]
@@ -325,16 +369,17 @@ fn group_rows_partitioned(
     (groups, row_group)
 }
 
-/// Groups the rows by their quasi-identifier codes. With a research subset, `counts` and the
-/// histograms count the subset's rows and `pcounts` every row (groups of rows outside the
-/// subset only have count 0). Groups are numbered in the order of their first row, whichever
-/// way they are found ([`group_rows_partitioned`] on large tables whose codes pack into 64 bits,
-/// else one pass over the rows).
+/// Groups the rows by their quasi-identifier codes. `counts` and the histograms count the
+/// released records of each row ([`RowWeights::released`]); with a research subset `pcounts`
+/// count the records of the whole table (groups of unreleased records only have count 0).
+/// Groups are numbered in the order of their first row, whichever way they are found
+/// ([`group_rows_partitioned`] on large tables whose codes pack into 64 bits, else one pass over
+/// the rows).
 pub(super) fn base_groups(
     table: &Table,
     qi_columns: &[usize],
     slot_columns: &[usize],
-    subset: Option<&Subset>,
+    weights: RowWeights<'_>,
 ) -> (Groups, Vec<u32>) {
     let n = table.rows();
     let cols: Vec<&crate::data::Codes> =
@@ -347,61 +392,28 @@ pub(super) fn base_groups(
         Some(strides) if n >= PARTITIONED_MIN_ROWS => group_rows_partitioned(&cols, &strides, n),
         strides => group_rows(&cols, strides.as_deref(), n),
     };
-    // Records per group (of the subset, and of the whole table with a subset).
+    // Records per group (released, and of the whole table with a subset).
     groups.counts = vec![0; groups.reps.len()];
-    match subset {
-        None => {
+    if weights.has_subset() {
+        groups.pcounts = vec![0; groups.reps.len()];
+    }
+    match weights {
+        RowWeights::Ones => {
             for &g in &row_group {
                 groups.counts[g as usize] += 1;
             }
         }
-        Some(s) => {
-            groups.pcounts = vec![0; groups.reps.len()];
+        _ => {
             for (row, &g) in row_group.iter().enumerate() {
-                groups.pcounts[g as usize] += 1;
-                groups.counts[g as usize] += u32::from(s.contains(row));
+                groups.counts[g as usize] += weights.released(row);
+                if let Some(p) = groups.pcounts.get_mut(g as usize) {
+                    *p += weights.population(row);
+                }
             }
         }
     }
-    // Histograms: rows ordered by group (counting sort), then the values of each group counted.
-    let groups_n = groups.counts.len();
     if !slot_columns.is_empty() {
-        let mut starts: Vec<u32> = Vec::with_capacity(groups_n + 1);
-        starts.push(0);
-        for &c in &groups.counts {
-            starts.push(starts.last().copied().unwrap_or(0) + c);
-        }
-        let mut order = vec![0u32; n];
-        let mut fill = starts.clone();
-        for (row, &g) in row_group.iter().enumerate() {
-            if subset.is_some_and(|s| !s.contains(row)) {
-                continue;
-            }
-            order[fill[g as usize] as usize] = row as u32;
-            fill[g as usize] += 1;
-        }
-        drop(fill);
-        let mut vals: Vec<u32> = Vec::new();
-        for &sc in slot_columns {
-            let codes = &table.column(sc).codes;
-            let mut h = Histograms {
-                offsets: Vec::with_capacity(groups_n + 1),
-                ..Default::default()
-            };
-            h.offsets.push(0);
-            for g in 0..groups_n {
-                vals.clear();
-                let (a, b) = (starts[g] as usize, starts[g + 1] as usize);
-                vals.extend(order[a..b].iter().map(|&row| codes.get(row as usize)));
-                vals.sort_unstable();
-                for run in vals.chunk_by(|a, b| a == b) {
-                    h.values.push(run[0]);
-                    h.freqs.push(run.len() as u32);
-                }
-                h.offsets.push(h.values.len() as u32);
-            }
-            groups.hists.push(h);
-        }
+        groups.hists = histograms(table, slot_columns, &row_group, groups.reps.len(), weights);
     }
     // The vectors grew by doubling; the index is kept for the problem's lifetime.
     groups.codes.shrink_to_fit();
@@ -413,6 +425,67 @@ pub(super) fn base_groups(
         h.freqs.shrink_to_fit();
     }
     (groups, row_group)
+}
+
+/// The histograms of the released records of every group in every slot column: the released
+/// rows ordered by group (counting sort), then the values of each group counted, every row
+/// with its released records.
+fn histograms(
+    table: &Table,
+    slot_columns: &[usize],
+    row_group: &[u32],
+    groups_n: usize,
+    weights: RowWeights<'_>,
+) -> Vec<Histograms> {
+    let released = |row: usize| weights.released(row) > 0;
+    let mut starts: Vec<u32> = vec![0; groups_n + 1];
+    for (row, &g) in row_group.iter().enumerate() {
+        if released(row) {
+            starts[g as usize + 1] += 1;
+        }
+    }
+    for g in 0..groups_n {
+        starts[g + 1] += starts[g];
+    }
+    let mut order = vec![0u32; starts[groups_n] as usize];
+    let mut fill = starts.clone();
+    for (row, &g) in row_group.iter().enumerate() {
+        if released(row) {
+            order[fill[g as usize] as usize] = row as u32;
+            fill[g as usize] += 1;
+        }
+    }
+    drop(fill);
+    let weighted = matches!(weights, RowWeights::Counts(_));
+    let mut vals: Vec<(u32, u32)> = Vec::new();
+    let mut hists = Vec::with_capacity(slot_columns.len());
+    for &sc in slot_columns {
+        let codes = &table.column(sc).codes;
+        let mut h = Histograms {
+            offsets: Vec::with_capacity(groups_n + 1),
+            ..Default::default()
+        };
+        h.offsets.push(0);
+        for g in 0..groups_n {
+            vals.clear();
+            let (a, b) = (starts[g] as usize, starts[g + 1] as usize);
+            vals.extend(order[a..b].iter().map(|&row| {
+                let row = row as usize;
+                (
+                    codes.get(row),
+                    if weighted { weights.released(row) } else { 1 },
+                )
+            }));
+            vals.sort_unstable_by_key(|&(code, _)| code);
+            for run in vals.chunk_by(|a, b| a.0 == b.0) {
+                h.values.push(run[0].0);
+                h.freqs.push(run.iter().map(|&(_, w)| w).sum());
+            }
+            h.offsets.push(h.values.len() as u32);
+        }
+        hists.push(h);
+    }
+    hists
 }
 
 #[cfg(test)]

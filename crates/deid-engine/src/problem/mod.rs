@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::aggregate::PreparedAggregate;
 use crate::config::{ProblemConfig, QuasiIdentifier};
 use crate::data::Table;
+use crate::data::frequency::Frequencies;
 use crate::data::subset::Subset;
 use crate::error::Result;
 use crate::hierarchy::EncodedHierarchy;
@@ -23,7 +24,7 @@ mod grouping;
 mod steps;
 
 use grouping::base_groups;
-pub use grouping::{Groups, Histograms};
+pub use grouping::{Groups, Histograms, RowWeights};
 use steps::{CompileInput, Roles, Slots};
 
 /// How far the privacy models' verdicts can be predicted in the lattice
@@ -75,7 +76,8 @@ impl MemoryUsage {
 #[derive(Debug)]
 pub struct Problem {
     table: Arc<Table>,
-    /// Records of the problem: the table's rows, or the records of the selected base groups of a
+    /// Released records of the problem: the table's rows (the sum of the released counts of a
+    /// frequency table), or the records of the selected base groups of a
     /// [restricted](Problem::restrict) problem.
     n: usize,
     config: ProblemConfig,
@@ -95,6 +97,8 @@ pub struct Problem {
     pub(crate) presence_models: Vec<PresenceModel>,
     /// The research subset (the released records), if the table is the population.
     subset: Option<Arc<Subset>>,
+    /// The counts of a frequency table (with its research subset, if any).
+    frequencies: Option<Arc<Frequencies>>,
     min_class_size: u32,
     max_suppressed: usize,
     quality: PreparedQuality,
@@ -118,11 +122,14 @@ impl Problem {
     /// Validates `config` against `table`, encodes hierarchies and precomputes the base groups.
     ///
     /// Steps:
-    /// 1. resolve every named column and reject columns with two roles;
-    /// 2. encode the hierarchies (coverage of the data) and check the level bounds;
-    /// 3. validate the privacy models, their attributes and the suppression limit;
-    /// 4. group the records by their original QI values (base groups) with histograms of every
-    ///    sensitive attribute a model needs;
+    /// 1. resolve every named column and reject columns with two roles (or a count column with
+    ///    a role);
+    /// 2. read the counts of a frequency table (rows counting no record are left out) and the
+    ///    research subset;
+    /// 3. encode the hierarchies (coverage of the data) and check the level bounds; validate
+    ///    the privacy models, their attributes and the suppression limit;
+    /// 4. group the records by their original QI values (base groups), every row weighted by
+    ///    its records, with histograms of every sensitive attribute a model needs;
     /// 5. compile the privacy and quality models.
     ///
     /// Errors about the configuration name the field of `config` (`privacy[1].k`,
@@ -133,24 +140,31 @@ impl Problem {
             qi_columns,
             identifying_columns,
         } = Roles::resolve(&table, &config)?;
-        // 2. Hierarchies and levels.
+        // 2. Records per row, research subset.
+        let (table, frequencies, subset) = steps::frequencies(table, &config)?;
+        let weights = match (&frequencies, &subset) {
+            (Some(f), _) => RowWeights::Counts(f),
+            (None, Some(s)) => RowWeights::Subset(s),
+            (None, None) => RowWeights::Ones,
+        };
+        // 3. Hierarchies and levels; privacy models and suppression, for the released records.
         let (hierarchies, lattice) = steps::encode_hierarchies(&table, &mut config, &qi_columns)?;
-        // 3. Privacy models and suppression, for the released records: the subset, if any.
-        let subset = (config.research_subset.as_ref())
-            .map(|spec| Subset::resolve(spec, &table).map_err(|e| e.within("research_subset")))
-            .transpose()?;
-        let n = subset.as_ref().map_or(table.rows(), Subset::len);
+        let n = match (&frequencies, &subset) {
+            (Some(f), _) => f.released_records(),
+            (None, Some(s)) => s.len(),
+            (None, None) => table.rows(),
+        };
         let population = (config.population)
             .map(|m| m.population_size(n))
             .transpose()
             .map_err(|e| e.within("population"))?;
-        config.validate_models(n, population, subset.is_some())?;
+        config.validate_models(n, population, weights.has_subset())?;
         let slots = Slots::assign(&table, &config)?;
         // 4. Base groups.
-        let (base, row_group) = base_groups(&table, &qi_columns, &slots.columns, subset.as_ref());
+        let (base, row_group) = base_groups(&table, &qi_columns, &slots.columns, weights);
         debug_assert_eq!(base.codes.len(), base.len() * qi_columns.len());
         let qi_value_counts: Vec<Vec<u32>> = (qi_columns.iter())
-            .map(|&c| steps::released_counts(&table, subset.as_ref(), c))
+            .map(|&c| steps::released_counts(&table, weights, c))
             .collect();
         // 5. Models.
         let compiled = steps::compile(
@@ -160,7 +174,7 @@ impl Problem {
                 slots: &slots,
                 n,
                 population,
-                subset: subset.as_ref(),
+                weights,
                 hierarchies: &hierarchies,
                 qi_value_counts: &qi_value_counts,
                 base: &base,
@@ -187,6 +201,7 @@ impl Problem {
             sample_models: compiled.sample_models,
             presence_models: compiled.presence_models,
             subset: subset.map(Arc::new),
+            frequencies: frequencies.map(Arc::new),
             min_class_size: compiled.min_class_size,
             max_suppressed,
             quality: compiled.quality,
@@ -196,15 +211,45 @@ impl Problem {
         })
     }
 
-    /// The input table.
+    /// The input table (of a frequency table, the rows that count at least one record).
     pub fn table(&self) -> &Table {
         &self.table
     }
 
-    /// Number of records (of the selected base groups, for a [restricted](Problem::restrict)
-    /// problem).
+    /// Number of released records (the sum of the released counts of a frequency table; of the
+    /// selected base groups, for a [restricted](Problem::restrict) problem).
     pub fn rows(&self) -> usize {
         self.n
+    }
+
+    /// The counts of a frequency table, if the table is one.
+    pub fn frequencies(&self) -> Option<&Frequencies> {
+        self.frequencies.as_deref()
+    }
+
+    /// The records each row of the table stands for.
+    pub fn weights(&self) -> RowWeights<'_> {
+        match (&self.frequencies, &self.subset) {
+            (Some(f), _) => RowWeights::Counts(f),
+            (None, Some(s)) => RowWeights::Subset(s),
+            (None, None) => RowWeights::Ones,
+        }
+    }
+
+    /// Released records of row `row` of the table (0 outside the research subset).
+    #[inline]
+    pub fn released_records(&self, row: usize) -> u32 {
+        self.weights().released(row)
+    }
+
+    /// With a research subset (of rows, or of a frequency table's records): (released records,
+    /// records of the whole table).
+    pub fn subset_records(&self) -> Option<(usize, usize)> {
+        match (&self.frequencies, &self.subset) {
+            (Some(f), _) if f.has_subset() => Some((f.released_records(), f.records())),
+            (Some(_), _) => None,
+            (None, s) => s.as_ref().map(|s| (s.len(), s.table_rows())),
+        }
     }
 
     /// The same problem on the records of the base groups with `include[g]` set, with another
@@ -296,6 +341,7 @@ impl Problem {
             sample_models: self.sample_models.clone(),
             presence_models: self.presence_models.clone(),
             subset: self.subset.clone(),
+            frequencies: self.frequencies.clone(),
             min_class_size: self.min_class_size,
             max_suppressed,
             quality,
@@ -387,16 +433,18 @@ impl Problem {
         self.max_suppressed
     }
 
-    /// The research subset (the released records) when the table is the population; rows
-    /// outside it are never written.
+    /// The research subset of rows (the released records) when the table is the population;
+    /// rows outside it are never written. A frequency table's subset is in its
+    /// [`Problem::frequencies`].
     pub fn subset(&self) -> Option<&Subset> {
         self.subset.as_deref()
     }
 
-    /// Whether row `row` of the table is released (in the research subset, or there is none).
+    /// Whether row `row` of the table has released records (in the research subset, or there
+    /// is none).
     #[inline]
     pub fn is_released(&self, row: usize) -> bool {
-        self.subset.as_ref().is_none_or(|s| s.contains(row))
+        self.released_records(row) > 0
     }
 
     /// The population size N of the configured population model (validated: N ≥ rows).
@@ -438,7 +486,8 @@ impl Problem {
                     .sum::<usize>(),
             index: self.base.heap_bytes()
                 + vec_bytes(&self.row_group)
-                + self.subset.as_ref().map_or(0, |s| s.heap_bytes()),
+                + self.subset.as_ref().map_or(0, |s| s.heap_bytes())
+                + self.frequencies.as_ref().map_or(0, |f| f.heap_bytes()),
         }
     }
 }

@@ -5,12 +5,13 @@
 
 use std::collections::HashMap;
 
-use super::grouping::Groups;
+use super::grouping::{Groups, RowWeights};
 use super::{MAX_QUASI_IDENTIFIERS, MicroColumn};
 use crate::aggregate::PreparedAggregate;
 use crate::config::{ProblemConfig, QuasiIdentifier};
 use crate::data::Table;
-use crate::data::subset::Subset;
+use crate::data::frequency::Frequencies;
+use crate::data::subset::{ResearchSubset, Subset};
 use crate::error::{EngineError, Result};
 use crate::hierarchy::EncodedHierarchy;
 use crate::lattice::Lattice;
@@ -62,8 +63,18 @@ impl Roles {
                     .map(|c| (c.as_str(), "identifying")),
             )
             .chain((config.microaggregated.iter()).map(|m| (m.column.as_str(), "microaggregated")));
+        let counts = [&config.count_column, &config.subset_count_column];
         for (name, role) in named {
             table.require_column(name, "attributes")?;
+            if counts.iter().any(|c| c.as_deref() == Some(name)) {
+                return Err(EngineError::config(
+                    format!("attributes.{name}"),
+                    format!(
+                        "column '{name}' is a count column of the frequency table: it counts \
+                         records and cannot be {role}"
+                    ),
+                ));
+            }
             if let Some(prev) = roles.insert(name, role) {
                 return Err(EngineError::config(
                     format!("attributes.{name}"),
@@ -280,24 +291,81 @@ impl Slots {
 }
 
 /// Value frequencies of the released records in column `c`.
-pub(super) fn released_counts(table: &Table, subset: Option<&Subset>, c: usize) -> Vec<u32> {
+pub(super) fn released_counts(table: &Table, weights: RowWeights<'_>, c: usize) -> Vec<u32> {
     let col = table.column(c);
     let mut counts = vec![0u32; col.dict.len()];
-    match subset {
-        None => {
+    match weights {
+        RowWeights::Ones => {
             for code in col.codes.iter() {
                 counts[code as usize] += 1;
             }
         }
-        Some(s) => {
+        _ => {
             for (row, code) in col.codes.iter().enumerate() {
-                if s.contains(row) {
-                    counts[code as usize] += 1;
-                }
+                counts[code as usize] += weights.released(row);
             }
         }
     }
     counts
+}
+
+/// Step 0: the counts of a frequency table (`config.count_column`), its rows without records
+/// left out of the table (whose dictionaries are encoded anew, as if those rows had never been
+/// read), and the research subset: a subset count column or yes/no column folded into the
+/// frequencies, or the subset of an ordinary table. Record numbers cannot select records of a
+/// frequency table (one row stands for several records).
+pub(super) fn frequencies(
+    table: Table,
+    config: &ProblemConfig,
+) -> Result<(Table, Option<Frequencies>, Option<Subset>)> {
+    let Some(count_column) = &config.count_column else {
+        if config.subset_count_column.is_some() {
+            return Err(EngineError::config(
+                "subset_count_column",
+                "a subset count column needs a count column: give count_column too",
+            ));
+        }
+        let subset = (config.research_subset.as_ref())
+            .map(|spec| Subset::resolve(spec, &table).map_err(|e| e.within("research_subset")))
+            .transpose()?;
+        return Ok((table, None, subset));
+    };
+    match &config.research_subset {
+        Some(ResearchSubset::Rows(_)) => {
+            return Err(EngineError::config(
+                "research_subset",
+                "record numbers cannot select records of a frequency table (a row stands for \
+                 several records): give subset_count_column, the released records of each row",
+            ));
+        }
+        Some(_) if config.subset_count_column.is_some() => {
+            return Err(EngineError::config(
+                "research_subset",
+                "give either research_subset or subset_count_column, not both",
+            ));
+        }
+        _ => {}
+    }
+    let mut frequencies =
+        Frequencies::resolve(&table, count_column, config.subset_count_column.as_deref())?;
+    let keep: Vec<bool> = frequencies.counts().iter().map(|&c| c > 0).collect();
+    let table = if keep.iter().all(|&k| k) {
+        table
+    } else {
+        frequencies = frequencies.retain(&keep);
+        table.retain_rows(&keep)
+    };
+    if let Some(spec) = &config.research_subset {
+        let subset = Subset::resolve(spec, &table).map_err(|e| e.within("research_subset"))?;
+        frequencies = frequencies.with_subset(&subset);
+    }
+    if frequencies.released_records() == 0 {
+        return Err(EngineError::config(
+            "subset_count_column",
+            "the research subset selects no record: expected at least one",
+        ));
+    }
+    Ok((table, Some(frequencies), None))
 }
 
 /// Step 5: the models compiled against the data.
@@ -324,7 +392,7 @@ pub(super) struct CompileInput<'a> {
     pub slots: &'a Slots,
     pub n: usize,
     pub population: Option<u64>,
-    pub subset: Option<&'a Subset>,
+    pub weights: RowWeights<'a>,
     pub hierarchies: &'a [EncodedHierarchy],
     pub qi_value_counts: &'a [Vec<u32>],
     pub base: &'a Groups,
@@ -338,7 +406,7 @@ pub(super) fn compile(config: &mut ProblemConfig, input: CompileInput<'_>) -> Re
         slots,
         n,
         population,
-        subset,
+        weights,
         ..
     } = input;
     let domains: Vec<SensitiveDomain> = (slots.columns.iter())
@@ -346,7 +414,7 @@ pub(super) fn compile(config: &mut ProblemConfig, input: CompileInput<'_>) -> Re
             let col = table.column(c);
             SensitiveDomain {
                 column: col.name.clone(),
-                global_counts: released_counts(table, subset, c),
+                global_counts: released_counts(table, weights, c),
                 values: col.dict.values().map(str::to_string).collect(),
                 n,
             }
