@@ -1325,4 +1325,87 @@ mod tests {
         }
         assert_eq!(SuppressedSpec::parse("keep-sensitive"), None);
     }
+
+    /// The messages that list the accepted names, word for word.
+    #[test]
+    fn unknown_names_are_refused_listing_the_names() {
+        let micro = |function: &str, missing: Option<&str>| {
+            let spec = MicroaggregationSpec {
+                function: function.into(),
+                missing: missing.map(String::from),
+                date_format: None,
+            };
+            spec.parse("age", "attributes.age.microaggregation")
+                .unwrap_err()
+        };
+        let e = micro("average", None);
+        assert_eq!(e.field, "attributes.age.microaggregation.function");
+        assert_eq!(
+            e.message,
+            "unknown function 'average'; expected one of arithmetic_mean, geometric_mean, median, \
+             mode, interval, set"
+        );
+        let e = micro("mode", Some("drop"));
+        assert_eq!(e.field, "attributes.age.microaggregation.missing");
+        assert_eq!(e.message, "unknown value 'drop'; expected ignore or keep");
+
+        let quality = |model: &str, aggregate: Option<&str>| {
+            QualitySpec::Object {
+                model: model.into(),
+                gs_factor: None,
+                aggregate: aggregate.map(String::from),
+            }
+            .parse()
+            .unwrap_err()
+        };
+        let e = quality("rank", None);
+        assert_eq!(e.field, "quality.model");
+        assert_eq!(
+            e.message,
+            "unknown quality model 'rank'; expected one of loss, aecs, discernibility, \
+             discernibility-star, precision, height, entropy, normalized-entropy, kl-divergence, \
+             ambiguity"
+        );
+        let e = quality("loss", Some("rank"));
+        assert_eq!(e.field, "quality.aggregate");
+        assert_eq!(
+            e.message,
+            "unknown aggregate 'rank'; expected sum, maximum, arithmetic_mean or geometric_mean"
+        );
+
+        let e = PopulationSpec {
+            size: None,
+            sampling_fraction: None,
+            region: Some("atlantis".into()),
+        }
+        .parse()
+        .unwrap_err();
+        assert_eq!(e.field, "population.region");
+        assert_eq!(
+            e.message,
+            "unknown region 'atlantis'; expected one of: africa, australia, europe, \
+             north_america, south_america, european_union, brazil, canada, china, france, \
+             germany, india, uk, usa"
+        );
+        // The spellings beside the names still parse.
+        for region in ["Brasil", "north-america", "European Union"] {
+            let spec = PopulationSpec {
+                size: None,
+                sampling_fraction: None,
+                region: Some(region.into()),
+            };
+            assert!(spec.parse().is_ok(), "{region}");
+        }
+
+        let e = JobSpec::from_json(r#"{"algorithm": "igreedy"}"#)
+            .unwrap()
+            .search_config(&SearchLimits::CLI)
+            .unwrap_err();
+        assert_eq!(e.field, "algorithm");
+        assert_eq!(
+            e.message,
+            "unknown algorithm 'igreedy'; expected one of auto, flash, lightning, top-down, \
+             genetic, bfs, datafly, improved-greedy, exhaustive"
+        );
+    }
 }
