@@ -239,7 +239,7 @@ pub async fn list_jobs(
                 ErrorCode::InvalidQuery,
                 format!(
                     "unknown status '{s}'; expected one of {}",
-                    JobStatus::ALL.map(JobStatus::as_str).join(", ")
+                    JobStatus::NAMES.join(", ")
                 ),
             )
             .with_details(json!({"field": "status"}))

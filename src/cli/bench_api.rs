@@ -162,7 +162,7 @@ fn generated_csv(total: u64) -> impl futures_util::Stream<Item = std::io::Result
         }
         let mut r = row;
         while buf.len() < (1 << 20) && sent + (buf.len() as u64) < total {
-            let h = r.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let h = deid_engine::hash::mix(r);
             use std::io::Write;
             let _ = writeln!(
                 buf,

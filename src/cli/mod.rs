@@ -25,6 +25,7 @@ use crate::job::spec::{
     PrivacySpec, QualitySpec, ResearchSubsetSpec, SearchLimits, SuppressedSpec, Task,
 };
 use crate::job::task::{self, Host, Outcome, Run, Verdict};
+use deid_engine::names::alternatives;
 use deid_engine::{
     CancelFlag, CsvOptions, NoObserver, Problem, ProgressObserver, QualityModel, Table,
 };
@@ -209,24 +210,22 @@ impl PopulationArgs {
     }
 }
 
-/// Parses `--hierarchy-duplicates` (`reject` or `last`).
+/// Parses `--suppressed` (`mask`, `remove` or `keep_sensitive`).
 fn parse_suppressed(text: &str) -> Result<SuppressedSpec, String> {
-    match text {
-        "mask" => Ok(SuppressedSpec::Mask),
-        "remove" => Ok(SuppressedSpec::Remove),
-        "keep_sensitive" => Ok(SuppressedSpec::KeepSensitive),
-        other => Err(format!(
-            "'{other}' is not a mode for suppressed records; expected mask, remove or keep_sensitive"
-        )),
-    }
+    SuppressedSpec::parse(text).ok_or_else(|| {
+        format!(
+            "'{text}' is not a mode for suppressed records; expected {}",
+            alternatives(SuppressedSpec::NAMES)
+        )
+    })
 }
 
+/// Parses `--hierarchy-duplicates` (`reject` or `last`).
 fn parse_hierarchy_duplicates(text: &str) -> Result<HierarchyDuplicates, String> {
-    match text {
-        "reject" => Ok(HierarchyDuplicates::Reject),
-        "last" => Ok(HierarchyDuplicates::Last),
-        _ => Err(format!("expected 'reject' or 'last', got '{text}'")),
-    }
+    HierarchyDuplicates::parse(text).ok_or_else(|| {
+        let names = HierarchyDuplicates::NAMES.map(|n| format!("'{n}'"));
+        format!("expected {}, got '{text}'", alternatives(names))
+    })
 }
 
 /// Flags of `deid evaluate`.

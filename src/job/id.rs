@@ -82,44 +82,27 @@ pub enum JobStatus {
     Cancelled,
 }
 
-impl JobStatus {
-    /// Every status.
-    pub const ALL: [JobStatus; 5] = [
-        JobStatus::Queued,
-        JobStatus::Running,
-        JobStatus::Succeeded,
-        JobStatus::Failed,
-        JobStatus::Cancelled,
-    ];
-
+deid_engine::names::enum_names! {
+    JobStatus: Display {
+        Queued => "queued",
+        Running => "running",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Cancelled => "cancelled",
+    }
     /// The status as stored and shown (`queued`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Queued => "queued",
-            JobStatus::Running => "running",
-            JobStatus::Succeeded => "succeeded",
-            JobStatus::Failed => "failed",
-            JobStatus::Cancelled => "cancelled",
-        }
-    }
+    pub fn as_str;
+    /// The status named `name`.
+    pub fn parse;
+}
 
-    /// The status named `text`.
-    pub fn parse(text: &str) -> Option<JobStatus> {
-        JobStatus::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-
+impl JobStatus {
     /// True for `succeeded`, `failed` and `cancelled`.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
             JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
         )
-    }
-}
-
-impl std::fmt::Display for JobStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use deid_engine::config::ResearchSubset;
 use deid_engine::config::SensitiveAttribute;
+use deid_engine::names::alternatives;
 use deid_engine::population::{PopulationModel, Region};
 use deid_engine::privacy::PrivacyModel;
 use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
@@ -176,25 +177,26 @@ impl MicroaggregationSpec {
     ) -> Result<deid_engine::aggregate::Microaggregation, SpecError> {
         use deid_engine::aggregate::{AggregateFunction, Microaggregation, MissingValues};
         let function = AggregateFunction::parse(&self.function).ok_or_else(|| {
-            let names: Vec<&str> = AggregateFunction::ALL.iter().map(|f| f.name()).collect();
             SpecError::new(
                 format!("{field}.function"),
                 format!(
                     "unknown function '{}'; expected one of {}",
                     self.function,
-                    names.join(", ")
+                    AggregateFunction::NAMES.join(", ")
                 ),
             )
         })?;
         let missing = match self.missing.as_deref() {
-            None | Some("ignore") => MissingValues::Ignore,
-            Some("keep") => MissingValues::Keep,
-            Some(other) => {
-                return Err(SpecError::new(
+            None => MissingValues::Ignore,
+            Some(name) => MissingValues::parse(name).ok_or_else(|| {
+                SpecError::new(
                     format!("{field}.missing"),
-                    format!("unknown value '{other}'; expected ignore or keep"),
-                ));
-            }
+                    format!(
+                        "unknown value '{name}'; expected {}",
+                        alternatives(MissingValues::NAMES)
+                    ),
+                )
+            })?,
         };
         Ok(Microaggregation {
             column: column.to_string(),
@@ -278,24 +280,21 @@ impl QualitySpec {
                 "quality.model",
                 format!(
                     "unknown quality model '{name}'; expected one of {}",
-                    QualityModel::ALL.map(|m| m.name()).join(", ")
+                    QualityModel::NAMES.join(", ")
                 ),
             )
         })?;
         let aggregate = match agg {
             None => None,
-            Some("sum") => Some(Aggregate::Sum),
-            Some("maximum") => Some(Aggregate::Maximum),
-            Some("arithmetic_mean") => Some(Aggregate::ArithmeticMean),
-            Some("geometric_mean") => Some(Aggregate::GeometricMean),
-            Some(other) => {
-                return Err(SpecError::new(
+            Some(name) => Some(Aggregate::parse(name).ok_or_else(|| {
+                SpecError::new(
                     "quality.aggregate",
                     format!(
-                        "unknown aggregate '{other}'; expected sum, maximum, arithmetic_mean or geometric_mean"
+                        "unknown aggregate '{name}'; expected {}",
+                        alternatives(Aggregate::NAMES)
                     ),
-                ));
-            }
+                )
+            })?),
         };
         let config = QualityConfig {
             model,
@@ -602,7 +601,10 @@ impl PopulationSpec {
                 PopulationModel::Region(Region::parse(r).ok_or_else(|| {
                     SpecError::new(
                         "population.region",
-                        format!("unknown region '{r}'; expected one of: {}", Region::names()),
+                        format!(
+                            "unknown region '{r}'; expected one of: {}",
+                            Region::NAMES.join(", ")
+                        ),
                     )
                 })?)
             }
@@ -627,6 +629,18 @@ pub enum SuppressedSpec {
     Remove,
     /// ARX's output: sensitive attributes are kept (unsafe, for compatibility).
     KeepSensitive,
+}
+
+deid_engine::names::enum_names! {
+    SuppressedSpec {
+        Mask => "mask",
+        Remove => "remove",
+        KeepSensitive => "keep_sensitive",
+    }
+    /// The name in specifications and on the command line (`mask`, `remove`, `keep_sensitive`).
+    pub fn name;
+    /// Parses a name produced by [`SuppressedSpec::name`].
+    pub fn parse;
 }
 
 impl JobSpec {
@@ -667,15 +681,14 @@ pub enum Task {
     Risk,
 }
 
-impl Task {
-    /// The name used in specifications, job views and the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Task::Anonymize => "anonymize",
-            Task::Evaluate => "evaluate",
-            Task::Risk => "risk",
-        }
+deid_engine::names::enum_names! {
+    Task {
+        Anonymize => "anonymize",
+        Evaluate => "evaluate",
+        Risk => "risk",
     }
+    /// The name used in specifications, job views and the store.
+    pub fn as_str;
 }
 
 /// The `hierarchy_duplicates` setting of a job specification.
@@ -687,6 +700,17 @@ pub enum HierarchyDuplicates {
     /// ARX's behaviour: the last row of a value defines its generalization, every row counts
     /// for the domain shares; the report carries a warning.
     Last,
+}
+
+deid_engine::names::enum_names! {
+    HierarchyDuplicates {
+        Reject => "reject",
+        Last => "last",
+    }
+    /// The name in specifications and on the command line (`reject`, `last`).
+    pub fn name;
+    /// Parses a name produced by [`HierarchyDuplicates::name`].
+    pub fn parse;
 }
 
 impl HierarchyDuplicates {
@@ -746,7 +770,7 @@ impl JobSpec {
                     "algorithm",
                     format!(
                         "unknown algorithm '{name}'; expected one of {}",
-                        Algorithm::ALL.map(|a| a.name()).join(", ")
+                        Algorithm::NAMES.join(", ")
                     ),
                 )
             })?,
@@ -1326,5 +1350,114 @@ mod tests {
         assert_eq!(err.field, "attributes.a.type");
         let err = JobSpec::from_json(r#"{"seed": 1} x"#).unwrap_err();
         assert_eq!(err.field, "$");
+    }
+
+    /// The names tables of the enums that serde also names agree with serde: the name of
+    /// every value is its JSON string, and parses back.
+    #[test]
+    fn names_tables_agree_with_serde() {
+        fn agree<T>(all: &[T], name: fn(T) -> &'static str)
+        where
+            T: Copy + std::fmt::Debug + PartialEq + Serialize + serde::de::DeserializeOwned,
+        {
+            for &value in all {
+                let json = format!("\"{}\"", name(value));
+                assert_eq!(serde_json::to_string(&value).unwrap(), json);
+                assert_eq!(serde_json::from_str::<T>(&json).unwrap(), value);
+            }
+        }
+        agree(&Task::ALL, Task::as_str);
+        agree(&SuppressedSpec::ALL, SuppressedSpec::name);
+        agree(&HierarchyDuplicates::ALL, HierarchyDuplicates::name);
+        for value in SuppressedSpec::ALL {
+            assert_eq!(SuppressedSpec::parse(value.name()), Some(value));
+        }
+        for value in HierarchyDuplicates::ALL {
+            assert_eq!(HierarchyDuplicates::parse(value.name()), Some(value));
+        }
+        assert_eq!(SuppressedSpec::parse("keep-sensitive"), None);
+    }
+
+    /// The messages that list the accepted names, word for word.
+    #[test]
+    fn unknown_names_are_refused_listing_the_names() {
+        let micro = |function: &str, missing: Option<&str>| {
+            let spec = MicroaggregationSpec {
+                function: function.into(),
+                missing: missing.map(String::from),
+                date_format: None,
+            };
+            spec.parse("age", "attributes.age.microaggregation")
+                .unwrap_err()
+        };
+        let e = micro("average", None);
+        assert_eq!(e.field, "attributes.age.microaggregation.function");
+        assert_eq!(
+            e.message,
+            "unknown function 'average'; expected one of arithmetic_mean, geometric_mean, median, \
+             mode, interval, set"
+        );
+        let e = micro("mode", Some("drop"));
+        assert_eq!(e.field, "attributes.age.microaggregation.missing");
+        assert_eq!(e.message, "unknown value 'drop'; expected ignore or keep");
+
+        let quality = |model: &str, aggregate: Option<&str>| {
+            QualitySpec::Object {
+                model: model.into(),
+                gs_factor: None,
+                aggregate: aggregate.map(String::from),
+            }
+            .parse()
+            .unwrap_err()
+        };
+        let e = quality("rank", None);
+        assert_eq!(e.field, "quality.model");
+        assert_eq!(
+            e.message,
+            "unknown quality model 'rank'; expected one of loss, aecs, discernibility, \
+             discernibility-star, precision, height, entropy, normalized-entropy, kl-divergence, \
+             ambiguity"
+        );
+        let e = quality("loss", Some("rank"));
+        assert_eq!(e.field, "quality.aggregate");
+        assert_eq!(
+            e.message,
+            "unknown aggregate 'rank'; expected sum, maximum, arithmetic_mean or geometric_mean"
+        );
+
+        let e = PopulationSpec {
+            size: None,
+            sampling_fraction: None,
+            region: Some("atlantis".into()),
+        }
+        .parse()
+        .unwrap_err();
+        assert_eq!(e.field, "population.region");
+        assert_eq!(
+            e.message,
+            "unknown region 'atlantis'; expected one of: africa, australia, europe, \
+             north_america, south_america, european_union, brazil, canada, china, france, \
+             germany, india, uk, usa"
+        );
+        // The spellings beside the names still parse.
+        for region in ["Brasil", "north-america", "European Union"] {
+            let spec = PopulationSpec {
+                size: None,
+                sampling_fraction: None,
+                region: Some(region.into()),
+            };
+            assert!(spec.parse().is_ok(), "{region}");
+        }
+
+        let e = JobSpec::from_json(r#"{"algorithm": "igreedy"}"#)
+            .unwrap()
+            .search_config(&SearchLimits::CLI)
+            .unwrap_err();
+        assert_eq!(e.field, "algorithm");
+        assert_eq!(
+            e.message,
+            "unknown algorithm 'igreedy'; expected one of auto, flash, lightning, top-down, \
+             genetic, bfs, datafly, improved-greedy, exhaustive"
+        );
     }
 }

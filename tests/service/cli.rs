@@ -164,7 +164,10 @@ fn hierarchy_duplicates_flag_and_config() {
     );
     let (code, _, stderr) = evaluate(&dir, &["--hierarchy-duplicates", "first"]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("'reject' or 'last'"), "{stderr}");
+    assert!(
+        stderr.contains("expected 'reject' or 'last', got 'first'"),
+        "{stderr}"
+    );
     let warned = |report: &serde_json::Value| {
         let w = report["warnings"].as_array().expect("warnings");
         assert_eq!(w.len(), 1, "{report}");
@@ -962,6 +965,15 @@ fn suppressed_records_leak_nothing_by_default() {
     assert!(
         out.contains("[suppressed],[suppressed],[suppressed]"),
         "{out}"
+    );
+    // An unknown mode is refused, listing the modes.
+    let (code, _, stderr) = hiv_evaluate(&dir, &["--suppressed", "hide"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "'hide' is not a mode for suppressed records; expected mask, remove or keep_sensitive"
+        ),
+        "{stderr}"
     );
 }
 

@@ -67,9 +67,14 @@ async fn request_errors() {
     app.get("/v1/datasets?colour=red")
         .await
         .assert_error(400, "invalid_query");
-    app.get("/v1/jobs?status=done")
+    let e = app
+        .get("/v1/jobs?status=done")
         .await
         .assert_error(400, "invalid_query");
+    assert_eq!(
+        e["error"]["message"],
+        "unknown status 'done'; expected one of queued, running, succeeded, failed, cancelled"
+    );
     app.get("/v1/jobs/nope")
         .await
         .assert_error(404, "job_not_found");

@@ -34,34 +34,22 @@ pub enum AggregateFunction {
     Set,
 }
 
-impl AggregateFunction {
-    /// Every function.
-    pub const ALL: [AggregateFunction; 6] = [
-        AggregateFunction::ArithmeticMean,
-        AggregateFunction::GeometricMean,
-        AggregateFunction::Median,
-        AggregateFunction::Mode,
-        AggregateFunction::Interval,
-        AggregateFunction::Set,
-    ];
-
+crate::names::enum_names! {
+    AggregateFunction {
+        ArithmeticMean => "arithmetic_mean",
+        GeometricMean => "geometric_mean",
+        Median => "median",
+        Mode => "mode",
+        Interval => "interval",
+        Set => "set",
+    }
     /// Stable name (`arithmetic_mean`, `geometric_mean`, `median`, `mode`, `interval`, `set`).
-    pub fn name(self) -> &'static str {
-        match self {
-            AggregateFunction::ArithmeticMean => "arithmetic_mean",
-            AggregateFunction::GeometricMean => "geometric_mean",
-            AggregateFunction::Median => "median",
-            AggregateFunction::Mode => "mode",
-            AggregateFunction::Interval => "interval",
-            AggregateFunction::Set => "set",
-        }
-    }
-
+    pub fn name;
     /// Parses a name produced by [`AggregateFunction::name`].
-    pub fn parse(name: &str) -> Option<AggregateFunction> {
-        Self::ALL.into_iter().find(|f| f.name() == name)
-    }
+    pub fn parse;
+}
 
+impl AggregateFunction {
     /// True if the function needs ordered values (numbers or dates).
     fn needs_order(self) -> bool {
         !matches!(self, AggregateFunction::Mode | AggregateFunction::Set)
@@ -76,6 +64,17 @@ pub enum MissingValues {
     Ignore,
     /// A missing value makes means, median and interval missing; mode and set count it.
     Keep,
+}
+
+crate::names::enum_names! {
+    MissingValues {
+        Ignore => "ignore",
+        Keep => "keep",
+    }
+    /// The name in specifications: `ignore` or `keep`.
+    pub fn name;
+    /// Parses a name produced by [`MissingValues::name`].
+    pub fn parse;
 }
 
 /// A microaggregated attribute.

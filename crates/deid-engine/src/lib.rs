@@ -5,9 +5,9 @@
 //! `layering` fails on any import cycle):
 //!
 //! 1. [`error`] (what can go wrong), [`cancel`] (cooperative cancellation), [`hash`] (the fixed
-//!    hashes of codes and values), [`lattice`] (the
-//!    space of transformations) and [`population`] (population models and population-uniqueness
-//!    estimators: numerics on class sizes);
+//!    hashes of codes and values), [`names`] (the names of enum values: [`names::enum_names!`]),
+//!    [`lattice`] (the space of transformations) and [`population`] (population models and
+//!    population-uniqueness estimators: numerics on class sizes);
 //! 2. [`data`] (the CSV scanner and dictionary-encoded tables);
 //! 3. [`hierarchy`] (generalization hierarchies; [`hierarchy::builder`] creates them from small
 //!    specifications) and [`profile`] (column profiles: type detection with a suggested
@@ -36,6 +36,7 @@ pub mod hash;
 pub mod hierarchy;
 pub mod lattice;
 pub mod local;
+pub mod names;
 pub mod output;
 pub mod population;
 pub mod posthoc;

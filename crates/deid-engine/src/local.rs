@@ -213,19 +213,18 @@ pub enum LocalStop {
     Cancelled,
 }
 
-impl LocalStop {
+crate::names::enum_names! {
+    LocalStop {
+        Complete => "complete",
+        NoProgress => "no-progress",
+        Iterations => "iterations",
+        TimeLimit => "time-limit",
+        CheckLimit => "check-limit",
+        Cancelled => "cancelled",
+    }
     /// Stable name (`complete`, `no-progress`, `iterations`, `time-limit`, `check-limit`,
     /// `cancelled`).
-    pub fn name(self) -> &'static str {
-        match self {
-            LocalStop::Complete => "complete",
-            LocalStop::NoProgress => "no-progress",
-            LocalStop::Iterations => "iterations",
-            LocalStop::TimeLimit => "time-limit",
-            LocalStop::CheckLimit => "check-limit",
-            LocalStop::Cancelled => "cancelled",
-        }
-    }
+    pub fn name;
 }
 
 /// The result of local generalization: a transformation per step and which records each step

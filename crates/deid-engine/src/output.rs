@@ -28,27 +28,16 @@ pub enum SuppressedRecords {
     KeepSensitive,
 }
 
-impl SuppressedRecords {
-    /// Every mode.
-    pub const ALL: [SuppressedRecords; 3] = [
-        SuppressedRecords::Mask,
-        SuppressedRecords::Remove,
-        SuppressedRecords::KeepSensitive,
-    ];
-
+crate::names::enum_names! {
+    SuppressedRecords {
+        Mask => "mask",
+        Remove => "remove",
+        KeepSensitive => "keep_sensitive",
+    }
     /// Stable name (`mask`, `remove`, `keep_sensitive`).
-    pub fn name(self) -> &'static str {
-        match self {
-            SuppressedRecords::Mask => "mask",
-            SuppressedRecords::Remove => "remove",
-            SuppressedRecords::KeepSensitive => "keep_sensitive",
-        }
-    }
-
+    pub fn name;
     /// The mode named `name`.
-    pub fn parse(name: &str) -> Option<SuppressedRecords> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
+    pub fn parse;
 }
 
 /// How suppressed records are written.

@@ -89,17 +89,16 @@ pub enum ColumnType {
     Text,
 }
 
-impl ColumnType {
-    /// The JSON name (`integer`, `decimal`, `date`, `code`, `text`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ColumnType::Integer => "integer",
-            ColumnType::Decimal => "decimal",
-            ColumnType::Date => "date",
-            ColumnType::Code => "code",
-            ColumnType::Text => "text",
-        }
+crate::names::enum_names! {
+    ColumnType {
+        Integer => "integer",
+        Decimal => "decimal",
+        Date => "date",
+        Code => "code",
+        Text => "text",
     }
+    /// The JSON name (`integer`, `decimal`, `date`, `code`, `text`).
+    pub fn as_str;
 }
 
 /// What the detection found out about a column: printed by `deid profile`, answered by the
@@ -533,6 +532,16 @@ mod tests {
                 p,
                 "{text}"
             );
+        }
+    }
+
+    /// Each column type's name is its JSON name.
+    #[test]
+    fn column_type_names_are_the_serialized_names() {
+        for t in ColumnType::ALL {
+            let json = format!("\"{}\"", t.as_str());
+            assert_eq!(serde_json::to_string(&t).unwrap(), json);
+            assert_eq!(serde_json::from_str::<ColumnType>(&json).unwrap(), t);
         }
     }
 }

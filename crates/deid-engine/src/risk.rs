@@ -11,7 +11,7 @@ mod combinations;
 
 use crate::cancel::CancelFlag;
 use crate::check::Evaluation;
-use crate::population::{ClassSizes, Estimator, SolverConfig, UniquenessEstimates};
+use crate::population::{ClassSizes, SolverConfig, UniquenessEstimates};
 use crate::problem::Problem;
 use combinations::GroupStats;
 
@@ -397,10 +397,7 @@ pub fn population_uniqueness(h: &ClassSizes, population: u64) -> PopulationUniqu
         zayatz: result(e.zayatz),
         snb: result(e.snb),
         dankar: result(dankar_value),
-        dankar_model: match e.dankar.model {
-            Estimator::Dankar => "dankar",
-            m => m.name(),
-        },
+        dankar_model: e.dankar.model.name(),
     }
 }
 

@@ -379,4 +379,31 @@ mod tests {
             );
         }
     }
+
+    /// The messages of the `levels` and `local` checks, word for word (each once broken by a
+    /// line continuation that left a run of blanks in the sentence).
+    #[test]
+    fn task_field_messages_read_in_full() {
+        for (json, message) in [
+            (
+                r#"{"task": "evaluate"}"#,
+                r#"required by "task": "evaluate": the transformation to evaluate, e.g. {"age": 2, "zip": 1} (quasi-identifiers not named keep level 0)"#,
+            ),
+            (
+                r#"{"levels": {"age": 1}}"#,
+                r#"a given transformation is only used by "task": "evaluate", not by "anonymize""#,
+            ),
+            (
+                r#"{"task": "risk", "levels": {"age": 1}}"#,
+                r#"a given transformation is only used by "task": "evaluate", not by "risk""#,
+            ),
+            (
+                r#"{"task": "evaluate", "levels": {"age": 1}, "local": {}}"#,
+                r#"local generalization is a search; "task": "evaluate" has none"#,
+            ),
+        ] {
+            let e = check_fields(&JobSpec::from_json(json).unwrap()).unwrap_err();
+            assert_eq!(e.message, message, "{json}");
+        }
+    }
 }

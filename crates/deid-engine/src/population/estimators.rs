@@ -31,26 +31,23 @@ pub enum Estimator {
     Dankar,
 }
 
-impl Estimator {
-    /// Name in the text syntax: `pitman`, `zayatz`, `snb` or `dankar`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Estimator::Pitman => "pitman",
-            Estimator::Zayatz => "zayatz",
-            Estimator::Snb => "snb",
-            Estimator::Dankar => "dankar",
-        }
+crate::names::enum_names! {
+    Estimator {
+        Pitman => "pitman",
+        Zayatz => "zayatz",
+        Snb => "snb",
+        Dankar => "dankar",
     }
+    /// Name in the text syntax: `pitman`, `zayatz`, `snb` or `dankar`.
+    pub fn name;
+    /// The estimator named exactly `name`.
+    fn from_name;
+}
 
+impl Estimator {
     /// Parses a name (case-insensitive).
     pub fn parse(text: &str) -> Option<Estimator> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "pitman" => Some(Estimator::Pitman),
-            "zayatz" => Some(Estimator::Zayatz),
-            "snb" => Some(Estimator::Snb),
-            "dankar" => Some(Estimator::Dankar),
-            _ => None,
-        }
+        Estimator::from_name(&text.trim().to_ascii_lowercase())
     }
 }
 

@@ -19,22 +19,21 @@ pub enum KMapEstimator {
     ZeroTruncatedPoisson,
 }
 
-impl KMapEstimator {
-    /// The name in the text syntax.
-    pub fn name(self) -> &'static str {
-        match self {
-            KMapEstimator::Poisson => "poisson",
-            KMapEstimator::ZeroTruncatedPoisson => "zero-truncated-poisson",
-        }
+crate::names::enum_names! {
+    KMapEstimator {
+        Poisson => "poisson",
+        ZeroTruncatedPoisson => "zero-truncated-poisson" | "ztp",
     }
+    /// The name in the text syntax.
+    pub fn name;
+    /// The estimator named `name` (exactly, or `ztp` for the zero-truncated Poisson).
+    fn from_name;
+}
 
+impl KMapEstimator {
     /// Parses a name (case-insensitive).
     pub fn parse(text: &str) -> Option<KMapEstimator> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "poisson" => Some(KMapEstimator::Poisson),
-            "zero-truncated-poisson" | "ztp" => Some(KMapEstimator::ZeroTruncatedPoisson),
-            _ => None,
-        }
+        KMapEstimator::from_name(&text.trim().to_ascii_lowercase())
     }
 }
 

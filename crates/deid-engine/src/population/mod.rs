@@ -52,52 +52,33 @@ pub enum Region {
     Usa,
 }
 
-impl Region {
-    /// Every region, in the order of the names list.
-    pub const ALL: [Region; 14] = [
-        Region::Africa,
-        Region::Australia,
-        Region::Europe,
-        Region::NorthAmerica,
-        Region::SouthAmerica,
-        Region::EuropeanUnion,
-        Region::Brazil,
-        Region::Canada,
-        Region::China,
-        Region::France,
-        Region::Germany,
-        Region::India,
-        Region::Uk,
-        Region::Usa,
-    ];
-
-    /// Name in specifications: `usa`, `european_union`, ….
-    pub fn name(self) -> &'static str {
-        match self {
-            Region::Africa => "africa",
-            Region::Australia => "australia",
-            Region::Europe => "europe",
-            Region::NorthAmerica => "north_america",
-            Region::SouthAmerica => "south_america",
-            Region::EuropeanUnion => "european_union",
-            Region::Brazil => "brazil",
-            Region::Canada => "canada",
-            Region::China => "china",
-            Region::France => "france",
-            Region::Germany => "germany",
-            Region::India => "india",
-            Region::Uk => "uk",
-            Region::Usa => "usa",
-        }
+crate::names::enum_names! {
+    Region {
+        Africa => "africa",
+        Australia => "australia",
+        Europe => "europe",
+        NorthAmerica => "north_america",
+        SouthAmerica => "south_america",
+        EuropeanUnion => "european_union",
+        Brazil => "brazil" | "brasil",
+        Canada => "canada",
+        China => "china",
+        France => "france",
+        Germany => "germany",
+        India => "india",
+        Uk => "uk",
+        Usa => "usa",
     }
+    /// Name in specifications: `usa`, `european_union`, ….
+    pub fn name;
+    /// The region named exactly `name` (ARX's `brasil` too).
+    fn from_name;
+}
 
+impl Region {
     /// Parses a name (case-insensitive; `-` and spaces count as `_`; ARX's `brasil` is accepted).
     pub fn parse(text: &str) -> Option<Region> {
-        let t = text.trim().to_ascii_lowercase().replace(['-', ' '], "_");
-        if t == "brasil" {
-            return Some(Region::Brazil);
-        }
-        Region::ALL.into_iter().find(|r| r.name() == t)
+        Region::from_name(&text.trim().to_ascii_lowercase().replace(['-', ' '], "_"))
     }
 
     /// The population size ARX uses for the region.
@@ -118,11 +99,6 @@ impl Region {
             Region::Uk => 63_705_000,
             Region::Usa => 317_238_626,
         }
-    }
-
-    /// All names, comma-separated (for error messages).
-    pub fn names() -> String {
-        Region::ALL.map(Region::name).join(", ")
     }
 }
 

@@ -97,22 +97,21 @@ pub enum EntropyEstimator {
     Grassberger,
 }
 
-impl EntropyEstimator {
-    /// Name in the text syntax: `shannon` or `grassberger`.
-    pub fn name(self) -> &'static str {
-        match self {
-            EntropyEstimator::Shannon => "shannon",
-            EntropyEstimator::Grassberger => "grassberger",
-        }
+crate::names::enum_names! {
+    EntropyEstimator {
+        Shannon => "shannon",
+        Grassberger => "grassberger",
     }
+    /// Name in the text syntax: `shannon` or `grassberger`.
+    pub fn name;
+    /// The estimator named exactly `name`.
+    fn from_name;
+}
 
+impl EntropyEstimator {
     /// Parses a name (case-insensitive).
     pub fn parse(name: &str) -> Option<EntropyEstimator> {
-        match name.to_ascii_lowercase().as_str() {
-            "shannon" => Some(EntropyEstimator::Shannon),
-            "grassberger" => Some(EntropyEstimator::Grassberger),
-            _ => None,
-        }
+        EntropyEstimator::from_name(&name.to_ascii_lowercase())
     }
 }
 
@@ -129,24 +128,22 @@ pub enum TClosenessDistance {
     Hierarchical,
 }
 
-impl TClosenessDistance {
-    /// Name in the text syntax: `equal`, `ordered` or `hierarchical`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TClosenessDistance::Equal => "equal",
-            TClosenessDistance::Ordered => "ordered",
-            TClosenessDistance::Hierarchical => "hierarchical",
-        }
+crate::names::enum_names! {
+    TClosenessDistance {
+        Equal => "equal",
+        Ordered => "ordered",
+        Hierarchical => "hierarchical",
     }
+    /// Name in the text syntax: `equal`, `ordered` or `hierarchical`.
+    pub fn name;
+    /// The distance named exactly `name`.
+    fn from_name;
+}
 
+impl TClosenessDistance {
     /// Parses a name (case-insensitive).
     pub fn parse(name: &str) -> Option<TClosenessDistance> {
-        match name.to_ascii_lowercase().as_str() {
-            "equal" => Some(TClosenessDistance::Equal),
-            "ordered" => Some(TClosenessDistance::Ordered),
-            "hierarchical" => Some(TClosenessDistance::Hierarchical),
-            _ => None,
-        }
+        TClosenessDistance::from_name(&name.to_ascii_lowercase())
     }
 }
 

@@ -17,6 +17,7 @@ use super::{
     EntropyEstimator, Estimator, KMapEstimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance,
 };
 use crate::error::{EngineError, Result};
+use crate::names::alternatives;
 
 /// One model's name and its keys, each flagged required or optional.
 struct Schema {
@@ -153,7 +154,7 @@ impl Params<'_> {
         &self,
         key: &str,
         parse: fn(&str) -> Option<T>,
-        options: &str,
+        names: &[&str],
         default: Option<T>,
     ) -> Result<T> {
         match (self.raw(key), default) {
@@ -161,6 +162,7 @@ impl Params<'_> {
             (v, _) => {
                 let v = v.unwrap_or_default();
                 parse(v).ok_or_else(|| {
+                    let options = alternatives(names);
                     EngineError::config(key, format!("expected {options} for {key}, got '{v}'"))
                 })
             }
@@ -392,7 +394,7 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
             estimator: p.choice(
                 "estimator",
                 EntropyEstimator::parse,
-                "shannon or grassberger",
+                &EntropyEstimator::NAMES,
                 Some(EntropyEstimator::Shannon),
             )?,
         },
@@ -407,7 +409,7 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
             distance: p.choice(
                 "distance",
                 TClosenessDistance::parse,
-                "equal, ordered or hierarchical",
+                &TClosenessDistance::NAMES,
                 None,
             )?,
         },
@@ -433,7 +435,7 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
             estimator: p.choice(
                 "model",
                 Estimator::parse,
-                "pitman, zayatz, snb or dankar",
+                &Estimator::NAMES,
                 Some(Estimator::Dankar),
             )?,
         },
@@ -455,7 +457,7 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
             estimator: p.choice(
                 "estimator",
                 KMapEstimator::parse,
-                "poisson or zero-truncated-poisson",
+                &KMapEstimator::NAMES,
                 Some(KMapEstimator::Poisson),
             )?,
         },

@@ -495,13 +495,7 @@ pub(super) mod tests {
     /// A deterministic stream of numbers (splitmix64).
     pub(in crate::problem) fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
         let mut state = seed;
-        move |bound| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            (z ^ (z >> 31)) % bound
-        }
+        move |bound| crate::hash::splitmix64(&mut state) % bound
     }
 
     /// The partitioned grouping of large tables gives exactly the groups, their order (first

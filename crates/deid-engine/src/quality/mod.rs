@@ -70,42 +70,26 @@ pub enum QualityModel {
     Ambiguity,
 }
 
-impl QualityModel {
-    /// All models, in report order.
-    pub const ALL: [QualityModel; 10] = [
-        QualityModel::Loss,
-        QualityModel::Aecs,
-        QualityModel::Discernibility,
-        QualityModel::DiscernibilityStar,
-        QualityModel::Precision,
-        QualityModel::Height,
-        QualityModel::Entropy,
-        QualityModel::NormalizedEntropy,
-        QualityModel::KlDivergence,
-        QualityModel::Ambiguity,
-    ];
-
+crate::names::enum_names! {
+    QualityModel {
+        Loss => "loss",
+        Aecs => "aecs",
+        Discernibility => "discernibility",
+        DiscernibilityStar => "discernibility-star",
+        Precision => "precision",
+        Height => "height",
+        Entropy => "entropy",
+        NormalizedEntropy => "normalized-entropy",
+        KlDivergence => "kl-divergence",
+        Ambiguity => "ambiguity",
+    }
     /// Stable name used in configuration and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            QualityModel::Loss => "loss",
-            QualityModel::Aecs => "aecs",
-            QualityModel::Discernibility => "discernibility",
-            QualityModel::DiscernibilityStar => "discernibility-star",
-            QualityModel::Precision => "precision",
-            QualityModel::Height => "height",
-            QualityModel::Entropy => "entropy",
-            QualityModel::NormalizedEntropy => "normalized-entropy",
-            QualityModel::KlDivergence => "kl-divergence",
-            QualityModel::Ambiguity => "ambiguity",
-        }
-    }
-
+    pub fn name;
     /// Parses a name produced by [`QualityModel::name`].
-    pub fn parse(name: &str) -> Option<QualityModel> {
-        QualityModel::ALL.into_iter().find(|m| m.name() == name)
-    }
+    pub fn parse;
+}
 
+impl QualityModel {
     /// True if the score never improves under generalization when suppression may change
     /// (i.e. the score itself may be used for pruning up-sets). Only the lower bound is monotone
     /// for the others.
@@ -139,6 +123,19 @@ pub enum Aggregate {
     ArithmeticMean,
     /// (∏ (v_i·w_i + 1))^(1/d) − 1.
     GeometricMean,
+}
+
+crate::names::enum_names! {
+    Aggregate {
+        Sum => "sum",
+        Maximum => "maximum",
+        ArithmeticMean => "arithmetic_mean",
+        GeometricMean => "geometric_mean",
+    }
+    /// The name in specifications (`sum`, `maximum`, `arithmetic_mean`, `geometric_mean`).
+    pub fn name;
+    /// Parses a name produced by [`Aggregate::name`].
+    pub fn parse;
 }
 
 impl Aggregate {

@@ -1,7 +1,6 @@
 //! What a search is asked to do: the algorithm, its limits (time, checks, threads), the genetic
 //! algorithm's parameters, and their validation against a problem.
 
-use std::fmt;
 use std::time::Duration;
 
 use crate::error::{EngineError, Result};
@@ -32,46 +31,23 @@ pub enum Algorithm {
     Exhaustive,
 }
 
-impl Algorithm {
-    /// All algorithms, in documentation order.
-    pub const ALL: [Algorithm; 9] = [
-        Algorithm::Auto,
-        Algorithm::Flash,
-        Algorithm::Lightning,
-        Algorithm::TopDown,
-        Algorithm::Genetic,
-        Algorithm::Bfs,
-        Algorithm::DataFly,
-        Algorithm::ImprovedGreedy,
-        Algorithm::Exhaustive,
-    ];
-
+crate::names::enum_names! {
+    Algorithm: Display {
+        Auto => "auto",
+        Flash => "flash",
+        Lightning => "lightning",
+        TopDown => "top-down",
+        Genetic => "genetic",
+        Bfs => "bfs",
+        DataFly => "datafly",
+        ImprovedGreedy => "improved-greedy",
+        Exhaustive => "exhaustive",
+    }
     /// Stable name used in configuration and reports (`auto`, `flash`, `lightning`, `top-down`,
     /// `genetic`, `bfs`, `datafly`, `improved-greedy`, `exhaustive`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Auto => "auto",
-            Algorithm::Flash => "flash",
-            Algorithm::Lightning => "lightning",
-            Algorithm::TopDown => "top-down",
-            Algorithm::Genetic => "genetic",
-            Algorithm::Bfs => "bfs",
-            Algorithm::DataFly => "datafly",
-            Algorithm::ImprovedGreedy => "improved-greedy",
-            Algorithm::Exhaustive => "exhaustive",
-        }
-    }
-
+    pub fn name;
     /// Parses a name produced by [`Algorithm::name`].
-    pub fn parse(name: &str) -> Option<Algorithm> {
-        Algorithm::ALL.into_iter().find(|a| a.name() == name)
-    }
-}
-
-impl fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+    pub fn parse;
 }
 
 /// Parameters of the genetic algorithm. Defaults are those of Table 2 of the paper

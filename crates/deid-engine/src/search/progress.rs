@@ -29,39 +29,25 @@ pub enum Phase {
     Finished = 7,
 }
 
-impl Phase {
-    /// Every phase, in the order of their values.
-    pub const ALL: [Phase; 8] = [
-        Phase::Starting,
-        Phase::Searching,
-        Phase::Binary,
-        Phase::Linear,
-        Phase::BestFirst,
-        Phase::Greedy,
-        Phase::Evolving,
-        Phase::Finished,
-    ];
-
-    /// The phase with this [`name`](Phase::name).
-    pub fn parse(name: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.name() == name)
+crate::names::enum_names! {
+    Phase {
+        Starting => "starting",
+        Searching => "searching",
+        Binary => "binary",
+        Linear => "linear",
+        BestFirst => "best-first",
+        Greedy => "greedy",
+        Evolving => "evolving",
+        Finished => "finished",
     }
-
     /// Stable name for reports (`starting`, `searching`, `binary`, `linear`, `best-first`,
     /// `greedy`, `evolving`, `finished`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Starting => "starting",
-            Phase::Searching => "searching",
-            Phase::Binary => "binary",
-            Phase::Linear => "linear",
-            Phase::BestFirst => "best-first",
-            Phase::Greedy => "greedy",
-            Phase::Evolving => "evolving",
-            Phase::Finished => "finished",
-        }
-    }
+    pub fn name;
+    /// The phase with this [`name`](Phase::name).
+    pub fn parse;
+}
 
+impl Phase {
     pub(super) fn from_u8(v: u8) -> Phase {
         match v {
             0 => Phase::Starting,
@@ -157,16 +143,15 @@ pub enum StopReason {
     Cancelled,
 }
 
-impl StopReason {
-    /// Stable name for reports (`completed`, `time-limit`, `check-limit`, `cancelled`).
-    pub fn name(self) -> &'static str {
-        match self {
-            StopReason::Completed => "completed",
-            StopReason::TimeLimit => "time-limit",
-            StopReason::CheckLimit => "check-limit",
-            StopReason::Cancelled => "cancelled",
-        }
+crate::names::enum_names! {
+    StopReason {
+        Completed => "completed",
+        TimeLimit => "time-limit",
+        CheckLimit => "check-limit",
+        Cancelled => "cancelled",
     }
+    /// Stable name for reports (`completed`, `time-limit`, `check-limit`, `cancelled`).
+    pub fn name;
 }
 
 /// Result of a search.

@@ -47,19 +47,21 @@ pub enum DateGranularity {
     Century,
 }
 
-impl DateGranularity {
-    fn name(self) -> &'static str {
-        match self {
-            DateGranularity::Day => "day",
-            DateGranularity::Week => "week",
-            DateGranularity::Month => "month",
-            DateGranularity::Quarter => "quarter",
-            DateGranularity::Year => "year",
-            DateGranularity::Decade => "decade",
-            DateGranularity::Century => "century",
-        }
+crate::names::enum_names! {
+    DateGranularity {
+        Day => "day",
+        Week => "week",
+        Month => "month",
+        Quarter => "quarter",
+        Year => "year",
+        Decade => "decade",
+        Century => "century",
     }
+    /// The name in specifications (`day`, `week`, `month`, …; as serialized).
+    fn name;
+}
 
+impl DateGranularity {
     /// Label and extent `[first day, last day + 1[` (days since 1970-01-01) of the period
     /// containing `date`.
     fn period(self, date: Date) -> (String, i64, i64) {
@@ -408,5 +410,15 @@ mod tests {
             err.to_string().contains("'month' cannot follow 'year'"),
             "{err}"
         );
+    }
+
+    /// Each granularity's name is its JSON name.
+    #[test]
+    fn granularity_names_are_the_serialized_names() {
+        for g in DateGranularity::ALL {
+            let json = format!("\"{}\"", g.name());
+            assert_eq!(serde_json::to_string(&g).unwrap(), json);
+            assert_eq!(serde_json::from_str::<DateGranularity>(&json).unwrap(), g);
+        }
     }
 }
