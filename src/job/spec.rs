@@ -209,7 +209,10 @@ impl MicroaggregationSpec {
 
 /// A privacy model: compact text (`"k-anonymity(k=5)"`) or an object (`{"model": "k-anonymity", "k": 5}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a privacy model: text such as \"k-anonymity(k=5)\", or an object with a \"model\" key"
+)]
 pub enum PrivacySpec {
     /// Compact syntax.
     Text(String),
@@ -247,7 +250,10 @@ impl PrivacySpec {
 
 /// The quality model: a name (`"loss"`) or an object with parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a quality model: a name such as \"loss\", or an object with a \"model\" key"
+)]
 pub enum QualitySpec {
     /// Just the model's name.
     Name(String),
@@ -314,7 +320,10 @@ impl Default for QualitySpec {
 
 /// A time limit: milliseconds as a number, or text such as `"500ms"`, `"5s"`, `"2m"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a duration: milliseconds as a non-negative integer, or text such as \"500ms\", \"5s\", \"2m\""
+)]
 pub enum DurationSpec {
     /// Milliseconds.
     Millis(u64),

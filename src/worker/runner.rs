@@ -130,7 +130,7 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
-            details: serde_json::Value::Null,
+            details: serde_json::json!({}),
             retryable: true,
         }
     }
@@ -404,7 +404,7 @@ impl Runner {
         let spec: Result<JobSpec, Failure> = serde_json::from_str(&job.spec).map_err(|e| Failure {
             code: ErrorCode::InvalidSpec,
             message: format!("the stored specification cannot be read: {e}"),
-            details: serde_json::Value::Null,
+            details: serde_json::json!({}),
             retryable: false,
         });
         let callback_url = spec.as_ref().ok().and_then(|s| s.callback_url.clone());
@@ -534,7 +534,7 @@ impl Runner {
                 return Err(Failure {
                     code: ErrorCode::DatasetNotFound,
                     message: format!("dataset {} no longer exists", job.dataset_id),
-                    details: serde_json::Value::Null,
+                    details: serde_json::json!({}),
                     retryable: false,
                 });
             }
@@ -564,7 +564,7 @@ impl Runner {
                 Err(Failure {
                     code: ErrorCode::InternalError,
                     message: "the search failed unexpectedly".into(),
-                    details: serde_json::Value::Null,
+                    details: serde_json::json!({}),
                     retryable: false,
                 })
             }
@@ -585,7 +585,7 @@ fn interrupted_error() -> String {
              lease) {} times or its attempts are used up; it is not run again",
             crate::store::jobs::MAX_INTERRUPTIONS
         ),
-        "details": null
+        "details": {}
     })
     .to_string()
 }

@@ -23,7 +23,7 @@ pub enum Db {
     Postgres,
 }
 
-fn admin_url() -> String {
+pub fn admin_url() -> String {
     std::env::var("DEID_TEST_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
 }

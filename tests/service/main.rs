@@ -9,6 +9,7 @@ mod cli;
 mod console;
 mod contract;
 mod deploy;
+mod error_bodies;
 mod errors;
 mod flow;
 mod frequency;
