@@ -35,52 +35,61 @@ pub struct App {
     tracker: TaskTracker,
 }
 
+/// Refuses a configuration that cannot be served: no API keys on a non-loopback address, or a
+/// limit below 1.
+fn check_limits(config: &ServeArgs, keys: &ApiKeys) -> anyhow::Result<()> {
+    if keys.is_empty() && !config.bind.ip().is_loopback() {
+        bail!(
+            "refusing to listen on {} without API keys: set DEID_API_KEYS (tenant:key,…) or bind to 127.0.0.1",
+            config.bind
+        );
+    }
+    if config.max_queued_jobs_per_tenant < 1 || config.max_running_jobs_per_tenant < 1 {
+        bail!("--max-queued-jobs-per-tenant and --max-running-jobs-per-tenant must be at least 1");
+    }
+    if config.max_risk_requests == 0 {
+        bail!("--max-risk-requests must be at least 1");
+    }
+    if config.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    if config.max_attempts < 1 {
+        bail!("--max-attempts must be at least 1");
+    }
+    Ok(())
+}
+
+/// The extra root certificates trusted for webhooks (`DEID_WEBHOOK_CA_FILE`, PEM), if any.
+fn webhook_roots(config: &ServeArgs) -> anyhow::Result<Vec<reqwest::Certificate>> {
+    Ok(match &config.webhook_ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("cannot read DEID_WEBHOOK_CA_FILE {}", path.display()))?;
+            let roots = reqwest::Certificate::from_pem_bundle(&pem).with_context(|| {
+                format!(
+                    "DEID_WEBHOOK_CA_FILE {}: not PEM certificates",
+                    path.display()
+                )
+            })?;
+            if roots.is_empty() {
+                bail!(
+                    "DEID_WEBHOOK_CA_FILE {}: no certificate in the file",
+                    path.display()
+                );
+            }
+            roots
+        }
+        None => Vec::new(),
+    })
+}
+
 impl App {
     /// Validates the configuration, connects the database and binds the listener.
     pub async fn build(config: ServeArgs) -> anyhow::Result<App> {
         let keys = ApiKeys::parse(&config.api_keys)?;
-        if keys.is_empty() && !config.bind.ip().is_loopback() {
-            bail!(
-                "refusing to listen on {} without API keys: set DEID_API_KEYS (tenant:key,…) or bind to 127.0.0.1",
-                config.bind
-            );
-        }
-        if config.max_queued_jobs_per_tenant < 1 || config.max_running_jobs_per_tenant < 1 {
-            bail!(
-                "--max-queued-jobs-per-tenant and --max-running-jobs-per-tenant must be at least 1"
-            );
-        }
-        if config.max_risk_requests == 0 {
-            bail!("--max-risk-requests must be at least 1");
-        }
-        if config.workers == 0 {
-            bail!("--workers must be at least 1");
-        }
-        if config.max_attempts < 1 {
-            bail!("--max-attempts must be at least 1");
-        }
+        check_limits(&config, &keys)?;
         crate::tls::install_crypto_provider();
-        let webhook_roots = match &config.webhook_ca_file {
-            Some(path) => {
-                let pem = std::fs::read(path).with_context(|| {
-                    format!("cannot read DEID_WEBHOOK_CA_FILE {}", path.display())
-                })?;
-                let roots = reqwest::Certificate::from_pem_bundle(&pem).with_context(|| {
-                    format!(
-                        "DEID_WEBHOOK_CA_FILE {}: not PEM certificates",
-                        path.display()
-                    )
-                })?;
-                if roots.is_empty() {
-                    bail!(
-                        "DEID_WEBHOOK_CA_FILE {}: no certificate in the file",
-                        path.display()
-                    );
-                }
-                roots
-            }
-            None => Vec::new(),
-        };
+        let webhook_roots = webhook_roots(&config)?;
         let store = Store::connect(
             config.database_url.as_deref(),
             &config.data_dir,

@@ -102,18 +102,7 @@ pub async fn receive(
         delimiter: delimiter.unwrap_or(b','),
         has_header,
     };
-    let mut upload = Upload {
-        store: state.store.clone(),
-        id: id.clone(),
-        max_bytes: state.config.max_upload_bytes,
-        size: 0,
-        seq: 0,
-        buf: Vec::with_capacity(CHUNK_BYTES),
-        tx: None,
-        parser: None,
-        options,
-        sniff: delimiter.is_none(),
-    };
+    let mut upload = Upload::new(state, id.clone(), options, delimiter.is_none());
     let mut guard = PurgeGuard {
         store: state.store.clone(),
         id: id.clone(),
@@ -161,16 +150,7 @@ pub async fn receive(
             .unwrap_or_else(|| "dataset".into());
         new(name).create(&state.store).await?;
         guard.armed = true;
-        let mut body = req.into_body().into_data_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| {
-                ApiError::new(
-                    ErrorCode::UploadInterrupted,
-                    format!("reading the upload failed: {e}"),
-                )
-            })?;
-            upload.push(&chunk).await?;
-        }
+        upload.push_body(req).await?;
     }
     upload.flush().await?;
     upload.start_profiler();
@@ -280,6 +260,37 @@ impl Upload {
             profile_csv(std::io::BufReader::with_capacity(1 << 16, reader), options)
         }));
         self.tx = Some(tx);
+    }
+
+    /// A new upload of dataset `id`, nothing received yet (`sniff`: detect the delimiter).
+    fn new(state: &AppState, id: DatasetId, options: CsvOptions, sniff: bool) -> Upload {
+        Upload {
+            store: state.store.clone(),
+            id,
+            max_bytes: state.config.max_upload_bytes,
+            size: 0,
+            seq: 0,
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            tx: None,
+            parser: None,
+            options,
+            sniff,
+        }
+    }
+
+    /// Pushes a plain request body (a `text/csv` upload), piece by piece.
+    async fn push_body(&mut self, req: Request) -> Result<()> {
+        let mut body = req.into_body().into_data_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
+                ApiError::new(
+                    ErrorCode::UploadInterrupted,
+                    format!("reading the upload failed: {e}"),
+                )
+            })?;
+            self.push(&chunk).await?;
+        }
+        Ok(())
     }
 
     async fn push(&mut self, data: &[u8]) -> Result<()> {

@@ -313,31 +313,78 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
             .await?;
         jobs.push(j["id"].as_str().context("job creation failed")?.to_string());
     }
-    let running = |client: reqwest::Client, base: String, jobs: Vec<String>| async move {
-        let mut n = 0;
-        for id in &jobs {
-            let j: Value = client
-                .get(format!("{base}/v1/jobs/{id}"))
-                .send()
-                .await?
-                .json()
-                .await?;
-            n += usize::from(j["status"] == "running");
-        }
-        anyhow::Ok(n)
-    };
     let start = Instant::now();
-    while running(client.clone(), base.clone(), jobs.clone()).await? < 2 {
+    while running_jobs(&client, &base, &jobs).await? < 2 {
         if start.elapsed() > Duration::from_secs(30) {
             bail!("the two jobs did not start");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let (all, errors, elapsed) = poll_jobs(args, &client, &base, &jobs).await?;
+    let still_running = running_jobs(&client, &base, &jobs).await?;
+    for id in &jobs {
+        let _ = client
+            .post(format!("{base}/v1/jobs/{id}/cancel"))
+            .send()
+            .await;
+    }
+    println!(
+        "## GET /v1/jobs/{{id}} while two jobs run ({} clients, {} s, {} CPUs, specification {} bytes)",
+        args.concurrency,
+        args.seconds,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        spec_bytes
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!("| requests | {} ({} errors) |", all.len(), errors);
+    println!(
+        "| throughput | {:.0} requests/s |",
+        all.len() as f64 / elapsed
+    );
+    println!("| latency p50 | {:.2} ms |", percentile_ms(&all, 0.50));
+    println!("| latency p90 | {:.2} ms |", percentile_ms(&all, 0.90));
+    println!("| latency p99 | {:.2} ms |", percentile_ms(&all, 0.99));
+    println!("| latency max | {:.2} ms |", percentile_ms(&all, 1.0));
+    println!("| jobs still running at the end | {still_running} of 2 |");
+    println!();
+    Ok(())
+}
+
+/// How many of `jobs` are running.
+async fn running_jobs(
+    client: &reqwest::Client,
+    base: &str,
+    jobs: &[String],
+) -> anyhow::Result<usize> {
+    let mut n = 0;
+    for id in jobs {
+        let j: Value = client
+            .get(format!("{base}/v1/jobs/{id}"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        n += usize::from(j["status"] == "running");
+    }
+    Ok(n)
+}
+
+/// `--concurrency` clients calling `GET /v1/jobs/{id}` on `jobs` (alternately) for `--seconds`:
+/// the latencies of the successful requests in µs (sorted), the number of failed ones, and the
+/// seconds measured.
+async fn poll_jobs(
+    args: &BenchArgs,
+    client: &reqwest::Client,
+    base: &str,
+    jobs: &[String],
+) -> anyhow::Result<(Vec<u64>, u64, f64)> {
     let stop = Arc::new(AtomicBool::new(false));
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for c in 0..args.concurrency {
-        let (client, base, id) = (client.clone(), base.clone(), jobs[c % 2].clone());
+        let (client, base, id) = (client.clone(), base.to_string(), jobs[c % 2].clone());
         let (stop, errors) = (stop.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
@@ -364,46 +411,18 @@ async fn throughput_benchmark(args: &BenchArgs) -> anyhow::Result<()> {
         all.extend(t.await?);
     }
     let elapsed = measured.elapsed().as_secs_f64();
-    let still_running = running(client.clone(), base.clone(), jobs.clone()).await?;
-    for id in &jobs {
-        let _ = client
-            .post(format!("{base}/v1/jobs/{id}/cancel"))
-            .send()
-            .await;
-    }
     all.sort_unstable();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 - 1.0) * p) as usize)
-            .copied()
-            .unwrap_or(0) as f64
-            / 1000.0
-    };
-    println!(
-        "## GET /v1/jobs/{{id}} while two jobs run ({} clients, {} s, {} CPUs, specification {} bytes)",
-        args.concurrency,
-        args.seconds,
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        spec_bytes
-    );
-    println!();
-    println!("| measure | value |");
-    println!("|---|---|");
-    println!(
-        "| requests | {} ({} errors) |",
-        all.len(),
-        errors.load(Ordering::Relaxed)
-    );
-    println!(
-        "| throughput | {:.0} requests/s |",
-        all.len() as f64 / elapsed
-    );
-    println!("| latency p50 | {:.2} ms |", pct(0.50));
-    println!("| latency p90 | {:.2} ms |", pct(0.90));
-    println!("| latency p99 | {:.2} ms |", pct(0.99));
-    println!("| latency max | {:.2} ms |", pct(1.0));
-    println!("| jobs still running at the end | {still_running} of 2 |");
-    println!();
-    Ok(())
+    Ok((all, errors.load(Ordering::Relaxed), elapsed))
+}
+
+/// The `p`-quantile (0–1, nearest rank below) of latencies sorted ascending in µs, in ms;
+/// 0 if there are none.
+fn percentile_ms(sorted: &[u64], p: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * p) as usize)
+        .copied()
+        .unwrap_or(0) as f64
+        / 1000.0
 }
 
 /// A file as a stream of 1 MiB pieces (blocking reads: a benchmark client only).
@@ -444,10 +463,82 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     let client = reqwest::Client::new();
     let base = server.base.clone();
     let start = Instant::now();
+    let ds = upload_csv(&client, &base, &csv, &name).await?;
+    let upload = start.elapsed();
+    let (_, upload_peak) = server.memory();
+    let id = ds["id"].as_str().context("dataset id")?.to_string();
+    let attributes = put_scale_hierarchies(&client, &base, dir, &name, &id).await?;
+    let spec = json!({
+        "dataset_id": id, "attributes": attributes, "privacy": ["k-anonymity(k=5)"],
+        "suppression_limit": 0.05, "quality": "loss", "algorithm": "auto",
+        "time_limit": args.scale_time_limit,
+    });
+    let job_id = submit_job(&client, &base, &spec).await?;
+    let run = poll_until_done(&client, &base, &job_id).await?;
+    let (_, peak) = server.memory();
+    let download = Instant::now();
+    let bytes = client
+        .get(format!("{base}/v1/jobs/{job_id}/result.csv"))
+        .send()
+        .await?
+        .bytes()
+        .await?;
+    let download = download.elapsed().as_secs_f64();
+    let latencies = &run.latencies;
+    println!(
+        "## Scale: {name} ({} rows, {:.0} MB) through the service",
+        ds["rows"],
+        csv_bytes as f64 / 1e6
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!(
+        "| upload | {:.1} s ({:.0} MB/s), server peak {:.0} MiB |",
+        upload.as_secs_f64(),
+        csv_bytes as f64 / 1e6 / upload.as_secs_f64(),
+        mb(upload_peak)
+    );
+    println!(
+        "| job ({}) | {} after {:.1} s, Loss {}, first solution after {} s |",
+        args.scale_time_limit,
+        run.job["status"],
+        run.seconds,
+        run.job["best"]["score"],
+        run.first_solution.map_or("-".into(), |f| format!("{f:.1}"))
+    );
+    println!(
+        "| GET /v1/jobs/{{id}} during the job | {} requests, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
+        latencies.len(),
+        percentile_ms(latencies, 0.5),
+        percentile_ms(latencies, 0.99),
+        percentile_ms(latencies, 1.0)
+    );
+    println!(
+        "| result.csv | {:.0} MB in {download:.1} s |",
+        bytes.len() as f64 / 1e6
+    );
+    println!(
+        "| server peak memory (VmHWM) | {:.0} MiB ({:.1} × the CSV) |",
+        mb(peak),
+        peak as f64 / csv_bytes as f64
+    );
+    println!();
+    Ok(())
+}
+
+/// Streams the CSV file `csv` to `POST /v1/datasets` (`;`-separated, named `name`); returns
+/// the dataset.
+async fn upload_csv(
+    client: &reqwest::Client,
+    base: &str,
+    csv: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<Value> {
     let r = client
         .post(format!("{base}/v1/datasets?delimiter=;&name={name}"))
         .header("content-type", "text/csv")
-        .body(reqwest::Body::wrap_stream(file_stream(csv.clone())?))
+        .body(reqwest::Body::wrap_stream(file_stream(csv.to_path_buf())?))
         .send()
         .await?;
     let status = r.status();
@@ -455,9 +546,32 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     if !status.is_success() {
         bail!("upload failed: {status} {ds}");
     }
-    let upload = start.elapsed();
-    let (_, upload_peak) = server.memory();
-    let id = ds["id"].as_str().context("dataset id")?.to_string();
+    Ok(ds)
+}
+
+/// Creates a job from `spec`; returns its id.
+async fn submit_job(client: &reqwest::Client, base: &str, spec: &Value) -> anyhow::Result<String> {
+    let r = client
+        .post(format!("{base}/v1/jobs"))
+        .body(spec.to_string())
+        .send()
+        .await?;
+    let job: Value = r.json().await?;
+    Ok(job["id"]
+        .as_str()
+        .with_context(|| format!("job: {job}"))?
+        .to_string())
+}
+
+/// Stores the generated hierarchy of each quasi-identifier of dataset `id` (from the files
+/// `<dir>/<name>_hierarchy_<column>.csv`); returns the job's `attributes`.
+async fn put_scale_hierarchies(
+    client: &reqwest::Client,
+    base: &str,
+    dir: &std::path::Path,
+    name: &str,
+    id: &str,
+) -> anyhow::Result<serde_json::Map<String, Value>> {
     let mut attributes = serde_json::Map::new();
     for q in super::synth::QUASI_IDENTIFIERS {
         let h = std::fs::read(dir.join(format!("{name}_hierarchy_{q}.csv")))?;
@@ -475,25 +589,31 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         super::synth::SENSITIVE.to_string(),
         json!({"type": "sensitive"}),
     );
-    let spec = json!({
-        "dataset_id": id, "attributes": attributes, "privacy": ["k-anonymity(k=5)"],
-        "suppression_limit": 0.05, "quality": "loss", "algorithm": "auto",
-        "time_limit": args.scale_time_limit,
-    });
-    let r = client
-        .post(format!("{base}/v1/jobs"))
-        .body(spec.to_string())
-        .send()
-        .await?;
-    let job: Value = r.json().await?;
-    let job_id = job["id"]
-        .as_str()
-        .with_context(|| format!("job: {job}"))?
-        .to_string();
+    Ok(attributes)
+}
+
+/// A job polled until it ended.
+struct PolledJob {
+    /// The job's last status body.
+    job: Value,
+    /// Seconds from the first poll to the end.
+    seconds: f64,
+    /// Seconds until the status first showed a solution.
+    first_solution: Option<f64>,
+    /// Latencies of the status requests in µs, sorted.
+    latencies: Vec<u64>,
+}
+
+/// Calls `GET /v1/jobs/{job_id}` every 20 ms until the job is neither queued nor running.
+async fn poll_until_done(
+    client: &reqwest::Client,
+    base: &str,
+    job_id: &str,
+) -> anyhow::Result<PolledJob> {
     let submitted = Instant::now();
     let mut latencies = Vec::new();
     let mut first_solution: Option<f64> = None;
-    let final_job = loop {
+    let job = loop {
         let t = Instant::now();
         let j: Value = client
             .get(format!("{base}/v1/jobs/{job_id}"))
@@ -510,61 +630,12 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let job_time = submitted.elapsed().as_secs_f64();
-    let (_, peak) = server.memory();
-    let download = Instant::now();
-    let bytes = client
-        .get(format!("{base}/v1/jobs/{job_id}/result.csv"))
-        .send()
-        .await?
-        .bytes()
-        .await?;
-    let download = download.elapsed().as_secs_f64();
+    let seconds = submitted.elapsed().as_secs_f64();
     latencies.sort_unstable();
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * p) as usize)
-            .copied()
-            .unwrap_or(0) as f64
-            / 1000.0
-    };
-    println!(
-        "## Scale: {name} ({} rows, {:.0} MB) through the service",
-        ds["rows"],
-        csv_bytes as f64 / 1e6
-    );
-    println!();
-    println!("| measure | value |");
-    println!("|---|---|");
-    println!(
-        "| upload | {:.1} s ({:.0} MB/s), server peak {:.0} MiB |",
-        upload.as_secs_f64(),
-        csv_bytes as f64 / 1e6 / upload.as_secs_f64(),
-        mb(upload_peak)
-    );
-    println!(
-        "| job ({}) | {} after {job_time:.1} s, Loss {}, first solution after {} s |",
-        args.scale_time_limit,
-        final_job["status"],
-        final_job["best"]["score"],
-        first_solution.map_or("-".into(), |f| format!("{f:.1}"))
-    );
-    println!(
-        "| GET /v1/jobs/{{id}} during the job | {} requests, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
-        latencies.len(),
-        pct(0.5),
-        pct(0.99),
-        pct(1.0)
-    );
-    println!(
-        "| result.csv | {:.0} MB in {download:.1} s |",
-        bytes.len() as f64 / 1e6
-    );
-    println!(
-        "| server peak memory (VmHWM) | {:.0} MiB ({:.1} × the CSV) |",
-        mb(peak),
-        peak as f64 / csv_bytes as f64
-    );
-    println!();
-    Ok(())
+    Ok(PolledJob {
+        job,
+        seconds,
+        first_solution,
+        latencies,
+    })
 }

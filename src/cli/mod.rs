@@ -323,46 +323,7 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
     if let Some(d) = args.delimiter {
         spec.delimiter = Some(d);
     }
-    let mut generalized = std::collections::BTreeMap::new();
-    for h in &args.hierarchies {
-        let (col, file) = h
-            .split_once('=')
-            .with_context(|| format!("--hierarchy expects COLUMN=FILE, got '{h}'"))?;
-        declare_once(&mut generalized, col, "--hierarchy")?;
-        let entry = spec
-            .attributes
-            .entry(col.to_string())
-            .or_insert_with(|| AttributeSpec::new(AttributeType::QuasiIdentifying));
-        entry.kind = AttributeType::QuasiIdentifying;
-        entry.hierarchy = Some(HierarchySource::File {
-            file: file.into(),
-            delimiter: None,
-        });
-    }
-    for m in &args.microaggregate {
-        let (col, rest) = m.split_once('=').with_context(|| {
-            format!("--microaggregate expects COLUMN=FUNCTION[@DATE_FORMAT], got '{m}'")
-        })?;
-        declare_once(&mut generalized, col, "--microaggregate")?;
-        let (function, date_format) = match rest.split_once('@') {
-            Some((f, d)) => (f, Some(d.to_string())),
-            None => (rest, None),
-        };
-        let entry = spec
-            .attributes
-            .entry(col.to_string())
-            .or_insert_with(|| AttributeSpec::new(AttributeType::QuasiIdentifying));
-        entry.kind = AttributeType::QuasiIdentifying;
-        entry.hierarchy = None;
-        entry.microaggregation = Some(crate::job::spec::MicroaggregationSpec {
-            function: function.to_string(),
-            missing: entry
-                .microaggregation
-                .as_ref()
-                .and_then(|m| m.missing.clone()),
-            date_format,
-        });
-    }
+    apply_generalization_flags(&mut spec, args)?;
     for (cols, kind) in [
         (&args.sensitive, AttributeType::Sensitive),
         (&args.identifying, AttributeType::Identifying),
@@ -418,6 +379,52 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
         spec.subset_count_column = Some(c.clone());
     }
     Ok(spec)
+}
+
+/// Applies `--hierarchy` and `--microaggregate` (each column at most once over both): the
+/// column becomes quasi-identifying with that hierarchy file or aggregation function.
+fn apply_generalization_flags(spec: &mut JobSpec, args: &ProblemArgs) -> anyhow::Result<()> {
+    let mut generalized = std::collections::BTreeMap::new();
+    for h in &args.hierarchies {
+        let (col, file) = h
+            .split_once('=')
+            .with_context(|| format!("--hierarchy expects COLUMN=FILE, got '{h}'"))?;
+        declare_once(&mut generalized, col, "--hierarchy")?;
+        let entry = spec
+            .attributes
+            .entry(col.to_string())
+            .or_insert_with(|| AttributeSpec::new(AttributeType::QuasiIdentifying));
+        entry.kind = AttributeType::QuasiIdentifying;
+        entry.hierarchy = Some(HierarchySource::File {
+            file: file.into(),
+            delimiter: None,
+        });
+    }
+    for m in &args.microaggregate {
+        let (col, rest) = m.split_once('=').with_context(|| {
+            format!("--microaggregate expects COLUMN=FUNCTION[@DATE_FORMAT], got '{m}'")
+        })?;
+        declare_once(&mut generalized, col, "--microaggregate")?;
+        let (function, date_format) = match rest.split_once('@') {
+            Some((f, d)) => (f, Some(d.to_string())),
+            None => (rest, None),
+        };
+        let entry = spec
+            .attributes
+            .entry(col.to_string())
+            .or_insert_with(|| AttributeSpec::new(AttributeType::QuasiIdentifying));
+        entry.kind = AttributeType::QuasiIdentifying;
+        entry.hierarchy = None;
+        entry.microaggregation = Some(crate::job::spec::MicroaggregationSpec {
+            function: function.to_string(),
+            missing: entry
+                .microaggregation
+                .as_ref()
+                .and_then(|m| m.missing.clone()),
+            date_format,
+        });
+    }
+    Ok(())
 }
 
 /// Reads record numbers separated by commas, white space or new lines.

@@ -174,37 +174,11 @@ fn write_hierarchy(
     Ok(())
 }
 
+/// Writes the hierarchy of every quasi-identifier as `<name>_hierarchy_<column>.csv`.
 fn write_hierarchies(folder: &Path, name: &str) -> anyhow::Result<()> {
     let star = || "*".to_string();
-    // zip: 6 levels (digits masked from the right).
-    let mut rows = Vec::new();
-    for state in 0..STATES {
-        for county in 0..COUNTIES {
-            for local in 0..ZIPS_PER_COUNTY {
-                let z = zip(state, county, local);
-                let mut row = vec![z.clone()];
-                for masked in 1..=5 {
-                    row.push(format!("{}{}", &z[..5 - masked], "*".repeat(masked)));
-                }
-                rows.push(row);
-            }
-        }
-    }
-    write_hierarchy(folder, name, "zip", &rows)?;
-    // age: 6 levels.
-    let rows: Vec<Vec<String>> = (0..100)
-        .map(|a: u32| {
-            vec![
-                a.to_string(),
-                age_band(a, 5),
-                age_band(a, 10),
-                age_band(a, 20),
-                if a < 60 { "<60" } else { ">=60" }.to_string(),
-                star(),
-            ]
-        })
-        .collect();
-    write_hierarchy(folder, name, "age", &rows)?;
+    write_hierarchy(folder, name, "zip", &zip_hierarchy())?;
+    write_hierarchy(folder, name, "age", &age_hierarchy())?;
     write_hierarchy(
         folder,
         name,
@@ -222,34 +196,8 @@ fn write_hierarchies(folder: &Path, name: &str) -> anyhow::Result<()> {
         })
         .collect();
     write_hierarchy(folder, name, "state", &rows)?;
-    // year: 4 levels.
-    let rows: Vec<Vec<String>> = (0..YEARS)
-        .map(|i| {
-            let y = FIRST_YEAR + i;
-            let p4 = y / 4 * 4;
-            let p12 = (y - FIRST_YEAR) / 12 * 12 + FIRST_YEAR;
-            vec![
-                y.to_string(),
-                format!("{p4}-{}", p4 + 3),
-                format!("{p12}-{}", p12 + 11),
-                star(),
-            ]
-        })
-        .collect();
-    write_hierarchy(folder, name, "year", &rows)?;
-    // income (thousands): 5 levels.
-    let rows: Vec<Vec<String>> = (0..250u32)
-        .map(|i| {
-            vec![
-                i.to_string(),
-                age_band(i, 10),
-                age_band(i, 50),
-                if i < 100 { "<100" } else { ">=100" }.to_string(),
-                star(),
-            ]
-        })
-        .collect();
-    write_hierarchy(folder, name, "income", &rows)?;
+    write_hierarchy(folder, name, "year", &year_hierarchy())?;
+    write_hierarchy(folder, name, "income", &income_hierarchy())?;
     let rows: Vec<Vec<String>> = (0..=16u32)
         .map(|e| {
             vec![
@@ -278,6 +226,72 @@ fn write_hierarchies(folder: &Path, name: &str) -> anyhow::Result<()> {
     let rows: Vec<Vec<String>> = (0..6u32).map(|r| vec![format!("R{r}"), star()]).collect();
     write_hierarchy(folder, name, "race", &rows)?;
     Ok(())
+}
+
+/// Rows of the zip hierarchy: 6 levels (digits masked from the right).
+fn zip_hierarchy() -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for state in 0..STATES {
+        for county in 0..COUNTIES {
+            for local in 0..ZIPS_PER_COUNTY {
+                let z = zip(state, county, local);
+                let mut row = vec![z.clone()];
+                for masked in 1..=5 {
+                    row.push(format!("{}{}", &z[..5 - masked], "*".repeat(masked)));
+                }
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+/// Rows of the age hierarchy: 6 levels.
+fn age_hierarchy() -> Vec<Vec<String>> {
+    (0..100)
+        .map(|a: u32| {
+            vec![
+                a.to_string(),
+                age_band(a, 5),
+                age_band(a, 10),
+                age_band(a, 20),
+                if a < 60 { "<60" } else { ">=60" }.to_string(),
+                "*".to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// Rows of the year hierarchy: 4 levels.
+fn year_hierarchy() -> Vec<Vec<String>> {
+    (0..YEARS)
+        .map(|i| {
+            let y = FIRST_YEAR + i;
+            let p4 = y / 4 * 4;
+            let p12 = (y - FIRST_YEAR) / 12 * 12 + FIRST_YEAR;
+            vec![
+                y.to_string(),
+                format!("{p4}-{}", p4 + 3),
+                format!("{p12}-{}", p12 + 11),
+                "*".to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// Rows of the income hierarchy (thousands): 5 levels.
+fn income_hierarchy() -> Vec<Vec<String>> {
+    (0..250u32)
+        .map(|i| {
+            vec![
+                i.to_string(),
+                age_band(i, 10),
+                age_band(i, 50),
+                if i < 100 { "<100" } else { ">=100" }.to_string(),
+                "*".to_string(),
+            ]
+        })
+        .collect()
 }
 
 #[cfg(test)]

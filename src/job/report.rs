@@ -337,22 +337,12 @@ impl EvaluationReport {
             utility: configured.quality,
             risk: Risks {
                 input: RiskReport::input(problem, risk_threshold),
-                output: Some({
-                    let report = RiskReport::from_class_sizes(
-                        classes.counts.iter().copied(),
-                        outcome.suppressed,
-                        risk_threshold,
-                    );
-                    match problem.population() {
-                        Some(n) => {
-                            let sizes = deid_engine::population::ClassSizes::from_sizes(
-                                classes.counts.iter().map(|&c| c as u64),
-                            );
-                            report.with_population(&sizes, n)
-                        }
-                        None => report,
-                    }
-                }),
+                output: Some(local_output_risk(
+                    problem,
+                    &classes,
+                    outcome.suppressed,
+                    risk_threshold,
+                )),
             },
             warnings: problem_warnings(problem),
             suppression: None,
@@ -366,6 +356,27 @@ impl EvaluationReport {
     /// The report as a JSON value (keys in alphabetical order).
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// The risks of a local generalization's output, from its `classes` as a reader sees them
+/// (`suppressed` records), with the population measures when the problem has a population.
+fn local_output_risk(
+    problem: &Problem,
+    classes: &OutputClasses,
+    suppressed: usize,
+    risk_threshold: f64,
+) -> RiskReport {
+    let report =
+        RiskReport::from_class_sizes(classes.counts.iter().copied(), suppressed, risk_threshold);
+    match problem.population() {
+        Some(n) => {
+            let sizes = deid_engine::population::ClassSizes::from_sizes(
+                classes.counts.iter().map(|&c| c as u64),
+            );
+            report.with_population(&sizes, n)
+        }
+        None => report,
     }
 }
 

@@ -804,6 +804,18 @@ impl JobSpec {
                 .flash_max_space
                 .map_or(defaults.flash_max_space, |v| v as u128),
         };
+        self.check_search_ranges(&config, limits)?;
+        Ok(config)
+    }
+
+    /// The ranges of the search settings `config` (built from this specification): genetic
+    /// parameters, time limit (at most `limits.max_time_limit`), check limit, threads and
+    /// `flash_max_space`.
+    fn check_search_ranges(
+        &self,
+        config: &SearchConfig,
+        limits: &SearchLimits,
+    ) -> Result<(), SpecError> {
         config.genetic.validate().map_err(|e| e.within("genetic"))?;
         if config.time_limit.is_zero() {
             return Err(SpecError::new("time_limit", "expected a positive duration"));
@@ -845,7 +857,7 @@ impl JobSpec {
                 format!("expected 0 to {FLASH_HARD_LIMIT} transformations, got {f}"),
             ));
         }
-        Ok(config)
+        Ok(())
     }
 
     /// The job's task (default `anonymize`).

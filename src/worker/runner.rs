@@ -650,21 +650,7 @@ impl EngineJob {
             // No search reports progress: the phase and the wall-clock time do.
             self.live.start_clock();
         }
-        let reader = ChunkReader::new(
-            self.store.clone(),
-            self.handle.clone(),
-            self.dataset.id.clone(),
-            self.dataset.chunk_count,
-        )
-        .cancellable(self.live.cancel.clone());
-        let table = match Table::read_csv(
-            std::io::BufReader::with_capacity(1 << 16, reader),
-            CsvOptions {
-                delimiter,
-                has_header: self.dataset.has_header != 0,
-            },
-            "dataset",
-        ) {
+        let table = match self.read_table(delimiter) {
             Ok(table) => table,
             Err(_) if self.live.cancel.is_cancelled() => return Ok(self.stopped(started)),
             Err(e) => {
@@ -730,6 +716,26 @@ impl EngineJob {
             chunks,
             failure,
         })
+    }
+
+    /// The dataset's table, read straight from its stored chunks (stopping when the job is
+    /// cancelled).
+    fn read_table(&self, delimiter: u8) -> deid_engine::Result<Table> {
+        let reader = ChunkReader::new(
+            self.store.clone(),
+            self.handle.clone(),
+            self.dataset.id.clone(),
+            self.dataset.chunk_count,
+        )
+        .cancellable(self.live.cancel.clone());
+        Table::read_csv(
+            std::io::BufReader::with_capacity(1 << 16, reader),
+            CsvOptions {
+                delimiter,
+                has_header: self.dataset.has_header != 0,
+            },
+            "dataset",
+        )
     }
 
     /// Writing the result failed: nothing more is written when the lease was lost, else the

@@ -48,6 +48,38 @@ pub struct DateTime {
     pub seconds: u32,
 }
 
+/// Appends the quoted literal starting with the quote at `chars[i]` to `literal` (`''` is a
+/// single quote, inside quotes or not); returns the index after it.
+fn quoted_literal(
+    pattern: &str,
+    chars: &[char],
+    i: usize,
+    literal: &mut String,
+) -> std::result::Result<usize, String> {
+    if chars.get(i + 1) == Some(&'\'') {
+        literal.push('\'');
+        return Ok(i + 2);
+    }
+    let mut j = i + 1;
+    loop {
+        match chars.get(j) {
+            None => {
+                return Err(format!("date format '{pattern}' has an unterminated quote"));
+            }
+            Some('\'') if chars.get(j + 1) == Some(&'\'') => {
+                literal.push('\'');
+                j += 2;
+            }
+            Some('\'') => break,
+            Some(&ch) => {
+                literal.push(ch);
+                j += 1;
+            }
+        }
+    }
+    Ok(j + 1)
+}
+
 impl DateFormat {
     /// Compiles a pattern; the error message names the offending part.
     pub fn parse(pattern: &str) -> std::result::Result<DateFormat, String> {
@@ -59,32 +91,7 @@ impl DateFormat {
         while i < chars.len() {
             let c = chars[i];
             if c == '\'' {
-                // Quoted literal; '' is a single quote.
-                if chars.get(i + 1) == Some(&'\'') {
-                    literal.push('\'');
-                    i += 2;
-                    continue;
-                }
-                let mut j = i + 1;
-                loop {
-                    match chars.get(j) {
-                        None => {
-                            return Err(format!(
-                                "date format '{pattern}' has an unterminated quote"
-                            ));
-                        }
-                        Some('\'') if chars.get(j + 1) == Some(&'\'') => {
-                            literal.push('\'');
-                            j += 2;
-                        }
-                        Some('\'') => break,
-                        Some(&ch) => {
-                            literal.push(ch);
-                            j += 1;
-                        }
-                    }
-                }
-                i = j + 1;
+                i = quoted_literal(pattern, &chars, i, &mut literal)?;
                 continue;
             }
             if !c.is_ascii_alphabetic() {

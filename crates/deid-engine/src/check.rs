@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::hash::{hash_codes, mix};
-use crate::hierarchy::CodeMap;
+use crate::hierarchy::{CodeMap, EncodedHierarchy};
 use crate::lattice::{Lattice, Levels};
 use crate::privacy;
 use crate::problem::{Groups, Histograms, Problem};
@@ -195,6 +195,56 @@ struct Workspace {
 }
 
 const EMPTY: u32 = u32::MAX;
+
+impl Workspace {
+    /// Empties the class table for a regrouping of `entries` source entries with `q` columns
+    /// into at most `bound` classes (load factor ≤ 2/3); returns the hash shift and the slot
+    /// mask of the table.
+    fn reset_table(&mut self, bound: usize, entries: usize, q: usize) -> (u32, usize) {
+        let cap = (bound + bound / 2).next_power_of_two().max(16);
+        let shift = 64 - cap.trailing_zeros();
+        self.slots.clear();
+        self.slots.resize(cap, EMPTY);
+        self.class_keys.clear();
+        self.class_of_src.clear();
+        self.class_of_src.reserve(entries);
+        self.key.resize(q, 0);
+        (shift, cap - 1)
+    }
+}
+
+/// Fills `strides` with the radices of packed keys (mixed radix over the distinct values of
+/// each column at `levels`); returns the number of possible keys, `None` when they do not fit
+/// in 64 bits (the strides are then not used).
+fn key_strides(strides: &mut Vec<u64>, hs: &[EncodedHierarchy], levels: &[u8]) -> Option<u64> {
+    strides.clear();
+    let mut product: Option<u64> = Some(1);
+    for i in (0..levels.len()).rev() {
+        strides.push(product.unwrap_or(0));
+        product = product.and_then(|p| p.checked_mul(hs[i].distinct(levels[i] as usize) as u64));
+    }
+    strides.reverse();
+    product
+}
+
+/// Empty groups with `q` columns, with room for every one of at most `bound` classes when that
+/// is small (the vectors then never grow: growing copies them, about a sixth of a check of
+/// tens of thousands of classes); else a small start, so that a check of few classes over
+/// millions of entries does not reserve for millions.
+fn presized_groups(bound: usize, q: usize) -> Groups {
+    let guess = if bound.saturating_mul(q + 2) <= PRESIZE_WORDS {
+        bound
+    } else {
+        bound.min(1 << 12)
+    };
+    Groups {
+        codes: Vec::with_capacity(guess * q),
+        counts: Vec::with_capacity(guess),
+        reps: Vec::with_capacity(guess),
+        pcounts: Vec::new(),
+        hists: Vec::new(),
+    }
+}
 
 /// Where a check regroups from.
 #[derive(Debug, Clone, Copy)]
@@ -521,46 +571,15 @@ impl<'p> Checker<'p> {
         let tables: Vec<CodeMap<'_>> = (0..q)
             .map(|i| hs[i].generalize(src_levels.map_or(0, |s| s[i]) as usize, levels[i] as usize))
             .collect();
-        // Packed keys (mixed radix over the distinct values per level) when they fit in 64 bits.
-        ws.strides.clear();
-        let mut product: Option<u64> = Some(1);
-        for i in (0..q).rev() {
-            ws.strides.push(product.unwrap_or(0));
-            product =
-                product.and_then(|p| p.checked_mul(hs[i].distinct(levels[i] as usize) as u64));
-        }
-        ws.strides.reverse();
+        let product = key_strides(&mut ws.strides, hs, levels);
         let packed = product.is_some();
 
         let entries = src.len();
         // At most min(entries, product of distinct values) classes; load factor ≤ 2/3.
         let bound = product.map_or(entries, |p| entries.min(p.min(usize::MAX as u64) as usize));
-        let cap = (bound + bound / 2).next_power_of_two().max(16);
-        let shift = 64 - cap.trailing_zeros();
-        ws.slots.clear();
-        ws.slots.resize(cap, EMPTY);
-        ws.class_keys.clear();
-        ws.class_of_src.clear();
-        ws.class_of_src.reserve(entries);
-        ws.key.resize(q, 0);
-        let mask = cap - 1;
+        let (shift, mask) = ws.reset_table(bound, entries, q);
         let large = self.gate.classes;
-        // Room for every possible class when that is small (the vectors then never grow: growing
-        // copies them, about a sixth of a check of tens of thousands of classes); else a small
-        // start, so that a check of few classes over millions of entries does not reserve for
-        // millions.
-        let guess = if bound.saturating_mul(q + 2) <= PRESIZE_WORDS {
-            bound
-        } else {
-            bound.min(1 << 12)
-        };
-        let mut out = Groups {
-            codes: Vec::with_capacity(guess * q),
-            counts: Vec::with_capacity(guess),
-            reps: Vec::with_capacity(guess),
-            pcounts: Vec::new(),
-            hists: Vec::new(),
-        };
+        let mut out = presized_groups(bound, q);
         for e in 0..entries {
             let codes = &src.codes[e * q..e * q + q];
             let mut packed_key = 0u64;
@@ -613,6 +632,14 @@ impl<'p> Checker<'p> {
             ws.slots = Vec::new();
             ws.class_keys = Vec::new();
         }
+        self.merge_extras(ws, src, &mut out);
+        out
+    }
+
+    /// Completes the classes `out` regrouped from `src` (`ws.class_of_src` maps each source
+    /// entry to its class) with what the problem tracks besides counts: the records of the
+    /// whole table per class (research subset) and the sensitive histograms.
+    fn merge_extras(&self, ws: &mut Workspace, src: &Groups, out: &mut Groups) {
         if !src.pcounts.is_empty() {
             // Research subset: the records of the whole table per class.
             out.pcounts = vec![0; out.len()];
@@ -623,7 +650,6 @@ impl<'p> Checker<'p> {
         if !src.hists.is_empty() {
             out.hists = self.merge_hists(ws, src, out.len());
         }
-        out
     }
 
     /// Merges the source entries' histograms into the new classes (counting sort by class).

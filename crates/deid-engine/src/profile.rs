@@ -186,19 +186,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
 
     if !present.is_empty() {
         if let Some(format) = detect_dates(&present) {
-            let mut levels = DateSpec::default().levels;
-            if DateFormat::parse(format).is_ok_and(|f| f.has_time()) {
-                levels.insert(0, DateGranularity::Day);
-            }
-            let suggestion = if present.len() <= 2 {
-                HierarchySpec::Suppression {}
-            } else {
-                HierarchySpec::Date(DateSpec {
-                    format: format.to_string(),
-                    levels,
-                    missing: missing_spec,
-                })
-            };
+            let suggestion = suggest_dates(format, present.len(), missing_spec);
             return ColumnProfile {
                 date_format: Some(format.to_string()),
                 ..profile(ColumnType::Date, suggestion, missing)
@@ -228,8 +216,31 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
         }
     }
     // Text: markers are ordinary values here.
-    let d = distinct.len();
-    let suggestion = if (3..=MAX_ORDER_DISTINCT).contains(&d) {
+    profile(ColumnType::Text, suggest_text(distinct.len()), Vec::new())
+}
+
+/// The hierarchy suggested for `present` (non-missing) values in date `format`: a date
+/// hierarchy (from the day when the format has a time), or suppression for at most 2 values.
+fn suggest_dates(format: &str, present: usize, missing_spec: Vec<String>) -> HierarchySpec {
+    let mut levels = DateSpec::default().levels;
+    if DateFormat::parse(format).is_ok_and(|f| f.has_time()) {
+        levels.insert(0, DateGranularity::Day);
+    }
+    if present <= 2 {
+        HierarchySpec::Suppression {}
+    } else {
+        HierarchySpec::Date(DateSpec {
+            format: format.to_string(),
+            levels,
+            missing: missing_spec,
+        })
+    }
+}
+
+/// The hierarchy suggested for a text column of `d` distinct values: a lexicographic order in
+/// groups of about √d, or suppression outside 3..=`MAX_ORDER_DISTINCT` values.
+fn suggest_text(d: usize) -> HierarchySpec {
+    if (3..=MAX_ORDER_DISTINCT).contains(&d) {
         let size = (1..).find(|k: &u64| k * k >= d as u64).unwrap_or(1);
         HierarchySpec::Order(OrderSpec {
             order: SortOrder::Lexicographic,
@@ -237,8 +248,7 @@ pub fn detect_values<S: AsRef<str>>(name: &str, values: &[S]) -> ColumnProfile {
         })
     } else {
         HierarchySpec::Suppression {}
-    };
-    profile(ColumnType::Text, suggestion, Vec::new())
+    }
 }
 
 /// Optional sign followed by ASCII digits only.

@@ -240,13 +240,64 @@ impl Hierarchy {
     /// level is kept per generalized value, with the narrowest code width.
     pub fn encode(&self, column: &Column) -> Result<EncodedHierarchy> {
         let height = self.height();
-        // The row that defines each leaf's generalization: the last one (ARX's rule; duplicates
-        // are identical unless accepted by `DuplicatePolicy::Last`).
+        let data_rows = self.data_rows(column)?;
+        // The domain counts the rows of the table, duplicated rows included (as ARX does): the
+        // share of a value is the number of rows under it divided by the number of rows.
+        let domain_size = self.rows.len();
+        let mut maps = Vec::with_capacity(height);
+        let mut labels = Vec::with_capacity(height);
+        let mut share = Vec::with_capacity(height);
+        let mut distinct = Vec::with_capacity(height);
+        let mut leaves = Vec::with_capacity(height);
+        // Level 0: leaves are unique, so level-0 codes are the dictionary codes.
+        maps.push(PackedCodes::default());
+        labels.push(Labels::default());
+        let under0 = self.rows_under(0);
+        share.push(PerCode::from_vec(match &self.shares {
+            Some(s) => data_rows.iter().map(|&r| s[r][0]).collect(),
+            None => data_rows
+                .iter()
+                .map(|&r| under0[self.rows[r][0].as_str()] as f64 / domain_size as f64)
+                .collect(),
+        }));
+        distinct.push(data_rows.len());
+        leaves.push(PerCode::from_vec(
+            data_rows
+                .iter()
+                .map(|&r| under0[self.rows[r][0].as_str()])
+                .collect(),
+        ));
+        // Level-l code of every data code, kept until the `up` tables are built.
+        let mut level_codes: Vec<Vec<u32>> = vec![Vec::new()];
+        for level in 1..height {
+            let (map, level_labels, level_share, level_leaves) =
+                self.encode_level(level, &data_rows, domain_size);
+            distinct.push(level_leaves.len());
+            maps.push(PackedCodes::new(&map));
+            labels.push(level_labels);
+            share.push(PerCode::from_vec(level_share));
+            leaves.push(PerCode::from_vec(level_leaves));
+            level_codes.push(map);
+        }
+        Ok(EncodedHierarchy {
+            maps,
+            up: up_tables(&level_codes, &distinct),
+            distinct,
+            labels,
+            share,
+            leaves,
+            domain_size,
+        })
+    }
+
+    /// The row that defines the generalization of each value of the column's dictionary, in
+    /// code order: the last row of the value (ARX's rule; duplicates are identical unless
+    /// accepted by `DuplicatePolicy::Last`). Fails naming (up to 10 of) the values without a row.
+    fn data_rows(&self, column: &Column) -> Result<Vec<usize>> {
         let mut row_of: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
         for (r, row) in self.rows.iter().enumerate() {
             row_of.insert(row[0].as_str(), r);
         }
-        // Every data value needs a row.
         let mut missing = Vec::new();
         let mut total_missing = 0;
         let mut data_rows = Vec::with_capacity(column.dict.len());
@@ -268,105 +319,80 @@ impl Hierarchy {
                 total_missing,
             });
         }
-        // The domain counts the rows of the table, duplicated rows included (as ARX does): the
-        // share of a value is the number of rows under it divided by the number of rows.
-        let domain_size = self.rows.len();
-        let rows_under = |level: usize| {
-            let mut under: HashMap<&str, u32> = HashMap::new();
-            for row in &self.rows {
-                *under.entry(row[level].as_str()).or_insert(0) += 1;
-            }
-            under
-        };
-        let mut maps = Vec::with_capacity(height);
-        let mut labels = Vec::with_capacity(height);
-        let mut share = Vec::with_capacity(height);
-        let mut distinct = Vec::with_capacity(height);
-        let mut leaves = Vec::with_capacity(height);
-        // Level 0: leaves are unique, so level-0 codes are the dictionary codes.
-        maps.push(PackedCodes::default());
-        labels.push(Labels::default());
-        let under0 = rows_under(0);
-        share.push(PerCode::from_vec(match &self.shares {
-            Some(s) => data_rows.iter().map(|&r| s[r][0]).collect(),
-            None => data_rows
-                .iter()
-                .map(|&r| under0[self.rows[r][0].as_str()] as f64 / domain_size as f64)
-                .collect(),
-        }));
-        distinct.push(data_rows.len());
-        leaves.push(PerCode::from_vec(
-            data_rows
-                .iter()
-                .map(|&r| under0[self.rows[r][0].as_str()])
-                .collect(),
-        ));
-        // Level-l code of every data code, kept until the `up` tables are built.
-        let mut level_codes: Vec<Vec<u32>> = vec![Vec::new()];
-        for level in 1..height {
-            // Rows of the full table under each label.
-            let under = rows_under(level);
-            let mut codes: HashMap<&str, u32> = HashMap::new();
-            let mut level_labels = Labels::default();
-            let mut level_share: Vec<f64> = Vec::new();
-            let mut level_leaves: Vec<u32> = Vec::new();
-            let mut map = Vec::with_capacity(data_rows.len());
-            for &r in &data_rows {
-                let label = self.rows[r][level].as_str();
-                let code = *codes.entry(label).or_insert_with(|| {
-                    level_labels.push(label);
-                    let s = match &self.shares {
-                        Some(s) => s[r][level],
-                        None => under[label] as f64 / domain_size as f64,
-                    };
-                    level_share.push(s);
-                    level_leaves.push(under[label]);
-                    (level_leaves.len() - 1) as u32
-                });
-                map.push(code);
-            }
-            distinct.push(level_leaves.len());
-            maps.push(PackedCodes::new(&map));
-            level_labels.shrink_to_fit();
-            labels.push(level_labels);
-            share.push(PerCode::from_vec(level_share));
-            leaves.push(PerCode::from_vec(level_leaves));
-            level_codes.push(map);
-        }
-        // up[from][to][code at `from`] = code at `to` for 1 ≤ from < to, via a representative
-        // leaf (from level 0 the table is the level map itself).
-        let mut up = Vec::with_capacity(height);
-        up.push(Vec::new());
-        for from in 1..height {
-            let mut rep = vec![0u32; distinct[from]];
-            for (leaf, &c) in level_codes[from].iter().enumerate() {
-                rep[c as usize] = leaf as u32;
-            }
-            let tables: Vec<PackedCodes> = (0..height)
-                .map(|to| {
-                    if to <= from {
-                        PackedCodes::default()
-                    } else {
-                        let t: Vec<u32> = rep
-                            .iter()
-                            .map(|&leaf| level_codes[to][leaf as usize])
-                            .collect();
-                        PackedCodes::new(&t)
-                    }
-                })
-                .collect();
-            up.push(tables);
-        }
-        Ok(EncodedHierarchy {
-            maps,
-            distinct,
-            up,
-            labels,
-            share,
-            leaves,
-            domain_size,
-        })
+        Ok(data_rows)
     }
+
+    /// Rows of the full table under each label of `level`.
+    fn rows_under(&self, level: usize) -> HashMap<&str, u32> {
+        let mut under: HashMap<&str, u32> = HashMap::new();
+        for row in &self.rows {
+            *under.entry(row[level].as_str()).or_insert(0) += 1;
+        }
+        under
+    }
+
+    /// Level `level` ≥ 1 of the encoding: the level code of every data code (codes numbered in
+    /// order of first appearance), and per level code its label, domain share and number of
+    /// rows under it.
+    fn encode_level(
+        &self,
+        level: usize,
+        data_rows: &[usize],
+        domain_size: usize,
+    ) -> (Vec<u32>, Labels, Vec<f64>, Vec<u32>) {
+        let under = self.rows_under(level);
+        let mut codes: HashMap<&str, u32> = HashMap::new();
+        let mut level_labels = Labels::default();
+        let mut level_share: Vec<f64> = Vec::new();
+        let mut level_leaves: Vec<u32> = Vec::new();
+        let mut map = Vec::with_capacity(data_rows.len());
+        for &r in data_rows {
+            let label = self.rows[r][level].as_str();
+            let code = *codes.entry(label).or_insert_with(|| {
+                level_labels.push(label);
+                let s = match &self.shares {
+                    Some(s) => s[r][level],
+                    None => under[label] as f64 / domain_size as f64,
+                };
+                level_share.push(s);
+                level_leaves.push(under[label]);
+                (level_leaves.len() - 1) as u32
+            });
+            map.push(code);
+        }
+        level_labels.shrink_to_fit();
+        (map, level_labels, level_share, level_leaves)
+    }
+}
+
+/// `up[from][to][code at from]` = code at `to` for 1 ≤ `from` < `to`, via a representative leaf
+/// (from level 0 the table is the level map itself), given each level's code of every data code
+/// (`level_codes`) and number of codes (`distinct`).
+fn up_tables(level_codes: &[Vec<u32>], distinct: &[usize]) -> Vec<Vec<PackedCodes>> {
+    let height = level_codes.len();
+    let mut up = Vec::with_capacity(height);
+    up.push(Vec::new());
+    for from in 1..height {
+        let mut rep = vec![0u32; distinct[from]];
+        for (leaf, &c) in level_codes[from].iter().enumerate() {
+            rep[c as usize] = leaf as u32;
+        }
+        let tables: Vec<PackedCodes> = (0..height)
+            .map(|to| {
+                if to <= from {
+                    PackedCodes::default()
+                } else {
+                    let t: Vec<u32> = rep
+                        .iter()
+                        .map(|&leaf| level_codes[to][leaf as usize])
+                        .collect();
+                    PackedCodes::new(&t)
+                }
+            })
+            .collect();
+        up.push(tables);
+    }
+    up
 }
 
 /// Labels of the generalized values of one level, in one string arena.

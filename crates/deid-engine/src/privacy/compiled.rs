@@ -120,6 +120,9 @@ impl PreparedModel {
     /// tracked distributions, `domain` that attribute's global distribution, `hierarchy` its
     /// encoded hierarchy, if one was declared, and `population` the problem's population size.
     /// Errors name the model's parameter (`population` for a missing population model).
+    ///
+    /// Long because it is one match arm per privacy model, each a few lines (the sensitive
+    /// attribute and t-closeness' distances are resolved by helpers).
     pub(crate) fn prepare(
         model: &PrivacyModel,
         slot: Option<usize>,
@@ -127,15 +130,7 @@ impl PreparedModel {
         hierarchy: Option<&EncodedHierarchy>,
         population: Option<u64>,
     ) -> Result<PreparedModel> {
-        let sensitive = || -> Result<(usize, &SensitiveDomain)> {
-            match (slot, domain) {
-                (Some(s), Some(d)) => Ok((s, d)),
-                _ => Err(EngineError::config(
-                    "attribute",
-                    format!("{} needs a sensitive attribute", model.name()),
-                )),
-            }
-        };
+        let sensitive = || sensitive_attribute(model, slot, domain);
         Ok(match model {
             // Estimated k-map holds as k′-anonymity (k′ from the problem's rows and population).
             PrivacyModel::KAnonymity { .. } | PrivacyModel::KMap { .. } => {
@@ -168,37 +163,9 @@ impl PreparedModel {
             }
             PrivacyModel::TCloseness { t, distance, .. } => {
                 let (slot, domain) = sensitive()?;
-                let t = *t;
-                PreparedModel::Class(match distance {
-                    TClosenessDistance::Equal => PreparedClassModel::EqualT {
-                        slot,
-                        t,
-                        model: EqualDistance::new(domain),
-                    },
-                    TClosenessDistance::Ordered => PreparedClassModel::OrderedT {
-                        slot,
-                        t,
-                        model: OrderedDistance::new(domain),
-                    },
-                    TClosenessDistance::Hierarchical => {
-                        let Some(h) = hierarchy else {
-                            return Err(EngineError::config(
-                                "distance",
-                                format!(
-                                    "t-closeness with hierarchical distance needs a hierarchy \
-                                     for the sensitive attribute '{}'; declare one for it or \
-                                     use distance=equal or distance=ordered",
-                                    domain.column
-                                ),
-                            ));
-                        };
-                        PreparedClassModel::HierarchicalT {
-                            slot,
-                            t,
-                            model: HierarchicalDistance::new(domain, h)?,
-                        }
-                    }
-                })
+                PreparedModel::Class(PreparedClassModel::t_closeness(
+                    slot, *t, *distance, domain, hierarchy,
+                )?)
             }
             PrivacyModel::DeltaDisclosure { delta, .. } => {
                 let (slot, domain) = sensitive()?;
@@ -207,18 +174,13 @@ impl PreparedModel {
                     model: DeltaDisclosure::new(domain, *delta),
                 })
             }
-            PrivacyModel::BasicBetaLikeness { beta, .. } => {
+            PrivacyModel::BasicBetaLikeness { beta, .. }
+            | PrivacyModel::EnhancedBetaLikeness { beta, .. } => {
                 let (slot, domain) = sensitive()?;
+                let enhanced = matches!(model, PrivacyModel::EnhancedBetaLikeness { .. });
                 PreparedModel::Class(PreparedClassModel::Beta {
                     slot,
-                    model: BetaLikeness::new(domain, *beta, false),
-                })
-            }
-            PrivacyModel::EnhancedBetaLikeness { beta, .. } => {
-                let (slot, domain) = sensitive()?;
-                PreparedModel::Class(PreparedClassModel::Beta {
-                    slot,
-                    model: BetaLikeness::new(domain, *beta, true),
+                    model: BetaLikeness::new(domain, *beta, enhanced),
                 })
             }
             PrivacyModel::AverageRisk {
@@ -250,7 +212,64 @@ impl PreparedModel {
     }
 }
 
+/// The tracked slot and global distribution of `model`'s sensitive attribute; fails if the
+/// model has none.
+fn sensitive_attribute<'d>(
+    model: &PrivacyModel,
+    slot: Option<usize>,
+    domain: Option<&'d SensitiveDomain>,
+) -> Result<(usize, &'d SensitiveDomain)> {
+    match (slot, domain) {
+        (Some(s), Some(d)) => Ok((s, d)),
+        _ => Err(EngineError::config(
+            "attribute",
+            format!("{} needs a sensitive attribute", model.name()),
+        )),
+    }
+}
+
 impl PreparedClassModel {
+    /// t-closeness with threshold `t` on sensitive slot `slot`, by ground distance; the
+    /// hierarchical distance needs the attribute's encoded `hierarchy`.
+    fn t_closeness(
+        slot: usize,
+        t: f64,
+        distance: TClosenessDistance,
+        domain: &SensitiveDomain,
+        hierarchy: Option<&EncodedHierarchy>,
+    ) -> Result<PreparedClassModel> {
+        Ok(match distance {
+            TClosenessDistance::Equal => PreparedClassModel::EqualT {
+                slot,
+                t,
+                model: EqualDistance::new(domain),
+            },
+            TClosenessDistance::Ordered => PreparedClassModel::OrderedT {
+                slot,
+                t,
+                model: OrderedDistance::new(domain),
+            },
+            TClosenessDistance::Hierarchical => {
+                let Some(h) = hierarchy else {
+                    return Err(EngineError::config(
+                        "distance",
+                        format!(
+                            "t-closeness with hierarchical distance needs a hierarchy \
+                             for the sensitive attribute '{}'; declare one for it or \
+                             use distance=equal or distance=ordered",
+                            domain.column
+                        ),
+                    ));
+                };
+                PreparedClassModel::HierarchicalT {
+                    slot,
+                    t,
+                    model: HierarchicalDistance::new(domain, h)?,
+                }
+            }
+        })
+    }
+
     /// Heap size of the model's tables in bytes.
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {

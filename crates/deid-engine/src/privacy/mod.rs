@@ -393,6 +393,8 @@ impl PrivacyModel {
 
     /// Checks parameter ranges; errors name the parameter (`t`, `attribute`, …), relative to
     /// the model (see [`EngineError::InvalidConfig`]).
+    ///
+    /// Long because it is one match arm per privacy model and parameter, each a range check.
     pub fn validate(&self) -> Result<()> {
         let err = |name: &str, message: String| Err(EngineError::config(name, message));
         if let Some(attribute) = self.attribute()

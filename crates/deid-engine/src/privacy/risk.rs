@@ -263,9 +263,28 @@ pub fn enforce(
     if models.is_empty() || counts.is_empty() {
         return 0;
     }
-    let q = codes.len() / counts.len();
     let (prefix_models, population_models): (Vec<&PreparedSampleModel>, Vec<_>) =
         models.iter().partition(|m| m.is_monotone_in_prefix());
+    // 1. and 2.
+    let (sizes, mut p) = minimal_prefix(&prefix_models, counts, suppressed);
+    // 3. Population uniqueness over the remaining classes.
+    if !population_models.is_empty() {
+        p += uniques_to_drop(&population_models, &sizes, p);
+    }
+    if p == 0 {
+        return 0;
+    }
+    // 4. Suppress.
+    suppress_smallest(&sizes[..p], counts, codes, suppressed, cost)
+}
+
+/// Steps 1 and 2 of [`enforce`]: the sorted sizes of the published classes and the number of
+/// the smallest to drop until every model in `prefix_models` holds.
+fn minimal_prefix(
+    prefix_models: &[&PreparedSampleModel],
+    counts: &[u32],
+    suppressed: &[bool],
+) -> (Vec<u32>, usize) {
     // 1. Totals.
     let limits: Vec<u32> = prefix_models.iter().map(|m| m.small_below()).collect();
     let mut totals = Totals {
@@ -307,41 +326,51 @@ pub fn enforce(
         }
         p += 1;
     }
-    // 3. Population uniqueness over the remaining classes.
-    if !population_models.is_empty() {
-        let uniques = sizes.iter().take_while(|&&s| s == 1).count();
-        if p < uniques {
-            let histogram = ClassSizes::from_sizes(sizes[p..].iter().map(|&s| s as u64));
-            let holds = |k: usize| {
-                let h = histogram.without_uniques(k as u64);
-                population_models.iter().all(|m| m.holds_on(&h))
-            };
-            if !holds(0) {
-                // The smallest k in (0, uniques − p] that holds, assuming monotonicity; k =
-                // uniques − p (no sample unique left) always holds.
-                let (mut lo, mut hi) = (1, uniques - p);
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if holds(mid) {
-                        hi = mid;
-                    } else {
-                        lo = mid + 1;
-                    }
-                }
-                p += hi;
-            }
-        }
-    }
-    if p == 0 {
+    (sizes, p)
+}
+
+/// Step 3 of [`enforce`]: how many further sample uniques to drop (after the `p` smallest of
+/// the sorted `sizes`) for the population models to hold; 0 if they hold or no unique is left.
+fn uniques_to_drop(population_models: &[&PreparedSampleModel], sizes: &[u32], p: usize) -> usize {
+    let uniques = sizes.iter().take_while(|&&s| s == 1).count();
+    if p >= uniques {
         return 0;
     }
-    let boundary = sizes[p - 1];
-    let at_boundary = sizes[..p]
-        .iter()
-        .rev()
-        .take_while(|&&s| s == boundary)
-        .count();
-    // 4. Suppress.
+    let histogram = ClassSizes::from_sizes(sizes[p..].iter().map(|&s| s as u64));
+    let holds = |k: usize| {
+        let h = histogram.without_uniques(k as u64);
+        population_models.iter().all(|m| m.holds_on(&h))
+    };
+    if holds(0) {
+        return 0;
+    }
+    // The smallest k in (0, uniques − p] that holds, assuming monotonicity; k = uniques − p (no
+    // sample unique left) always holds.
+    let (mut lo, mut hi) = (1, uniques - p);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    hi
+}
+
+/// Step 4 of [`enforce`]: with `dropped` (the smallest published sizes, sorted, not empty) the
+/// largest of size b, j of them of size b, suppresses every published class smaller than b and
+/// the j cheapest classes of size b; returns the records newly suppressed.
+fn suppress_smallest(
+    dropped: &[u32],
+    counts: &[u32],
+    codes: &[u32],
+    suppressed: &mut [bool],
+    cost: &dyn Fn(usize) -> f64,
+) -> usize {
+    let q = codes.len() / counts.len();
+    let boundary = dropped[dropped.len() - 1];
+    let at_boundary = dropped.iter().rev().take_while(|&&s| s == boundary).count();
     let mut newly = 0usize;
     let mut ties: Vec<usize> = Vec::new();
     for (c, &size) in counts.iter().enumerate() {

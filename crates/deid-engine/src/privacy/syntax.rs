@@ -209,9 +209,11 @@ fn schema(name: &str) -> Result<&'static Schema> {
     })
 }
 
+/// The characters of a parameter list with their byte positions.
+type ParamChars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
 /// Splits `key=value,…)` into pairs, honouring double-quoted values.
 fn split_params(schema: &Schema, rest: &str) -> Result<Vec<(String, String)>> {
-    let syntax_error = |message: String| EngineError::config("", message);
     let mut pairs = Vec::new();
     let mut chars = rest.char_indices().peekable();
     let mut closed = false;
@@ -227,86 +229,19 @@ fn split_params(schema: &Schema, rest: &str) -> Result<Vec<(String, String)>> {
         return Ok(pairs);
     }
     loop {
-        // Key up to '='.
-        let mut key = String::new();
-        let mut found_eq = false;
-        for (_, ch) in chars.by_ref() {
-            match ch {
-                '=' => {
-                    found_eq = true;
-                    break;
-                }
-                ',' | ')' | '(' | '"' => {
-                    return Err(syntax_error(format!(
-                        "expected key=value in the parameters of {}, found '{}{ch}'",
-                        schema.name,
-                        key.trim()
-                    )));
-                }
-                _ => key.push(ch),
-            }
-        }
-        if !found_eq {
-            return Err(syntax_error(format!(
-                "expected key=value and a closing ')' in the parameters of {}",
-                schema.name
-            )));
-        }
+        let key = param_key(schema, &mut chars)?;
         // Value: quoted or up to ',' / ')'.
         while chars.peek().is_some_and(|(_, c)| c.is_whitespace()) {
             chars.next();
         }
-        let mut value = String::new();
         let quoted = chars.peek().is_some_and(|(_, c)| *c == '"');
-        if quoted {
+        let mut value = if quoted {
             chars.next();
-            let mut terminated = false;
-            while let Some((_, ch)) = chars.next() {
-                if ch == '"' {
-                    if chars.peek().is_some_and(|(_, c)| *c == '"') {
-                        chars.next();
-                        value.push('"');
-                    } else {
-                        terminated = true;
-                        break;
-                    }
-                } else {
-                    value.push(ch);
-                }
-            }
-            if !terminated {
-                return Err(syntax_error(format!(
-                    "unterminated quoted value for '{}'",
-                    key.trim()
-                )));
-            }
-        }
-        let mut end = None;
-        for (i, ch) in chars.by_ref() {
-            match ch {
-                ',' | ')' => {
-                    end = Some((i, ch));
-                    break;
-                }
-                c if quoted && !c.is_whitespace() => {
-                    return Err(syntax_error(format!(
-                        "unexpected '{c}' after the quoted value of '{}'",
-                        key.trim()
-                    )));
-                }
-                '(' | '"' | '=' => {
-                    return Err(syntax_error(format!(
-                        "unexpected '{ch}' in the value of '{}'; quote values that contain it",
-                        key.trim()
-                    )));
-                }
-                c => {
-                    if !quoted {
-                        value.push(c);
-                    }
-                }
-            }
-        }
+            quoted_value(&key, &mut chars)?
+        } else {
+            String::new()
+        };
+        let end = value_end(&key, quoted, &mut value, &mut chars)?;
         let value = if quoted {
             value
         } else {
@@ -333,6 +268,89 @@ fn split_params(schema: &Schema, rest: &str) -> Result<Vec<(String, String)>> {
         )));
     }
     Ok(pairs)
+}
+
+/// A syntax error of the model text (no field: the whole text).
+fn syntax_error(message: String) -> EngineError {
+    EngineError::config("", message)
+}
+
+/// Reads a parameter's key (untrimmed) and the `=` after it.
+fn param_key(schema: &Schema, chars: &mut ParamChars<'_>) -> Result<String> {
+    let mut key = String::new();
+    for (_, ch) in chars.by_ref() {
+        match ch {
+            '=' => return Ok(key),
+            ',' | ')' | '(' | '"' => {
+                return Err(syntax_error(format!(
+                    "expected key=value in the parameters of {}, found '{}{ch}'",
+                    schema.name,
+                    key.trim()
+                )));
+            }
+            _ => key.push(ch),
+        }
+    }
+    Err(syntax_error(format!(
+        "expected key=value and a closing ')' in the parameters of {}",
+        schema.name
+    )))
+}
+
+/// Reads a quoted value after its opening `"`, up to and including the closing one (`""` is
+/// a quote).
+fn quoted_value(key: &str, chars: &mut ParamChars<'_>) -> Result<String> {
+    let mut value = String::new();
+    while let Some((_, ch)) = chars.next() {
+        if ch == '"' {
+            if chars.peek().is_some_and(|(_, c)| *c == '"') {
+                chars.next();
+                value.push('"');
+            } else {
+                return Ok(value);
+            }
+        } else {
+            value.push(ch);
+        }
+    }
+    Err(syntax_error(format!(
+        "unterminated quoted value for '{}'",
+        key.trim()
+    )))
+}
+
+/// Reads up to the `,` or `)` ending a value, appending an unquoted value's characters to
+/// `value` (only whitespace may follow a quoted one); returns the position and the character
+/// that ended it, `None` at the end of the text.
+fn value_end(
+    key: &str,
+    quoted: bool,
+    value: &mut String,
+    chars: &mut ParamChars<'_>,
+) -> Result<Option<(usize, char)>> {
+    for (i, ch) in chars.by_ref() {
+        match ch {
+            ',' | ')' => return Ok(Some((i, ch))),
+            c if quoted && !c.is_whitespace() => {
+                return Err(syntax_error(format!(
+                    "unexpected '{c}' after the quoted value of '{}'",
+                    key.trim()
+                )));
+            }
+            '(' | '"' | '=' => {
+                return Err(syntax_error(format!(
+                    "unexpected '{ch}' in the value of '{}'; quote values that contain it",
+                    key.trim()
+                )));
+            }
+            c => {
+                if !quoted {
+                    value.push(c);
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Maps keys to the schema: unknown, duplicate and missing keys are errors. Keys are
@@ -381,6 +399,10 @@ fn check_keys<'s>(schema: &'s Schema, pairs: &[(String, String)]) -> Result<Para
     Ok(Params { schema, values })
 }
 
+/// The model named by `p`'s schema, from its checked parameters.
+///
+/// Long because it is one arm per privacy model of the text syntax; each arm only reads its
+/// parameters.
 fn build(p: &Params<'_>) -> Result<PrivacyModel> {
     Ok(match p.schema.name {
         "k-anonymity" => PrivacyModel::KAnonymity { k: p.whole("k")? },

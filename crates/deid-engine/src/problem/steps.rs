@@ -420,21 +420,7 @@ pub(super) fn compile(config: &mut ProblemConfig, input: CompileInput<'_>) -> Re
             }
         })
         .collect();
-    let mut sensitive_hierarchies = Vec::with_capacity(slots.columns.len());
-    for &c in &slots.columns {
-        let col = table.column(c);
-        let decl = config.sensitive.iter().find(|s| s.column == col.name);
-        sensitive_hierarchies.push(match decl.and_then(|d| d.hierarchy.as_ref()) {
-            Some(h) => Some(h.encode(col)?),
-            None => None,
-        });
-    }
-    // As for the quasi-identifiers, the encoded form is all that is used from here on.
-    for s in &mut config.sensitive {
-        if let Some(h) = &mut s.hierarchy {
-            h.release_table();
-        }
-    }
+    let sensitive_hierarchies = encode_sensitive_hierarchies(config, table, slots)?;
     let mut class_models = Vec::new();
     let mut sample_models = Vec::new();
     let mut presence_models = Vec::new();
@@ -452,18 +438,7 @@ pub(super) fn compile(config: &mut ProblemConfig, input: CompileInput<'_>) -> Re
     }
     // Cheap models first: a class is suppressed as soon as one model rejects it.
     class_models.sort_by_key(PreparedClassModel::cost);
-    let min_class_size = (config.privacy.iter())
-        .filter_map(|m| match m {
-            PrivacyModel::KMap {
-                k,
-                alpha,
-                estimator,
-            } => population
-                .map(|pop| crate::population::k_prime(*k, *alpha, *estimator, n as u64, pop).k),
-            other => other.min_class_size(),
-        })
-        .max()
-        .unwrap_or(1);
+    let min_class_size = min_class_size(&config.privacy, population, n);
     let weights: Vec<f64> = config.quasi_identifiers.iter().map(|q| q.weight).collect();
     let quality = PreparedQuality::prepare(
         config.quality,
@@ -483,4 +458,47 @@ pub(super) fn compile(config: &mut ProblemConfig, input: CompileInput<'_>) -> Re
         min_class_size,
         quality,
     })
+}
+
+/// The encoded hierarchy of each tracked attribute (by slot) that declares one; then releases
+/// the raw tables: as for the quasi-identifiers, the encoded form is all that is used from
+/// here on.
+fn encode_sensitive_hierarchies(
+    config: &mut ProblemConfig,
+    table: &Table,
+    slots: &Slots,
+) -> Result<Vec<Option<EncodedHierarchy>>> {
+    let mut sensitive_hierarchies = Vec::with_capacity(slots.columns.len());
+    for &c in &slots.columns {
+        let col = table.column(c);
+        let decl = config.sensitive.iter().find(|s| s.column == col.name);
+        sensitive_hierarchies.push(match decl.and_then(|d| d.hierarchy.as_ref()) {
+            Some(h) => Some(h.encode(col)?),
+            None => None,
+        });
+    }
+    for s in &mut config.sensitive {
+        if let Some(h) = &mut s.hierarchy {
+            h.release_table();
+        }
+    }
+    Ok(sensitive_hierarchies)
+}
+
+/// The smallest class any of the `privacy` models allows (at least 1); estimated k-map's is
+/// its k′ for `n` records of the `population`.
+fn min_class_size(privacy: &[PrivacyModel], population: Option<u64>, n: usize) -> u32 {
+    privacy
+        .iter()
+        .filter_map(|m| match m {
+            PrivacyModel::KMap {
+                k,
+                alpha,
+                estimator,
+            } => population
+                .map(|pop| crate::population::k_prime(*k, *alpha, *estimator, n as u64, pop).k),
+            other => other.min_class_size(),
+        })
+        .max()
+        .unwrap_or(1)
 }

@@ -296,32 +296,47 @@ fn refine(
         stats.add(w);
     }
     if let Some(child) = child {
-        child.groups.clear();
-        child.blocks.clear();
-        child.records.clear();
-        child.frozen = parent.frozen;
-        remap.clear();
-        let mut blocks = 0u32;
-        for (&n, &w) in count.iter().zip(weight.iter()) {
-            if n > 1 {
-                remap.push(blocks);
-                blocks += 1;
-            } else {
-                remap.push(u32::MAX);
-                child.frozen.add(w);
-            }
-        }
-        child.block_count = blocks;
-        for (j, &id) in ids.iter().enumerate() {
-            let block = remap[id as usize];
-            if block != u32::MAX {
-                child.groups.push(parent.groups[j]);
-                child.blocks.push(block);
-                child.records.push(parent.records[j]);
-            }
-        }
+        write_child(parent, child, ids, count, weight, remap);
     }
     stats
+}
+
+/// Writes the refinement of `parent` into `child`: the members of the new blocks of at least
+/// two (renumbered), the records of the blocks of one added to `child.frozen`. `ids`, `count`
+/// and `weight` are each member's new block and the members and records per new block;
+/// `remap` is scratch.
+fn write_child(
+    parent: &Level,
+    child: &mut Level,
+    ids: &[u32],
+    count: &[u32],
+    weight: &[u64],
+    remap: &mut Vec<u32>,
+) {
+    child.groups.clear();
+    child.blocks.clear();
+    child.records.clear();
+    child.frozen = parent.frozen;
+    remap.clear();
+    let mut blocks = 0u32;
+    for (&n, &w) in count.iter().zip(weight.iter()) {
+        if n > 1 {
+            remap.push(blocks);
+            blocks += 1;
+        } else {
+            remap.push(u32::MAX);
+            child.frozen.add(w);
+        }
+    }
+    child.block_count = blocks;
+    for (j, &id) in ids.iter().enumerate() {
+        let block = remap[id as usize];
+        if block != u32::MAX {
+            child.groups.push(parent.groups[j]);
+            child.blocks.push(block);
+            child.records.push(parent.records[j]);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -229,6 +229,38 @@ pub(crate) fn incumbent(
     descend: bool,
 ) -> Option<HashMap<Levels, CheckResult>> {
     let lattice = ctx.lattice();
+    let path = diagonal_path(lattice);
+    let mut known: HashMap<Levels, CheckResult> = HashMap::new();
+    // 1. The lowest anonymous transformation on the path.
+    let (mut lo, mut hi) = (1usize, path.len() - 1);
+    let mut found: Option<usize> = None;
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        if probe(ctx, &mut known, &path[mid])?.anonymous {
+            found = Some(mid);
+            hi = mid - 1;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let Some(first) = found else {
+        return Some(known);
+    };
+    // 2. The best above it.
+    let Some(cur) = best_on_path(ctx, &mut known, &path, first)? else {
+        return Some(known);
+    };
+    if !descend {
+        return Some(known);
+    }
+    // 3. The descent.
+    descend_from(ctx, &mut known, cur)?;
+    Some(known)
+}
+
+/// The diagonal path from the bottom to the top of the lattice: each step raises the
+/// quasi-identifier with the lowest relative level after the step.
+fn diagonal_path(lattice: &Lattice) -> Vec<Levels> {
     let (min, max) = (lattice.min(), lattice.max());
     let mut path = vec![lattice.bottom()];
     loop {
@@ -244,29 +276,25 @@ pub(crate) fn incumbent(
         next[i] += 1;
         path.push(next);
     }
-    let mut known: HashMap<Levels, CheckResult> = HashMap::new();
-    let (mut lo, mut hi) = (1usize, path.len() - 1);
-    let mut found: Option<usize> = None;
-    while lo <= hi {
-        let mid = (lo + hi) / 2;
-        if probe(ctx, &mut known, &path[mid])?.anonymous {
-            found = Some(mid);
-            hi = mid - 1;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    let Some(first) = found else {
-        return Some(known);
-    };
+    path
+}
+
+/// Step 2 of [`incumbent`]: the best anonymous transformation on `path` from index `first`
+/// (anonymous) up; `None` if stopped, `Some(None)` if none is anonymous after all.
+fn best_on_path(
+    ctx: &mut Ctx<'_, '_>,
+    known: &mut HashMap<Levels, CheckResult>,
+    path: &[Levels],
+    first: usize,
+) -> Option<Option<CheckResult>> {
     // Above the border the score along the path typically falls (less suppression) and then
     // rises (more generalization): a ternary search for its minimum.
     let (mut a, mut b) = (first, path.len() - 1);
     while b - a > 2 {
         let m1 = a + (b - a) / 3;
         let m2 = b - (b - a) / 3;
-        let r1 = probe(ctx, &mut known, &path[m1])?;
-        let r2 = probe(ctx, &mut known, &path[m2])?;
+        let r1 = probe(ctx, known, &path[m1])?;
+        let r2 = probe(ctx, known, &path[m2])?;
         let key = |r: &CheckResult| if r.anonymous { r.score } else { f64::INFINITY };
         if key(&r1) <= key(&r2) {
             b = m2;
@@ -276,7 +304,7 @@ pub(crate) fn incumbent(
     }
     let mut found: Option<CheckResult> = None;
     for levels in path.iter().take(b + 1).skip(a) {
-        let r = probe(ctx, &mut known, levels)?;
+        let r = probe(ctx, known, levels)?;
         if r.anonymous
             && found
                 .as_ref()
@@ -292,12 +320,17 @@ pub(crate) fn incumbent(
     {
         found = Some(border.clone());
     }
-    let Some(mut cur) = found else {
-        return Some(known);
-    };
-    if !descend {
-        return Some(known);
-    }
+    Some(found)
+}
+
+/// Step 3 of [`incumbent`]: from `cur`, moves to the best anonymous direct specialization
+/// while one scores better, adding every result to `known`; `None` if stopped.
+fn descend_from(
+    ctx: &mut Ctx<'_, '_>,
+    known: &mut HashMap<Levels, CheckResult>,
+    mut cur: CheckResult,
+) -> Option<()> {
+    let lattice = ctx.lattice();
     loop {
         let preds: Vec<Levels> = lattice
             .predecessors(&cur.levels)
@@ -320,7 +353,7 @@ pub(crate) fn incumbent(
         }
         match better {
             Some(b) => cur = b,
-            None => return Some(known),
+            None => return Some(()),
         }
     }
 }

@@ -123,21 +123,7 @@ pub(crate) fn search_in<'p>(
     checker: &Checker<'p>,
 ) -> Result<SearchOutcome> {
     let algorithm = config.resolve(problem)?;
-    let pool = match config.threads {
-        Some(n) if n > 1 => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("deid-search-{i}"))
-                .build()
-                .map_err(|e| EngineError::config("threads", e.to_string()))?,
-        ),
-        _ => None,
-    };
-    let parallel = match config.threads {
-        Some(1) => false,
-        Some(_) => true,
-        None => rayon::current_num_threads() > 1,
-    };
+    let (pool, parallel) = search_threads(config.threads)?;
     let shared = Shared::new(algorithm, problem.lattice().size_f64());
     let start = Instant::now();
     observer.progress(&shared.snapshot(checker, config, start));
@@ -166,17 +152,7 @@ pub(crate) fn search_in<'p>(
             work: 0,
             cache: (algorithm == Algorithm::Auto).then(HashMap::new),
         };
-        let complete = match algorithm {
-            Algorithm::Auto => portfolio::run(&mut ctx),
-            Algorithm::Flash => flash::run(&mut ctx),
-            Algorithm::Lightning | Algorithm::TopDown | Algorithm::Genetic => {
-                run_resumable(&mut ctx, algorithm)
-            }
-            Algorithm::Bfs => bfs::run(&mut ctx),
-            Algorithm::DataFly => greedy::run_datafly(&mut ctx),
-            Algorithm::ImprovedGreedy => greedy::run_improved_greedy(&mut ctx),
-            Algorithm::Exhaustive => exhaustive::run(&mut ctx),
-        };
+        let complete = run_algorithm(&mut ctx, algorithm);
         shared.set_phase(Phase::Finished);
         shared.finish();
         let _ = ticker.join();
@@ -198,6 +174,42 @@ pub(crate) fn search_in<'p>(
         observer.progress(&shared.snapshot(checker, config, start));
         Ok(outcome)
     })
+}
+
+/// The pool of a search with `threads` threads (none for one thread, or to use the current
+/// pool) and whether the search checks in parallel.
+fn search_threads(threads: Option<usize>) -> Result<(Option<rayon::ThreadPool>, bool)> {
+    let pool = match threads {
+        Some(n) if n > 1 => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("deid-search-{i}"))
+                .build()
+                .map_err(|e| EngineError::config("threads", e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let parallel = match threads {
+        Some(1) => false,
+        Some(_) => true,
+        None => rayon::current_num_threads() > 1,
+    };
+    Ok((pool, parallel))
+}
+
+/// Runs `algorithm` on `ctx`; true if it completed (the best is optimal).
+fn run_algorithm(ctx: &mut Ctx<'_, '_>, algorithm: Algorithm) -> bool {
+    match algorithm {
+        Algorithm::Auto => portfolio::run(ctx),
+        Algorithm::Flash => flash::run(ctx),
+        Algorithm::Lightning | Algorithm::TopDown | Algorithm::Genetic => {
+            run_resumable(ctx, algorithm)
+        }
+        Algorithm::Bfs => bfs::run(ctx),
+        Algorithm::DataFly => greedy::run_datafly(ctx),
+        Algorithm::ImprovedGreedy => greedy::run_improved_greedy(ctx),
+        Algorithm::Exhaustive => exhaustive::run(ctx),
+    }
 }
 
 #[cfg(test)]

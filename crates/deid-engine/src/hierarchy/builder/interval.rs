@@ -126,6 +126,64 @@ impl IntervalSpec {
         let chain = LevelChain::new(&self.levels);
         require_values(values)?;
         // Parse the values first: their scale decides the common unit.
+        let parsed = self.parse_values(values)?;
+        let scale = self
+            .spec_numbers()
+            .chain(parsed.iter().filter_map(|(_, n)| *n))
+            .map(|n| n.scale())
+            .max()
+            .unwrap_or(0)
+            .min(MAX_SCALE);
+        let tiling = self.tiling(scale)?;
+        let data_min = parsed.iter().filter_map(|(_, n)| *n).min();
+        let data_max = parsed.iter().filter_map(|(_, n)| *n).max();
+        let group_levels = self.levels.len() + 1; // intervals + merged levels
+        let height = group_levels + 2;
+        let n = values.len() as f64;
+        let mut labeller = IntervalLabeller {
+            chain,
+            tiling,
+            scale,
+            group_levels,
+            b: self.bottom_coding.map(|n| n.units(scale)),
+            t: self.top_coding.map(|n| n.units(scale)),
+            low_end: self.min.or(data_min).map(|n| n.units(scale)),
+            high_end: self.max.or(data_max).map(|n| n.units(scale)),
+            registry: LabelRegistry::new(height),
+            last: vec![None; group_levels + 1],
+        };
+        let mut rows = Vec::with_capacity(values.len());
+        let mut extents: Vec<Vec<(i128, i128)>> = Vec::with_capacity(values.len());
+        for &(i, num) in &parsed {
+            check_cancel(cancel)?;
+            let value = values[i];
+            let mut row = Vec::with_capacity(height);
+            row.push(value.to_string());
+            let mut ext = Vec::with_capacity(group_levels);
+            labeller.label(value, i, num, &mut row, &mut ext)?;
+            row.push("*".to_string());
+            rows.push(row);
+            extents.push(ext);
+        }
+
+        // Shares: width / range of everything covered.
+        let range = extent_range(&extents);
+        let shares = extents
+            .iter()
+            .map(|ext| {
+                // An empty extent is a missing value.
+                let widths = (!ext.is_empty())
+                    .then(|| ext.iter().map(|&(lo, hi)| (hi - lo) as f64).collect());
+                extent_shares(widths, group_levels, n, range)
+            })
+            .collect();
+        Ok((rows, shares))
+    }
+
+    /// The values as numbers (`None`: a missing-value marker) with their positions in `values`,
+    /// checked against `min` and `max` and sorted: numbers ascending (ties by text), then
+    /// missing markers by text.
+    fn parse_values(&self, values: &[&str]) -> Result<Vec<(usize, Option<Number>)>> {
         let mut parsed: Vec<(usize, Option<Number>)> = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
             if is_missing(&self.missing, v) {
@@ -157,117 +215,13 @@ impl IntervalSpec {
             }
             parsed.push((i, Some(n)));
         }
-        let scale = self
-            .spec_numbers()
-            .chain(parsed.iter().filter_map(|(_, n)| *n))
-            .map(|n| n.scale())
-            .max()
-            .unwrap_or(0)
-            .min(MAX_SCALE);
-        let tiling = self.tiling(scale)?;
-        let b = self.bottom_coding.map(|n| n.units(scale));
-        let t = self.top_coding.map(|n| n.units(scale));
-        let data_min = parsed.iter().filter_map(|(_, n)| *n).min();
-        let data_max = parsed.iter().filter_map(|(_, n)| *n).max();
-        let low_end = self.min.or(data_min).map(|n| n.units(scale));
-        let high_end = self.max.or(data_max).map(|n| n.units(scale));
-
-        // Sort: numbers ascending (ties by text), then missing markers by text.
         parsed.sort_by(|(i, a), (j, b)| match (a, b) {
             (Some(x), Some(y)) => x.cmp(y).then_with(|| values[*i].cmp(values[*j])),
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
             (None, None) => values[*i].cmp(values[*j]),
         });
-
-        let group_levels = self.levels.len() + 1; // intervals + merged levels
-        let height = group_levels + 2;
-        let n = values.len() as f64;
-        let mut registry: LabelRegistry<(u8, i128)> = LabelRegistry::new(height);
-        let mut rows = Vec::with_capacity(values.len());
-        let mut extents: Vec<Vec<(i128, i128)>> = Vec::with_capacity(values.len());
-        let mut last: Vec<Option<(i128, i128, i128, String)>> = vec![None; group_levels + 1];
-        for &(i, num) in &parsed {
-            check_cancel(cancel)?;
-            let value = values[i];
-            let mut row = Vec::with_capacity(height);
-            row.push(value.to_string());
-            let mut ext = Vec::with_capacity(group_levels);
-            match num {
-                None => {
-                    for level in 1..=group_levels {
-                        registry.register(level, value, &(0, i as i128))?;
-                        row.push(value.to_string());
-                    }
-                }
-                Some(num) => {
-                    let u = num.units(scale);
-                    let class = if b.is_some_and(|b| u < b) {
-                        Class::Bottom
-                    } else if t.is_some_and(|t| u >= t) {
-                        Class::Top
-                    } else {
-                        Class::Index(tiling.index(value, u, scale)?)
-                    };
-                    match class {
-                        Class::Bottom => {
-                            let b = b.unwrap_or_default();
-                            let label = format!("<{}", format_units(b, scale));
-                            for level in 1..=group_levels {
-                                registry.register(level, &label, &(1, 0))?;
-                                row.push(label.clone());
-                                ext.push((low_end.unwrap_or(b).min(b), b));
-                            }
-                        }
-                        Class::Top => {
-                            let t = t.unwrap_or_default();
-                            let label = format!(">={}", format_units(t, scale));
-                            for level in 1..=group_levels {
-                                registry.register(level, &label, &(2, 0))?;
-                                row.push(label.clone());
-                                ext.push((t, high_end.unwrap_or(t).max(t)));
-                            }
-                        }
-                        Class::Index(mut g) => {
-                            #[allow(clippy::needless_range_loop)] // `level` indexes two tables
-                            for level in 1..=group_levels {
-                                if level > 1 {
-                                    g = chain.group_of(level - 1, g);
-                                }
-                                // Rows are sorted, so neighbours mostly share groups.
-                                let cached = &mut last[level];
-                                if cached.as_ref().is_none_or(|c| c.0 != g) {
-                                    let (lo, hi, label) =
-                                        tiling.group(&chain, level - 1, g, b, t, scale)?;
-                                    registry.register(level, &label, &(3, g))?;
-                                    *cached = Some((g, lo, hi, label));
-                                }
-                                if let Some((_, lo, hi, label)) = cached {
-                                    row.push(label.clone());
-                                    ext.push((*lo, *hi));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            row.push("*".to_string());
-            rows.push(row);
-            extents.push(ext);
-        }
-
-        // Shares: width / range of everything covered.
-        let range = extent_range(&extents);
-        let shares = extents
-            .iter()
-            .map(|ext| {
-                // An empty extent is a missing value.
-                let widths = (!ext.is_empty())
-                    .then(|| ext.iter().map(|&(lo, hi)| (hi - lo) as f64).collect());
-                extent_shares(widths, group_levels, n, range)
-            })
-            .collect();
-        Ok((rows, shares))
+        Ok(parsed)
     }
 
     /// All numbers of the specification (for the common scale).
@@ -328,76 +282,179 @@ impl IntervalSpec {
                     width: w.units(scale),
                 })
             }
-            (None, false) => {
-                if self.start.is_some() {
-                    return Err(invalid(
-                        "start",
-                        "\"start\" only applies to regular intervals (\"width\"); explicit intervals start at their \"from\"",
-                    ));
-                }
-                let mut list: Vec<(usize, &IntervalDef)> =
-                    self.intervals.iter().enumerate().collect();
-                for &(i, d) in &list {
-                    if d.from >= d.to {
-                        return Err(invalid(
-                            &format!("intervals[{i}]"),
-                            format!(
-                                "interval [{}, {}[ is empty: expected \"from\" < \"to\"",
-                                d.from, d.to
-                            ),
-                        ));
-                    }
-                    if d.label.as_deref().is_some_and(|l| l.trim().is_empty()) {
-                        return Err(invalid(
-                            &format!("intervals[{i}].label"),
-                            "the label is empty: expected a non-empty text or no label",
-                        ));
-                    }
-                }
-                list.sort_by(|a, b| a.1.from.cmp(&b.1.from).then(a.0.cmp(&b.0)));
-                for pair in list.windows(2) {
-                    let ((i, a), (j, b)) = (pair[0], pair[1]);
-                    if a.to > b.from {
-                        return Err(invalid(
-                            &format!("intervals[{j}]"),
-                            format!(
-                                "interval [{}, {}[ overlaps intervals[{i}] [{}, {}[: expected intervals that do not overlap",
-                                b.from, b.to, a.from, a.to
-                            ),
-                        ));
-                    }
-                    if a.to < b.from {
-                        return Err(invalid(
-                            &format!("intervals[{j}]"),
-                            format!(
-                                "gap between intervals[{i}] [{}, {}[ and intervals[{j}] [{}, {}[: values from {} to {} would not be covered; expected each interval to start where the previous one ends",
-                                a.from, a.to, b.from, b.to, a.to, b.from
-                            ),
-                        ));
-                    }
-                }
-                let mut seen = std::collections::HashMap::new();
-                for &(i, d) in &list {
-                    if let Some(l) = &d.label
-                        && let Some(prev) = seen.insert(l.clone(), i)
-                    {
-                        return Err(invalid(
-                            &format!("intervals[{i}].label"),
-                            format!(
-                                "label '{l}' is also used by intervals[{prev}]: expected distinct labels"
-                            ),
-                        ));
-                    }
-                }
-                Ok(Tiling::Explicit {
-                    bounds: list
-                        .iter()
-                        .map(|(_, d)| (d.from.units(scale), d.to.units(scale)))
-                        .collect(),
-                    labels: list.iter().map(|(_, d)| d.label.clone()).collect(),
-                })
+            (None, false) => self.explicit_tiling(scale),
+        }
+    }
+
+    /// The explicit `intervals` in units, sorted by their lower bound: checked by
+    /// [`Self::sorted_intervals`], and their labels distinct.
+    fn explicit_tiling(&self, scale: u32) -> Result<Tiling> {
+        if self.start.is_some() {
+            return Err(invalid(
+                "start",
+                "\"start\" only applies to regular intervals (\"width\"); explicit intervals start at their \"from\"",
+            ));
+        }
+        let list = self.sorted_intervals()?;
+        let mut seen = std::collections::HashMap::new();
+        for &(i, d) in &list {
+            if let Some(l) = &d.label
+                && let Some(prev) = seen.insert(l.clone(), i)
+            {
+                return Err(invalid(
+                    &format!("intervals[{i}].label"),
+                    format!(
+                        "label '{l}' is also used by intervals[{prev}]: expected distinct labels"
+                    ),
+                ));
             }
         }
+        Ok(Tiling::Explicit {
+            bounds: list
+                .iter()
+                .map(|(_, d)| (d.from.units(scale), d.to.units(scale)))
+                .collect(),
+            labels: list.iter().map(|(_, d)| d.label.clone()).collect(),
+        })
+    }
+
+    /// The explicit intervals with their positions in the specification, each checked to be
+    /// non-empty with a non-blank label (if any), sorted by lower bound and checked to follow
+    /// each other without overlap or gap.
+    fn sorted_intervals(&self) -> Result<Vec<(usize, &IntervalDef)>> {
+        let mut list: Vec<(usize, &IntervalDef)> = self.intervals.iter().enumerate().collect();
+        for &(i, d) in &list {
+            if d.from >= d.to {
+                return Err(invalid(
+                    &format!("intervals[{i}]"),
+                    format!(
+                        "interval [{}, {}[ is empty: expected \"from\" < \"to\"",
+                        d.from, d.to
+                    ),
+                ));
+            }
+            if d.label.as_deref().is_some_and(|l| l.trim().is_empty()) {
+                return Err(invalid(
+                    &format!("intervals[{i}].label"),
+                    "the label is empty: expected a non-empty text or no label",
+                ));
+            }
+        }
+        list.sort_by(|a, b| a.1.from.cmp(&b.1.from).then(a.0.cmp(&b.0)));
+        for pair in list.windows(2) {
+            let ((i, a), (j, b)) = (pair[0], pair[1]);
+            if a.to > b.from {
+                return Err(invalid(
+                    &format!("intervals[{j}]"),
+                    format!(
+                        "interval [{}, {}[ overlaps intervals[{i}] [{}, {}[: expected intervals that do not overlap",
+                        b.from, b.to, a.from, a.to
+                    ),
+                ));
+            }
+            if a.to < b.from {
+                return Err(invalid(
+                    &format!("intervals[{j}]"),
+                    format!(
+                        "gap between intervals[{i}] [{}, {}[ and intervals[{j}] [{}, {}[: values from {} to {} would not be covered; expected each interval to start where the previous one ends",
+                        a.from, a.to, b.from, b.to, a.to, b.from
+                    ),
+                ));
+            }
+        }
+        Ok(list)
+    }
+}
+
+/// Labels the levels of one sorted value after another (the state of [`IntervalSpec::rows`]):
+/// registers each label and caches the last group of each level, since sorted neighbours
+/// mostly share groups.
+struct IntervalLabeller<'a> {
+    chain: LevelChain<'a>,
+    tiling: Tiling,
+    scale: u32,
+    /// Levels between the values and `*` (intervals + merged levels).
+    group_levels: usize,
+    /// Bottom and top coding in units.
+    b: Option<i128>,
+    t: Option<i128>,
+    /// Where bottom- and top-coded groups reach (`min`/`max`, or the data's extremes).
+    low_end: Option<i128>,
+    high_end: Option<i128>,
+    registry: LabelRegistry<(u8, i128)>,
+    /// Per level: the last group seen, its bounds and label.
+    last: Vec<Option<(i128, i128, i128, String)>>,
+}
+
+impl IntervalLabeller<'_> {
+    /// Appends the labels of levels 1..=`group_levels` of `value` (at position `i`; `num` is
+    /// `None` for a missing-value marker) to `row` and their extents to `ext` (none for a
+    /// missing value).
+    fn label(
+        &mut self,
+        value: &str,
+        i: usize,
+        num: Option<Number>,
+        row: &mut Vec<String>,
+        ext: &mut Vec<(i128, i128)>,
+    ) -> Result<()> {
+        let (b, t, scale) = (self.b, self.t, self.scale);
+        let Some(num) = num else {
+            for level in 1..=self.group_levels {
+                self.registry.register(level, value, &(0, i as i128))?;
+                row.push(value.to_string());
+            }
+            return Ok(());
+        };
+        let u = num.units(scale);
+        let class = if b.is_some_and(|b| u < b) {
+            Class::Bottom
+        } else if t.is_some_and(|t| u >= t) {
+            Class::Top
+        } else {
+            Class::Index(self.tiling.index(value, u, scale)?)
+        };
+        match class {
+            Class::Bottom => {
+                let b = b.unwrap_or_default();
+                let label = format!("<{}", format_units(b, scale));
+                for level in 1..=self.group_levels {
+                    self.registry.register(level, &label, &(1, 0))?;
+                    row.push(label.clone());
+                    ext.push((self.low_end.unwrap_or(b).min(b), b));
+                }
+            }
+            Class::Top => {
+                let t = t.unwrap_or_default();
+                let label = format!(">={}", format_units(t, scale));
+                for level in 1..=self.group_levels {
+                    self.registry.register(level, &label, &(2, 0))?;
+                    row.push(label.clone());
+                    ext.push((t, self.high_end.unwrap_or(t).max(t)));
+                }
+            }
+            Class::Index(mut g) => {
+                #[allow(clippy::needless_range_loop)] // `level` indexes two tables
+                for level in 1..=self.group_levels {
+                    if level > 1 {
+                        g = self.chain.group_of(level - 1, g);
+                    }
+                    // Rows are sorted, so neighbours mostly share groups.
+                    let cached = &mut self.last[level];
+                    if cached.as_ref().is_none_or(|c| c.0 != g) {
+                        let (lo, hi, label) =
+                            self.tiling.group(&self.chain, level - 1, g, b, t, scale)?;
+                        self.registry.register(level, &label, &(3, g))?;
+                        *cached = Some((g, lo, hi, label));
+                    }
+                    if let Some((_, lo, hi, label)) = cached {
+                        row.push(label.clone());
+                        ext.push((*lo, *hi));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

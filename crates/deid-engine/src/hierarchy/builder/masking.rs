@@ -115,17 +115,7 @@ impl MaskingSpec {
                 ),
             ));
         }
-        let padded: Vec<Vec<char>> = sorted
-            .iter()
-            .map(|v| {
-                let chars: Vec<char> = v.chars().collect();
-                let pad = std::iter::repeat_n(self.pad_char, len - chars.len());
-                match self.pad_side {
-                    Side::Right => chars.iter().copied().chain(pad).collect(),
-                    Side::Left => pad.chain(chars.iter().copied()).collect(),
-                }
-            })
-            .collect();
+        let padded: Vec<Vec<char>> = sorted.iter().map(|v| self.pad(v, len)).collect();
         let n = sorted.len() as u64;
         let domain = match self.domain_size {
             Some(d) if d < n => {
@@ -157,17 +147,7 @@ impl MaskingSpec {
             let mut row = Vec::with_capacity(len + 1);
             row.push(value.to_string());
             for j in 1..=len {
-                let masked: String = match self.redact_from {
-                    Side::Right => chars[..len - j]
-                        .iter()
-                        .copied()
-                        .chain(std::iter::repeat_n(self.redaction_char, j))
-                        .collect(),
-                    Side::Left => std::iter::repeat_n(self.redaction_char, j)
-                        .chain(chars[j..].iter().copied())
-                        .collect(),
-                };
-                row.push(masked);
+                row.push(self.mask(chars, j));
             }
             let mut share = level_share.clone();
             clamp_shares(&mut share);
@@ -175,6 +155,32 @@ impl MaskingSpec {
             shares.push(share);
         }
         Ok((rows, shares))
+    }
+
+    /// `value` padded with `pad_char` on `pad_side` to `len` characters.
+    fn pad(&self, value: &str, len: usize) -> Vec<char> {
+        let chars: Vec<char> = value.chars().collect();
+        let pad = std::iter::repeat_n(self.pad_char, len - chars.len());
+        match self.pad_side {
+            Side::Right => chars.iter().copied().chain(pad).collect(),
+            Side::Left => pad.chain(chars.iter().copied()).collect(),
+        }
+    }
+
+    /// A padded value with its last (`redact_from` right) or first (left) `j` characters
+    /// replaced by `redaction_char`.
+    fn mask(&self, chars: &[char], j: usize) -> String {
+        let len = chars.len();
+        match self.redact_from {
+            Side::Right => chars[..len - j]
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(self.redaction_char, j))
+                .collect(),
+            Side::Left => std::iter::repeat_n(self.redaction_char, j)
+                .chain(chars[j..].iter().copied())
+                .collect(),
+        }
     }
 }
 

@@ -112,7 +112,47 @@ impl OrderSpec {
     /// Builds rows and shares for distinct `values`.
     pub(crate) fn rows(&self, values: &[&str], cancel: &CancelFlag) -> Result<Rows> {
         self.check()?;
-        let domain: Vec<&str> = match &self.values {
+        let domain = self.domain(values)?;
+
+        let n = domain.len();
+        let height = self.levels.len() + 2;
+        let mut registry: LabelRegistry<i128> = LabelRegistry::new(height);
+        let mut rows = Vec::with_capacity(n);
+        let mut shares = Vec::with_capacity(n);
+        let chain = LevelChain::new(&self.levels);
+        for (pos, value) in domain.iter().enumerate() {
+            check_cancel(cancel)?;
+            let mut row = Vec::with_capacity(height);
+            let mut share = Vec::with_capacity(height);
+            row.push(value.to_string());
+            share.push(1.0 / n as f64);
+            let mut g = pos as i128;
+            for level in 1..=self.levels.len() {
+                g = chain.group_of(level, g);
+                let (first, last) = chain.leaf_range(level, g);
+                let (a, z) = (first.max(0) as usize, last.min(n as i128 - 1) as usize);
+                let label = match self.labels {
+                    OrderLabels::Range if a == z => domain[a].to_string(),
+                    OrderLabels::Range => format!("[{}, {}]", domain[a], domain[z]),
+                    OrderLabels::Set => format!("{{{}}}", domain[a..=z].join(", ")),
+                };
+                registry.register(level, &label, &g)?;
+                row.push(label);
+                share.push((z - a + 1) as f64 / n as f64);
+            }
+            row.push("*".to_string());
+            share.push(1.0);
+            clamp_shares(&mut share);
+            rows.push(row);
+            shares.push(share);
+        }
+        Ok((rows, shares))
+    }
+
+    /// The values in their order: the explicit `values` (which must list every value of the
+    /// column), else the column's values sorted by `order`.
+    fn domain<'v>(&'v self, values: &[&'v str]) -> Result<Vec<&'v str>> {
+        Ok(match &self.values {
             Some(list) => {
                 let seen: HashSet<&str> = list.iter().map(String::as_str).collect();
                 let mut absent: Vec<&str> = values
@@ -165,41 +205,7 @@ impl OrderSpec {
                 }
                 sorted
             }
-        };
-
-        let n = domain.len();
-        let height = self.levels.len() + 2;
-        let mut registry: LabelRegistry<i128> = LabelRegistry::new(height);
-        let mut rows = Vec::with_capacity(n);
-        let mut shares = Vec::with_capacity(n);
-        let chain = LevelChain::new(&self.levels);
-        for (pos, value) in domain.iter().enumerate() {
-            check_cancel(cancel)?;
-            let mut row = Vec::with_capacity(height);
-            let mut share = Vec::with_capacity(height);
-            row.push(value.to_string());
-            share.push(1.0 / n as f64);
-            let mut g = pos as i128;
-            for level in 1..=self.levels.len() {
-                g = chain.group_of(level, g);
-                let (first, last) = chain.leaf_range(level, g);
-                let (a, z) = (first.max(0) as usize, last.min(n as i128 - 1) as usize);
-                let label = match self.labels {
-                    OrderLabels::Range if a == z => domain[a].to_string(),
-                    OrderLabels::Range => format!("[{}, {}]", domain[a], domain[z]),
-                    OrderLabels::Set => format!("{{{}}}", domain[a..=z].join(", ")),
-                };
-                registry.register(level, &label, &g)?;
-                row.push(label);
-                share.push((z - a + 1) as f64 / n as f64);
-            }
-            row.push("*".to_string());
-            share.push(1.0);
-            clamp_shares(&mut share);
-            rows.push(row);
-            shares.push(share);
-        }
-        Ok((rows, shares))
+        })
     }
 }
 
