@@ -378,7 +378,7 @@ async fn job_error_bodies() {
 
     // Risk analyses at once beyond the one slot (--max-risk-requests 1): of several sent
     // together, all but the one that got the slot are refused (sent again if none was).
-    let busy = app.upload(slow_risk_csv(19_000), "name=slow").await;
+    let busy = app.upload(slow_risk_csv(), "name=slow").await;
     let busy = format!("/v1/datasets/{}/risk", busy["id"].as_str().unwrap());
     let request = slow_risk_request();
     let mut refused = None;
