@@ -503,6 +503,12 @@ class JobSpec:
     """The dataset's count column (a frequency table; taken from the dataset, may be repeated)."""
     subset_count_column: str | None = None
     """The research subset of a frequency table: how many of each row's records are released."""
+    neutralize_formulas: bool | None = None
+    """Neutralize spreadsheet formulas in ``result.csv`` (cells starting with ``=``, ``+``,
+    ``-``, ``@``, tab or carriage return get a leading ``'``)."""
+    qi_combinations: Literal["auto", "all"] | None = None
+    """``"task": "risk"``: distinction and separation of every combination of the
+    quasi-identifiers (``"all"``) or only while cheap (``"auto"``, the default)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further properties sent as they are (for service features newer than this client)."""
 

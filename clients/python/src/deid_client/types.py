@@ -79,6 +79,8 @@ ErrorCode = Literal[
     "hierarchy_missing_values",
     "no_solution",
     "not_anonymous",
+    "output_too_large",
+    "too_many_requests",
     "queue_full",
     "internal_error",
     "storage_error",
@@ -188,14 +190,14 @@ class Dataset:
     header: bool
     size_bytes: int
     rows: int
+    records: int
+    """Records: the sum of a frequency table's counts, else the rows."""
     columns: list[Column]
     hierarchies: dict[str, int]
     created_at: datetime
     hierarchy_kinds: dict[str, Literal["csv", "builder"]] = field(default_factory=dict)
     count_column: str | None = None
     """A frequency table's count column (given at upload)."""
-    records: int | None = None
-    """Records: the sum of a frequency table's counts, else the rows."""
     raw: dict[str, Any] = _raw()
 
     def column(self, name: str) -> Column:
@@ -462,6 +464,8 @@ class LocalReport:
     SCHEMA: ClassVar[str] = "Report.local"
     iterations: int | None = None
     gs_factor: float | None = None
+    starts_global: bool | None = None
+    """Whether the result is the global search's (step 0), which suppressed fewer records."""
     attempts: int | None = None
     suppressed_rows: int | None = None
     steps: list[LocalStep] = field(default_factory=list)
