@@ -10,7 +10,8 @@ fn tmp_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn deid(args: &[&str], cwd: &Path) -> (i32, String, String) {
+/// Runs the `deid` binary in `cwd`: (exit code, stdout, stderr).
+pub(crate) fn deid(args: &[&str], cwd: &Path) -> (i32, String, String) {
     deid_with_env(args, &[], cwd)
 }
 

@@ -3,8 +3,6 @@
 //! counts and fields that do not fit a frequency table are refused naming the field and row.
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -248,19 +246,6 @@ both_databases!(
     bad_counts_and_fields_postgres
 );
 
-fn deid(args: &[&str], cwd: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_deid"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// `deid anonymize --count-column`: the output is a frequency table whose records are those of
 /// the expanded input's output; `deid risk --count-column` gives the expansion's risks; bad
 /// counts name the column, the row and the value.
@@ -301,7 +286,7 @@ fn the_command_line_reads_and_writes_frequency_tables() {
             out,
         ];
         args.extend_from_slice(extra);
-        deid(&args, &dir)
+        crate::cli::deid(&args, &dir)
     };
     let (code, freq_report, stderr) =
         anonymize("freq.csv", "freq-out.csv", &["--count-column", "n"]);
@@ -335,7 +320,7 @@ fn the_command_line_reads_and_writes_frequency_tables() {
     let risk = |input: &str, extra: &[&str]| {
         let mut args = vec!["risk", "--input", input, "--quasi-identifiers", "age"];
         args.extend_from_slice(extra);
-        deid(&args, &dir)
+        crate::cli::deid(&args, &dir)
     };
     let (code, f, stderr) = risk("freq.csv", &["--count-column", "n"]);
     assert_eq!(code, 0, "{stderr}");

@@ -251,46 +251,43 @@ fn validate_generalizing(
     Ok(Some(search.time_limit))
 }
 
+/// `Err` naming `field` with `message` when a field that `spec`'s task does not take is given.
+fn refuse(given: bool, field: &str, message: impl FnOnce() -> String) -> Result<(), SpecError> {
+    if given {
+        Err(SpecError::new(field, message()))
+    } else {
+        Ok(())
+    }
+}
+
 /// `levels` is only used by `"task": "evaluate"`.
 fn refuse_levels(spec: &JobSpec) -> Result<(), SpecError> {
-    match spec.levels {
-        Some(_) => Err(SpecError::new(
-            "levels",
-            format!(
-                "a given transformation is only used by \"task\": \"evaluate\", not by \"{}\"",
-                spec.task().as_str()
-            ),
-        )),
-        None => Ok(()),
-    }
+    refuse(spec.levels.is_some(), "levels", || {
+        format!(
+            "a given transformation is only used by \"task\": \"evaluate\", not by \"{}\"",
+            spec.task().as_str()
+        )
+    })
 }
 
 /// `qi_combinations` chooses what a risk analysis reports: only `"task": "risk"` takes it.
 fn refuse_qi_combinations(spec: &JobSpec) -> Result<(), SpecError> {
-    match spec.qi_combinations {
-        Some(_) => Err(SpecError::new(
-            "qi_combinations",
-            format!(
-                "the combinations of a risk analysis are chosen by \"task\": \"risk\", not by \"{}\"",
-                spec.task().as_str()
-            ),
-        )),
-        None => Ok(()),
-    }
+    refuse(spec.qi_combinations.is_some(), "qi_combinations", || {
+        format!(
+            "the combinations of a risk analysis are chosen by \"task\": \"risk\", not by \"{}\"",
+            spec.task().as_str()
+        )
+    })
 }
 
 /// Local generalization is a search: only `"task": "anonymize"` has one.
 fn refuse_local(spec: &JobSpec) -> Result<(), SpecError> {
-    match spec.local {
-        Some(_) => Err(SpecError::new(
-            "local",
-            format!(
-                "local generalization is a search; \"task\": \"{}\" has none",
-                spec.task().as_str()
-            ),
-        )),
-        None => Ok(()),
-    }
+    refuse(spec.local.is_some(), "local", || {
+        format!(
+            "local generalization is a search; \"task\": \"{}\" has none",
+            spec.task().as_str()
+        )
+    })
 }
 
 /// Writes the CSV of `recoding` to `out`, after measuring it against `run.max_output_bytes`.
