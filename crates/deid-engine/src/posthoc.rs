@@ -128,8 +128,7 @@ impl Sums {
             self.suppressed += records as usize;
         }
         let mut product = 1.0f64;
-        for i in 0..q {
-            let h = &hierarchies[i];
+        for (i, h) in hierarchies.iter().enumerate() {
             let top = (h.height() - 1) as f64;
             let label = match recoded {
                 Some((levels, codes)) => {
@@ -345,8 +344,7 @@ impl ColumnMeasures {
             intensity: Vec::with_capacity(q),
             entropy: Vec::with_capacity(q),
         };
-        for i in 0..q {
-            let h = &hierarchies[i];
+        for (i, h) in hierarchies.iter().enumerate() {
             let granularity = sums.share_sum[i] / n;
             measures
                 .granularity
