@@ -147,7 +147,7 @@ pub fn verify(released: &Released, input: Option<&Problem>) -> Result<VerifyRepo
     })
 }
 
-/// The rule of `model`. Long because it is one match arm per privacy model.
+/// The rule of `model`: one match arm per privacy model.
 fn rule(model: &PrivacyModel, released: &Released, facts: Option<&Facts<'_>>) -> Rule {
     let slot = model
         .attribute()
@@ -201,26 +201,9 @@ fn rule(model: &PrivacyModel, released: &Released, facts: Option<&Facts<'_>>) ->
         PrivacyModel::SampleUniqueness { threshold } => {
             Rule::Sample(PreparedSampleModel::sample_uniqueness(*threshold))
         }
-        PrivacyModel::PopulationUniqueness {
-            threshold,
-            estimator,
-        } => match facts.and_then(|f| f.problem.population()) {
-            Some(n) => Rule::Sample(PreparedSampleModel::population_uniqueness(
-                *threshold, *estimator, n,
-            )),
-            None => Rule::Fails("the job has no population model".into()),
-        },
-        PrivacyModel::KMap {
-            k,
-            alpha,
-            estimator,
-        } => match facts.and_then(|f| f.problem.population().map(|p| (f, p))) {
-            Some((f, population)) => {
-                let n = f.problem.rows() as u64;
-                Rule::MinSize(u64::from(k_prime(*k, *alpha, *estimator, n, population).k))
-            }
-            None => Rule::Fails("the job has no population model".into()),
-        },
+        PrivacyModel::PopulationUniqueness { .. } | PrivacyModel::KMap { .. } => {
+            population_rule(model, facts)
+        }
         PrivacyModel::KMapSubset { k } => Rule::Presence(PresenceModel::KMap { k: *k }),
         PrivacyModel::DeltaPresence {
             delta_min,
@@ -229,6 +212,31 @@ fn rule(model: &PrivacyModel, released: &Released, facts: Option<&Facts<'_>>) ->
             min: *delta_min,
             max: *delta_max,
         }),
+    }
+}
+
+/// Population uniqueness and estimated k-map: they need the job's population model (and the
+/// input's released records for k′).
+fn population_rule(model: &PrivacyModel, facts: Option<&Facts<'_>>) -> Rule {
+    let Some((f, population)) = facts.and_then(|f| f.problem.population().map(|p| (f, p))) else {
+        return Rule::Fails("the job has no population model".into());
+    };
+    match model {
+        PrivacyModel::PopulationUniqueness {
+            threshold,
+            estimator,
+        } => Rule::Sample(PreparedSampleModel::population_uniqueness(
+            *threshold, *estimator, population,
+        )),
+        PrivacyModel::KMap {
+            k,
+            alpha,
+            estimator,
+        } => {
+            let n = f.problem.rows() as u64;
+            Rule::MinSize(u64::from(k_prime(*k, *alpha, *estimator, n, population).k))
+        }
+        other => Rule::Fails(format!("{} needs no population", other.name())),
     }
 }
 
