@@ -143,7 +143,7 @@ struct InputSource {
 impl InputSource {
     fn table(self) -> std::result::Result<Table, VerifyError> {
         let Some(dataset) = self.dataset else {
-            return Err(VerifyError::Input(
+            return Err(VerifyError::NoInput(
                 "the job's dataset was deleted; its privacy models need it to be verified".into(),
             ));
         };
@@ -172,9 +172,7 @@ fn api_error(e: VerifyError) -> ApiError {
     match e {
         VerifyError::Spec(e) => e.into(),
         VerifyError::Released(e) => released_error(e),
-        VerifyError::Input(message) if message.contains("deleted") => {
-            ApiError::new(ErrorCode::DatasetNotFound, message)
-        }
+        VerifyError::NoInput(message) => ApiError::new(ErrorCode::DatasetNotFound, message),
         VerifyError::Input(message) => ApiError::new(ErrorCode::DatasetUnreadable, message),
         VerifyError::Cancelled => {
             ApiError::new(ErrorCode::RequestTimeout, "the request was abandoned")

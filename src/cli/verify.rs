@@ -51,7 +51,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         Some(path) => {
             read_table(path, spec.delimiter).map_err(|e| VerifyError::Input(e.to_string()))
         }
-        None => Err(VerifyError::Input(
+        None => Err(VerifyError::NoInput(
             "these privacy models need the job's input: give --input FILE or \"input\" in the \
              configuration"
                 .into(),

@@ -33,6 +33,8 @@ pub enum VerifyError {
     Spec(SpecError),
     /// The released data cannot be read: bad CSV, a missing column, a bad count.
     Released(EngineError),
+    /// The job's input is not available (no input file given, the dataset deleted).
+    NoInput(String),
     /// The job's input cannot be read.
     Input(String),
     /// The work was cancelled.
@@ -50,7 +52,7 @@ impl std::fmt::Display for VerifyError {
         match self {
             VerifyError::Spec(e) => write!(f, "{}: {}", e.field, e.message),
             VerifyError::Released(e) => write!(f, "{e}"),
-            VerifyError::Input(message) => f.write_str(message),
+            VerifyError::NoInput(message) | VerifyError::Input(message) => f.write_str(message),
             VerifyError::Cancelled => f.write_str("the verification was cancelled"),
         }
     }

@@ -181,7 +181,7 @@ impl Released {
         let mut key = vec![0u32; columns.qi.len()];
         while let Some(record) = scanner.next_record()? {
             released.rows += 1;
-            if released.rows % 65_536 == 0 && cancel.is_cancelled() {
+            if released.rows.is_multiple_of(65_536) && cancel.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
             let cells: Vec<&str> = record.iter().collect();

@@ -77,7 +77,7 @@ fn config(p: &Problem, options: &OutputOptions) -> VerifyConfig {
             .map(|s| s.column.clone())
             .collect(),
         models: p.config().privacy.clone(),
-        suppressed: options.suppressed.clone(),
+        suppressed: options.suppressed,
         marker: options.marker.clone(),
         count_column: p.config().count_column.clone(),
         show_values: false,
@@ -107,7 +107,7 @@ fn passes_in_every_mode(p: &Problem) {
         SuppressedRecords::Remove,
         SuppressedRecords::KeepSensitive,
     ] {
-        let options = mode(suppressed.clone());
+        let options = mode(suppressed);
         let report = check(config(p, &options), &output(p, &eval, &options), p);
         let what = format!("{:?} {suppressed:?}: {report:?}", p.config().privacy);
         let published: u64 = report.class_sizes.iter().map(|b| b.records).sum();
@@ -202,7 +202,7 @@ fn tampered_outputs_fail_naming_the_model_and_the_classes() {
     );
     let options = OutputOptions::default();
     let csv = output(&p, &eval, &options);
-    let mut rows: Vec<Vec<String>> = csv.lines().map(|l| split(l)).collect();
+    let mut rows: Vec<Vec<String>> = csv.lines().map(split).collect();
     let header = rows[0].clone();
     let qi: Vec<usize> = (p.quasi_identifiers().iter())
         .map(|q| header.iter().position(|h| *h == q.column).unwrap())
