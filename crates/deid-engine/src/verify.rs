@@ -372,3 +372,58 @@ pub fn size_histogram(sizes: impl IntoIterator<Item = u64>) -> Vec<SizeBucket> {
 mod models;
 
 pub use models::verify;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_histogram_has_dlps_buckets() {
+        let h = size_histogram([1, 1, 2, 10, 11, 100, 101, 5_000, 2_000_000]);
+        let got: Vec<(u64, Option<u64>, u64, u64)> = h
+            .iter()
+            .map(|b| (b.min_size, b.max_size, b.classes, b.records))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, Some(1), 2, 2),
+                (2, Some(2), 1, 2),
+                (10, Some(10), 1, 10),
+                (11, Some(100), 2, 111),
+                (101, Some(1_000), 1, 101),
+                (1_001, Some(10_000), 1, 5_000),
+                (1_000_001, None, 1, 2_000_000),
+            ]
+        );
+    }
+
+    #[test]
+    fn suppressed_rows_follow_the_mode() {
+        let config = |suppressed| VerifyConfig {
+            quasi_identifiers: vec!["q".into()],
+            sensitive: vec!["s".into()],
+            models: vec![PrivacyModel::KAnonymity { k: 2 }],
+            suppressed,
+            marker: "*".into(),
+            count_column: None,
+            show_values: false,
+        };
+        let text = "q,s\n*,*\n*,x\na,y\na,z\n";
+        let read =
+            |mode| Released::read(config(mode), text.as_bytes(), b',', &CancelFlag::new()).unwrap();
+        // mask: only the fully masked row is suppressed; `*,x` is a published class of one.
+        let mask = read(SuppressedRecords::Mask);
+        assert_eq!((mask.block.records, mask.classes.len()), (1, 2));
+        let keep = read(SuppressedRecords::KeepSensitive);
+        assert_eq!((keep.block.records, keep.classes.len()), (2, 1));
+        let remove = read(SuppressedRecords::Remove);
+        assert_eq!((remove.block.records, remove.classes.len()), (0, 2));
+        let report = verify(&mask, None).unwrap();
+        assert!(!report.passed);
+        assert_eq!(report.models[0].violating_classes, 1);
+        // keep_sensitive: the block of two (values x and *) is checked as one more class.
+        let report = verify(&keep, None).unwrap();
+        assert!(report.passed, "{report:?}");
+    }
+}
