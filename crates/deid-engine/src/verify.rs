@@ -23,8 +23,9 @@ use serde::Serialize;
 
 use crate::cancel::CancelFlag;
 use crate::data::frequency::parse_count;
-use crate::data::{CsvOptions, CsvScanner};
+use crate::data::{CsvOptions, CsvScanner, Record};
 use crate::error::{EngineError, Result};
+use crate::hash::BuildCodeHasher;
 use crate::output::SuppressedRecords;
 use crate::privacy::PrivacyModel;
 
@@ -75,7 +76,7 @@ impl VerifyConfig {
 /// Texts ↔ ids of one column.
 #[derive(Debug, Default)]
 struct Interner {
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, BuildCodeHasher>,
     texts: Vec<String>,
 }
 
@@ -91,11 +92,12 @@ impl Interner {
     }
 }
 
-/// One class as a reader sees it: its records and, per sensitive column, value id → records.
+/// One class as a reader sees it: its records and, per sensitive column, (value id, records)
+/// (few per class: searched linearly, small in memory).
 #[derive(Debug, Default, Clone)]
 struct Class {
     records: u64,
-    values: Vec<HashMap<u32, u64>>,
+    values: Vec<Vec<(u32, u64)>>,
 }
 
 /// The positions of the configured columns in the released data's header.
@@ -141,7 +143,7 @@ pub struct Released {
     config: VerifyConfig,
     labels: Vec<Interner>,
     values: Vec<Interner>,
-    index: HashMap<Box<[u32]>, u32>,
+    index: HashMap<Box<[u32]>, u32, BuildCodeHasher>,
     keys: Vec<Box<[u32]>>,
     classes: Vec<Class>,
     /// The suppressed block (every quasi-identifier the marker; in `mask` mode every sensitive
@@ -173,37 +175,44 @@ impl Released {
                 .collect(),
             block: Class::new(columns.sensitive.len()),
             config,
-            index: HashMap::new(),
+            index: HashMap::default(),
             keys: Vec::new(),
             classes: Vec::new(),
             rows: 0,
         };
         let mut key = vec![0u32; columns.qi.len()];
+        let mut values = vec![0u32; columns.sensitive.len()];
         while let Some(record) = scanner.next_record()? {
             released.rows += 1;
             if released.rows.is_multiple_of(65_536) && cancel.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let cells: Vec<&str> = record.iter().collect();
-            released.add(&columns, &cells, &mut key)?;
+            released.add(&columns, &record, &mut key, &mut values)?;
         }
         Ok(released)
     }
 
     /// Adds one released row (its cells) to its class or to the suppressed block.
-    fn add(&mut self, columns: &Columns, cells: &[&str], key: &mut [u32]) -> Result<()> {
+    fn add(
+        &mut self,
+        columns: &Columns,
+        record: &Record<'_>,
+        key: &mut [u32],
+        values: &mut [u32],
+    ) -> Result<()> {
+        let cell = |c: usize| record.get(c).unwrap_or_default();
         let records = match columns.count {
             None => 1,
-            Some(c) => match parse_count(cells[c]) {
+            Some(c) => match parse_count(cell(c)) {
                 Some(n) => u64::from(n),
-                None => return Err(bad_count(&self.config, cells[c], self.rows)),
+                None => return Err(bad_count(&self.config, cell(c), self.rows)),
             },
         };
         if records == 0 {
             return Ok(());
         }
         let marker = self.config.marker.as_str();
-        let masked = |cols: &[usize]| cols.iter().all(|&c| cells[c] == marker);
+        let masked = |cols: &[usize]| cols.iter().all(|&c| cell(c) == marker);
         let suppressed = !columns.qi.is_empty()
             && masked(&columns.qi)
             && match self.config.suppressed {
@@ -211,14 +220,18 @@ impl Released {
                 SuppressedRecords::KeepSensitive => true,
                 SuppressedRecords::Remove => false,
             };
-        let values: Vec<u32> = (columns.sensitive.iter().zip(&mut self.values))
-            .map(|(&c, interner)| interner.id(cells[c]))
-            .collect();
+        for ((v, &c), interner) in values
+            .iter_mut()
+            .zip(&columns.sensitive)
+            .zip(&mut self.values)
+        {
+            *v = interner.id(cell(c));
+        }
         let class = if suppressed {
             &mut self.block
         } else {
             for ((k, &c), interner) in key.iter_mut().zip(&columns.qi).zip(&mut self.labels) {
-                *k = interner.id(cells[c]);
+                *k = interner.id(cell(c));
             }
             let next = self.classes.len() as u32;
             let id = *self.index.entry(Box::from(&*key)).or_insert(next);
@@ -228,7 +241,7 @@ impl Released {
             }
             &mut self.classes[id as usize]
         };
-        class.add(records, &values);
+        class.add(records, values);
         Ok(())
     }
 
@@ -255,14 +268,17 @@ impl Class {
     fn new(sensitive: usize) -> Class {
         Class {
             records: 0,
-            values: vec![HashMap::new(); sensitive],
+            values: vec![Vec::new(); sensitive],
         }
     }
 
     fn add(&mut self, records: u64, values: &[u32]) {
         self.records += records;
         for (hist, &v) in self.values.iter_mut().zip(values) {
-            *hist.entry(v).or_default() += records;
+            match hist.iter_mut().find(|(id, _)| *id == v) {
+                Some((_, n)) => *n += records,
+                None => hist.push((v, records)),
+            }
         }
     }
 }

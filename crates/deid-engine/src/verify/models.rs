@@ -267,7 +267,7 @@ fn histogram(
     codes: Option<&[Option<u32>]>,
 ) -> Option<(Vec<u32>, Vec<u32>)> {
     let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(class.values[slot].len());
-    for (&v, &f) in &class.values[slot] {
+    for &(v, f) in &class.values[slot] {
         let v = match codes {
             Some(codes) => codes[v as usize]?,
             None => v,
