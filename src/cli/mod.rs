@@ -17,6 +17,7 @@ pub mod bench_api;
 pub mod names;
 pub mod risk;
 pub mod synth;
+pub mod verify;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
 use crate::job::report::peak_memory_bytes;
@@ -64,6 +65,9 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Print the re-identification risks of a dataset as it is (JSON: the report's `risk`).
     Risk(risk::RiskArgs),
+    /// Re-check released data against every privacy model of a job, from scratch (JSON verdict;
+    /// exit status 5 when a model fails).
+    Verify(verify::VerifyArgs),
 }
 
 /// Flags of `deid hierarchy`.
@@ -257,6 +261,8 @@ pub mod exit {
     pub const NO_SOLUTION: i32 = 3;
     /// `deid evaluate`: the transformation does not satisfy the privacy models.
     pub const NOT_ANONYMOUS: i32 = 4;
+    /// `deid verify`: the released data violate a privacy model of the job.
+    pub const NOT_VERIFIED: i32 = 5;
 }
 
 /// An error that ends the process with a specific [`exit`] status.
@@ -290,6 +296,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
         Some(Command::Risk(args)) => risk::run(args),
+        Some(Command::Verify(args)) => verify::run(args),
     }
 }
 

@@ -99,6 +99,12 @@ async fn adult_as_a_frequency_table(kind: Db) {
     };
     let (want, want_csv) = run_job(&app, &spec(&plain)).await;
     let (got, got_csv) = run_job(&app, &spec(&freq)).await;
+    // The output, a frequency table, verifies with its count column.
+    let job = got["job_id"].as_str().unwrap();
+    let r = crate::verify::verify_released(&app, job, got_csv.clone(), "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["passed"], true, "{}", r.text);
+    assert_eq!(r.json()["released_records"], 30162, "{}", r.text);
     for field in [
         "transformation",
         "suppressed_rows",

@@ -20,6 +20,7 @@ mod queue;
 mod readme;
 mod tasks;
 mod tls;
+mod verify;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
 #[macro_export]

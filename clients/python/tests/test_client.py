@@ -488,6 +488,29 @@ def test_evaluate_and_risk_tasks(client: Client, adult: Dataset) -> None:
     assert e.value.field == "levels"
 
 
+def test_verify_job(client: Client, adult: Dataset, tmp_path: Path) -> None:
+    """The job's output passes; a row shown with its input values fails k-anonymity (a verdict,
+    not an error); released data without the job's columns are a ValidationError."""
+    job = client.wait(client.submit_job(adult_job(adult.id, time_limit="3s")), progress=False)
+    out = tmp_path / "out.csv"
+    client.download_result(job.id, out)
+    verdict = client.verify_job(job.id, out)
+    assert verdict.passed and verdict.released_records == 30162
+    assert [m.model for m in verdict.models] == ["k-anonymity(k=5)", "distinct-l-diversity(attribute=salary-class,l=2)"]
+    assert sum(b.records for b in verdict.class_sizes) + verdict.suppressed_records == 30162
+    rows = out.read_text().splitlines()
+    rows[1] = (ADULT / "adult.csv").read_text().splitlines()[1]
+    tampered = ("\n".join(rows) + "\n").encode()
+    failed = client.verify_job(job.id, tampered, show_values=True)
+    assert not failed.passed
+    k = failed.models[0]
+    assert not k.passed and k.violating_classes >= 1 and k.violations[0].values is not None
+    assert client.verify_job(job.id, tampered).models[0].violations[0].values is None
+    with pytest.raises(ValidationError) as e:
+        client.verify_job(job.id, b"sex;age\nMale;39\n")
+    assert e.value.code == "invalid_csv" and e.value.details["column"] == "education"
+
+
 def test_estimated_k_map(client: Client, adult: Dataset) -> None:
     from deid_client import KMap
 

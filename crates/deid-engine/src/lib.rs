@@ -21,7 +21,9 @@
 //! 8. [`mod@search`] (finds the best anonymous transformation), [`output`] (writes the
 //!    anonymized table) and [`risk`] (re-identification risks);
 //! 9. [`posthoc`] (quality measured on an output's records);
-//! 10. [`local`] (local generalization: a transformation per group of records).
+//! 10. [`local`] (local generalization: a transformation per group of records);
+//! 11. [`verify`] (released data re-checked against the privacy models from scratch, with a
+//!     grouping of its own).
 
 pub mod aggregate;
 pub mod calendar;
@@ -46,6 +48,7 @@ pub mod profile;
 pub mod quality;
 pub mod risk;
 pub mod search;
+pub mod verify;
 
 pub use check::{CheckResult, Checker, Evaluation};
 pub use config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};

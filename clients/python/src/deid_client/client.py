@@ -35,6 +35,7 @@ from .types import (
     Report,
     Evaluation,
     RiskAnalysis,
+    Verification,
     Status,
 )
 
@@ -392,6 +393,25 @@ class Client:
         """The report of a job with ``task="evaluate"`` (also kept when it failed with
         ``not_anonymous``: ``anonymous`` is then false and there is no CSV)."""
         return self._run(self._ops.get_evaluation(job_id))
+
+    def verify_job(
+        self,
+        job_id: str,
+        released: CsvSource,
+        *,
+        count_column: str | None = None,
+        show_values: bool | None = None,
+        delimiter: str | None = None,
+    ) -> Verification:
+        """Re-checks released data (a path, bytes, a file object or a DataFrame: the job's
+        result CSV or its frequency table, delimited as the job's dataset — ``delimiter`` is the
+        one a DataFrame is written with) against every privacy model of the job, from scratch.
+        ``passed`` is False when a model fails; ``count_column`` reads the data as a frequency
+        table (default: the job's count column); ``show_values`` lists the quasi-identifier
+        values of violating classes."""
+        return self._run(
+            self._ops.verify_job(job_id, released, count_column, show_values, delimiter, self._s.upload_timeout)
+        )
 
     def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
         """The result of a job with ``task="risk"`` (the shape of :meth:`analyse_risk`)."""

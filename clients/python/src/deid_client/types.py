@@ -558,6 +558,62 @@ class RiskAnalysis:
 
 
 @dataclass
+class SizeBucket:
+    """A bucket of the class-size histogram of a verification (``max_size`` None: unbounded)."""
+
+    SCHEMA: ClassVar[str] = "Verification.class_sizes[]"
+    min_size: int
+    max_size: int | None
+    classes: int
+    records: int
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Violation:
+    """A class violating a model: its size; ``values`` only when asked for with
+    ``show_values``; ``suppressed_block`` for the suppressed block of ``keep_sensitive``."""
+
+    SCHEMA: ClassVar[str] = "ModelVerdict.violations[]"
+    size: int
+    suppressed_block: bool
+    values: list[str] | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class ModelVerdict:
+    """The verdict of a verification on one privacy model."""
+
+    SCHEMA: ClassVar[str] = "ModelVerdict"
+    model: str
+    passed: bool
+    violating_classes: int
+    violating_records: int
+    violations: list[Violation]
+    measured: float | None = None
+    reason: str | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Verification:
+    """Released data re-checked against every privacy model of a job (``verify_job``);
+    ``passed`` is False when a model fails (a verdict, not an error)."""
+
+    SCHEMA: ClassVar[str] = "Verification"
+    passed: bool
+    released_rows: int
+    released_records: int
+    suppressed_records: int
+    classes: int
+    models: list[ModelVerdict]
+    class_sizes: list[SizeBucket]
+    removed_records: int | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
 class JobEvent:
     """One Server-Sent Event of ``GET /v1/jobs/{id}/events``.
 

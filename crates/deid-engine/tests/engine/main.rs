@@ -17,3 +17,4 @@ mod presence;
 mod properties;
 mod qi_risks;
 mod search_outputs;
+mod verify;
