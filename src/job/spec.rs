@@ -97,6 +97,10 @@ pub struct AttributeSpec {
     /// Highest generalization level a solution may use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_level: Option<u8>,
+    /// The level of the hierarchy the column's values are labels of (data already generalized
+    /// to a floor; default 0). Solutions use levels from it up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_level: Option<u8>,
     /// Weight in the quality model (default 0.5; only ratios matter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
@@ -114,6 +118,7 @@ impl AttributeSpec {
             hierarchy: None,
             min_level: None,
             max_level: None,
+            data_level: None,
             weight: None,
             microaggregation: None,
         }
@@ -934,6 +939,16 @@ impl JobSpec {
                 ));
             };
             let (lo, hi) = (lattice.min()[i], lattice.max()[i]);
+            let floor = problem.config().quasi_identifiers[i].data_level;
+            if level < floor {
+                return Err(SpecError::new(
+                    field,
+                    format!(
+                        "expected a level from {lo} to {hi}, got {level}: the data are given at \
+                         level {floor} (attributes.{column}.data_level)"
+                    ),
+                ));
+            }
             if level < lo || level > hi {
                 return Err(SpecError::new(
                     field,
@@ -1074,6 +1089,15 @@ impl JobSpec {
                     "min_level, max_level and weight apply to quasi-identifiers only",
                 ));
             }
+            if attr.data_level.is_some()
+                && (attr.kind != AttributeType::QuasiIdentifying || attr.microaggregation.is_some())
+            {
+                return Err(SpecError::new(
+                    format!("{field}.data_level"),
+                    "data_level applies to quasi-identifiers generalized with a hierarchy only \
+                     (not to microaggregated or other columns)",
+                ));
+            }
             if attr.microaggregation.is_some() && attr.kind != AttributeType::QuasiIdentifying {
                 return Err(SpecError::new(
                     format!("{field}.microaggregation"),
@@ -1102,6 +1126,7 @@ impl JobSpec {
                         hierarchy,
                         min_level: attr.min_level,
                         max_level: attr.max_level,
+                        data_level: attr.data_level.unwrap_or(0),
                         weight: attr.weight.unwrap_or(0.5),
                     });
                 }
