@@ -912,6 +912,46 @@ mod tests {
     }
 
     #[test]
+    fn data_at_a_floor_stand_for_their_representative_rows() {
+        // Leaves x, y under xy (2 of 5 rows), z, w, v under zwv (3 of 5); the data hold labels
+        // of level 1. Levels 0 and 1 are the labels themselves, level 2 the root.
+        let text = "x;xy;*\ny;xy;*\nz;zwv;*\nw;zwv;*\nv;zwv;*";
+        let h = Hierarchy::read_csv(text.as_bytes(), b';', "c").unwrap();
+        let col = column(&["zwv", "xy", "zwv"]);
+        let e = h.encode_at(&col, 1).unwrap();
+        assert_eq!((e.height(), e.domain_size), (3, 5));
+        assert_eq!((0..3).map(|l| e.distinct(l)).collect::<Vec<_>>(), [2, 2, 1]);
+        for level in [0, 1] {
+            assert_eq!(e.label(level, e.code(level, 0), &col), "zwv");
+            assert_eq!(e.label(level, e.code(level, 1), &col), "xy");
+            assert_eq!(e.share(level, e.code(level, 0)), 3.0 / 5.0);
+            assert_eq!(e.leaves(level, e.code(level, 1)), 2);
+        }
+        assert_eq!((e.code(2, 0), e.code(2, 1), e.share(2, 0)), (0, 0, 1.0));
+        assert_eq!(e.generalize(1, 2).get(e.code(1, 1)), 0);
+        // Leaves and labels of another level are no labels of level 1.
+        let err = h.encode_at(&column(&["xy", "x", "*"]), 1).unwrap_err();
+        assert_eq!(
+            err,
+            EngineError::HierarchyMissingLabels {
+                column: "c".into(),
+                level: 1,
+                missing: vec!["x".into(), "*".into()],
+                total_missing: 2
+            }
+        );
+        // Under `DuplicatePolicy::Last` only the rows that define a generalization represent a
+        // label: '1' is under 'hi' (row 4), 'lo' is represented by '2' alone; shares still count
+        // every row.
+        let text = "1;lo;*\n2;lo;*\n3;hi;*\n1;hi;*\n4;hi;*";
+        let h =
+            Hierarchy::read_csv_with(text.as_bytes(), b';', "c", DuplicatePolicy::Last).unwrap();
+        let e = h.encode_at(&column(&["lo", "hi"]), 1).unwrap();
+        assert_eq!((e.share(0, 0), e.share(0, 1)), (2.0 / 5.0, 3.0 / 5.0));
+        assert_eq!((e.leaves(1, 0), e.leaves(1, 1)), (2, 3));
+    }
+
+    #[test]
     fn missing_values_are_listed() {
         let h = Hierarchy::from_rows(rows("a;*\nb;*"), "c").unwrap();
         let err = h.encode(&column(&["a", "q", "r", "q"])).unwrap_err();

@@ -139,7 +139,7 @@ fn level_bounds(q: &QuasiIdentifier, height: usize) -> Result<(u8, u8)> {
             ),
         ));
     }
-    let top = (height - 1) as u8;
+    let top = height.saturating_sub(1) as u8;
     if q.data_level > top {
         return Err(EngineError::config(
             format!("attributes.{}.data_level", q.column),
