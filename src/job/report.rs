@@ -52,9 +52,9 @@ fn floor_notes(problem: &Problem) -> Vec<String> {
         .filter(|q| q.data_level > 0)
         .map(|q| {
             format!(
-                "column '{}' is given at level {} (data_level): the risks before, the utility of \
-                 discernibility, discernibility-star, aecs and ambiguity and the output quality's \
-                 non-uniform entropy, discernibility and aecs are measured on the data as given; \
+                "column '{}' is given at level {} (data_level): the risks before, the utilities \
+                 and the output quality's non-uniform entropy, discernibility and aecs are \
+                 measured on the data as given; \
                  entropy, normalized-entropy and kl-divergence are left out (docs/definitions.md \
                  §1.2)",
                 q.column, q.data_level
