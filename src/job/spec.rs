@@ -111,6 +111,37 @@ pub struct AttributeSpec {
 }
 
 impl AttributeSpec {
+    /// Refuses the fields the column's role does not take: levels and weight outside
+    /// quasi-identifiers, `data_level` outside those with a hierarchy, microaggregation outside
+    /// quasi-identifiers. `field` is the attribute's path.
+    fn check_role_fields(&self, field: &str) -> Result<(), SpecError> {
+        let attr = self;
+        if attr.kind != AttributeType::QuasiIdentifying
+            && (attr.min_level.is_some() || attr.max_level.is_some() || attr.weight.is_some())
+        {
+            return Err(SpecError::new(
+                field,
+                "min_level, max_level and weight apply to quasi-identifiers only",
+            ));
+        }
+        if attr.data_level.is_some()
+            && (attr.kind != AttributeType::QuasiIdentifying || attr.microaggregation.is_some())
+        {
+            return Err(SpecError::new(
+                format!("{field}.data_level"),
+                "data_level applies to quasi-identifiers generalized with a hierarchy only \
+                 (not to microaggregated or other columns)",
+            ));
+        }
+        if attr.microaggregation.is_some() && attr.kind != AttributeType::QuasiIdentifying {
+            return Err(SpecError::new(
+                format!("{field}.microaggregation"),
+                "microaggregation applies to quasi-identifiers only",
+            ));
+        }
+        Ok(())
+    }
+
     /// A column of the given role with every other setting unset.
     pub fn new(kind: AttributeType) -> AttributeSpec {
         AttributeSpec {
@@ -1081,29 +1112,7 @@ impl JobSpec {
         let mut config = ProblemConfig::default();
         for (name, attr) in &self.attributes {
             let field = super::field::attribute(name);
-            if attr.kind != AttributeType::QuasiIdentifying
-                && (attr.min_level.is_some() || attr.max_level.is_some() || attr.weight.is_some())
-            {
-                return Err(SpecError::new(
-                    field,
-                    "min_level, max_level and weight apply to quasi-identifiers only",
-                ));
-            }
-            if attr.data_level.is_some()
-                && (attr.kind != AttributeType::QuasiIdentifying || attr.microaggregation.is_some())
-            {
-                return Err(SpecError::new(
-                    format!("{field}.data_level"),
-                    "data_level applies to quasi-identifiers generalized with a hierarchy only \
-                     (not to microaggregated or other columns)",
-                ));
-            }
-            if attr.microaggregation.is_some() && attr.kind != AttributeType::QuasiIdentifying {
-                return Err(SpecError::new(
-                    format!("{field}.microaggregation"),
-                    "microaggregation applies to quasi-identifiers only",
-                ));
-            }
+            attr.check_role_fields(&field)?;
             match (attr.kind, &attr.microaggregation) {
                 (AttributeType::QuasiIdentifying, Some(m)) => {
                     if attr.hierarchy.is_some()
