@@ -8,6 +8,7 @@ mod builder_props;
 mod builder_spec;
 mod common;
 mod fixtures;
+mod floor;
 mod frequency;
 mod layering;
 mod local;
