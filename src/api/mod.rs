@@ -61,6 +61,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/jobs/{id}/cancel"),
     ("get", "/v1/jobs/{id}/result"),
     ("get", "/v1/jobs/{id}/result.csv"),
+    ("get", "/v1/jobs/{id}/plan"),
 ];
 
 /// Builds the router.
@@ -110,6 +111,7 @@ pub fn router(state: AppState) -> Router {
             with_timeout(get(jobs::get_result), quick),
         )
         .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
+        .route("/v1/jobs/{id}/plan", with_timeout(get(jobs::get_plan), quick))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,

@@ -21,7 +21,8 @@
 //! 8. [`mod@search`] (finds the best anonymous transformation), [`output`] (writes the
 //!    anonymized table) and [`risk`] (re-identification risks);
 //! 9. [`posthoc`] (quality measured on an output's records);
-//! 10. [`local`] (local generalization: a transformation per group of records).
+//! 10. [`local`] (local generalization: a transformation per group of records);
+//! 11. [`plan`] (the recoding plan of an output, and applying it to a CSV).
 
 pub mod aggregate;
 pub mod calendar;
@@ -38,6 +39,7 @@ pub mod lattice;
 pub mod local;
 pub mod names;
 pub mod output;
+pub mod plan;
 pub mod population;
 pub mod posthoc;
 pub mod privacy;

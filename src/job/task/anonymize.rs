@@ -4,11 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use deid_engine::Table;
+use deid_engine::output::OutputOptions;
+use deid_engine::plan::Stepped;
+use deid_engine::{Problem, Table};
 
 use super::search::anonymize;
 use super::{Outcome, Run, Sink, TaskError, TaskFailure, Verdict, ms};
 use crate::job::error::{ErrorCode, SpecError};
+use crate::job::plan::{AuditFacts, plan_json};
 use crate::job::problem::{DatasetFacts, build_problem, search_error};
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings};
 use crate::job::spec::{JobSpec, SearchLimits};
@@ -57,6 +60,7 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         return Ok(Outcome {
             summary,
             report: None,
+            plan: None,
             wrote_csv: false,
             verdict: Verdict::Aborted,
         });
@@ -86,6 +90,10 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
             written,
         ));
     }
+    let plan = match (run.plan, result.stepped()) {
+        (true, Some(stepped)) => Some(plan(run, &problem, stepped, &options)),
+        _ => None,
+    };
     report.job = run.job.cloned();
     report.timings = Some(Timings {
         load_ms: ms(load),
@@ -110,9 +118,25 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         })
     };
     Ok(Outcome {
+        plan,
         summary,
         report: Some(report.to_json()),
         wrote_csv: written.is_some(),
         verdict,
     })
+}
+
+/// The recoding plan of the output (JSON), or why there is none.
+fn plan(
+    run: &Run<'_>,
+    problem: &Problem,
+    stepped: &dyn Stepped,
+    options: &OutputOptions,
+) -> Result<String, String> {
+    let facts = AuditFacts {
+        spec: run.spec,
+        input_sha256: run.input_sha256,
+        seed: run.search.seed,
+    };
+    plan_json(problem, stepped, options, run.delimiter, facts).map_err(|e| e.to_string())
 }

@@ -1,0 +1,414 @@
+//! Applying a [`Plan`] to a CSV, row by row in constant memory: the bytes
+//! [`CsvOutput::write`](crate::output::CsvOutput::write) writes for the same data. A row whose
+//! values the plan does not cover (a value missing from a map, a tuple of no class) is
+//! suppressed and counted, or refused in strict mode.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+
+use super::{ColumnRole, Plan, parse_mode};
+use crate::data::frequency::parse_count;
+use crate::data::{CsvOptions, CsvScanner};
+use crate::error::{EngineError, Result};
+use crate::output::{SuppressedRecords, neutralize_formula};
+
+/// What an [`Applier`] makes of one tuple of quasi-identifier values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Classified {
+    /// Published in this class.
+    Class(u32),
+    /// Suppressed by the plan.
+    Suppressed,
+    /// Not covered: the value of this quasi-identifier is in no map (`None`: the tuple is of no
+    /// class).
+    Uncovered(Option<usize>),
+}
+
+/// One step, indexed: per quasi-identifier value → output label id, and the classes it
+/// publishes by their tuple of label ids.
+#[derive(Debug)]
+struct StepIndex<'p> {
+    maps: Vec<HashMap<&'p str, u32>>,
+    publishes: HashMap<Vec<u32>, u32>,
+}
+
+/// A plan ready to be applied (see the module documentation).
+#[derive(Debug)]
+pub struct Applier<'p> {
+    plan: &'p Plan,
+    mode: SuppressedRecords,
+    /// Input column of every quasi-identifier and microaggregated column.
+    qi_columns: Vec<usize>,
+    micro_columns: Vec<usize>,
+    /// Per input column, its quasi-identifier or microaggregated column index (0 otherwise).
+    slots: Vec<usize>,
+    /// Input columns of the count and the subset count.
+    count: Option<usize>,
+    subset_count: Option<usize>,
+    steps: Vec<StepIndex<'p>>,
+    /// Per quasi-identifier, label id → output text.
+    labels: Vec<Vec<&'p str>>,
+    /// The suppressed tuples (label ids by the last step's maps).
+    suppressed: HashSet<Vec<u32>>,
+}
+
+/// What [`Applier::apply`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Applied {
+    /// Data rows read.
+    pub rows_read: u64,
+    /// Data rows written.
+    pub rows: u64,
+    /// Records written (the rows, or the sum of their released counts).
+    pub records: u64,
+    /// Suppressed records left out (mode `remove`).
+    pub removed: u64,
+    /// Rows the plan does not cover (suppressed).
+    pub uncovered_rows: u64,
+    /// Their records.
+    pub uncovered_records: u64,
+}
+
+/// Interns `text` as a label of one quasi-identifier.
+fn intern<'p>(ids: &mut HashMap<&'p str, u32>, labels: &mut Vec<&'p str>, text: &'p str) -> u32 {
+    *ids.entry(text).or_insert_with(|| {
+        labels.push(text);
+        labels.len() as u32 - 1
+    })
+}
+
+impl<'p> Applier<'p> {
+    /// Indexes `plan`. Refuses a plan of another format or version and an inconsistent one
+    /// (errors name the field).
+    pub fn new(plan: &'p Plan) -> Result<Applier<'p>> {
+        check_header_fields(plan)?;
+        let position = |role: ColumnRole, names: &[String], field: &str| {
+            names
+                .iter()
+                .map(|n| {
+                    (plan.columns.iter())
+                        .position(|c| &c.name == n && c.role == role)
+                        .ok_or_else(|| {
+                            EngineError::config(
+                                field,
+                                format!("column '{n}' is not a column of the plan with its role"),
+                            )
+                        })
+                })
+                .collect::<Result<Vec<usize>>>()
+        };
+        let qi_columns = position(
+            ColumnRole::QuasiIdentifying,
+            &plan.quasi_identifiers,
+            "quasi_identifiers",
+        )?;
+        let micro_columns = position(
+            ColumnRole::Microaggregated,
+            &plan.microaggregated,
+            "microaggregated",
+        )?;
+        let role = |r| plan.columns.iter().position(|c| c.role == r);
+        let mut slots = vec![0; plan.columns.len()];
+        for (i, &c) in qi_columns.iter().chain(&micro_columns).enumerate() {
+            slots[c] = if i < qi_columns.len() { i } else { i - qi_columns.len() };
+        }
+        let mut applier = Applier {
+            plan,
+            mode: parse_mode(&plan.suppression.mode)?,
+            qi_columns,
+            micro_columns,
+            slots,
+            count: role(ColumnRole::Count),
+            subset_count: role(ColumnRole::SubsetCount),
+            steps: Vec::new(),
+            labels: vec![Vec::new(); plan.quasi_identifiers.len()],
+            suppressed: HashSet::new(),
+        };
+        applier.index()?;
+        Ok(applier)
+    }
+
+    /// Builds the steps' maps, their published classes and the suppressed tuples.
+    fn index(&mut self) -> Result<()> {
+        let plan = self.plan;
+        let q = plan.quasi_identifiers.len();
+        let mut ids: Vec<HashMap<&'p str, u32>> = vec![HashMap::new(); q];
+        let width = |field: String, n: usize| {
+            EngineError::config(
+                field,
+                format!("expected {q} entries (one per quasi-identifier), got {n}"),
+            )
+        };
+        for (s, step) in plan.steps.iter().enumerate() {
+            if step.maps.len() != q {
+                return Err(width(format!("steps[{s}].maps"), step.maps.len()));
+            }
+            let maps = (step.maps.iter().enumerate())
+                .map(|(i, m)| {
+                    (m.iter())
+                        .map(|(k, v)| (k.as_str(), intern(&mut ids[i], &mut self.labels[i], v)))
+                        .collect()
+                })
+                .collect();
+            let mut publishes = HashMap::new();
+            for &c in &step.publishes {
+                let class = (plan.classes.get(c as usize)).ok_or_else(|| {
+                    EngineError::config(
+                        format!("steps[{s}].publishes"),
+                        format!("class {c} does not exist"),
+                    )
+                })?;
+                if class.values.len() != q {
+                    return Err(width(format!("classes[{c}].values"), class.values.len()));
+                }
+                if class.aggregates.len() != self.micro_columns.len() {
+                    return Err(EngineError::config(
+                        format!("classes[{c}].aggregates"),
+                        "expected one value per microaggregated column",
+                    ));
+                }
+                let key = (class.values.iter().enumerate())
+                    .map(|(i, v)| intern(&mut ids[i], &mut self.labels[i], v))
+                    .collect();
+                publishes.insert(key, c);
+            }
+            self.steps.push(StepIndex { maps, publishes });
+        }
+        for (t, tuple) in plan.suppressed.iter().enumerate() {
+            if tuple.len() != q {
+                return Err(width(format!("suppressed[{t}]"), tuple.len()));
+            }
+            let key = (tuple.iter().enumerate())
+                .map(|(i, v)| intern(&mut ids[i], &mut self.labels[i], v))
+                .collect();
+            self.suppressed.insert(key);
+        }
+        Ok(())
+    }
+
+    /// The class of the tuple whose value of quasi-identifier i is `value(i)`; `key` is scratch.
+    pub(crate) fn classify<'v>(
+        &self,
+        value: impl Fn(usize) -> &'v str,
+        key: &mut Vec<u32>,
+    ) -> Classified {
+        let q = self.qi_columns.len();
+        for step in &self.steps {
+            key.clear();
+            for i in 0..q {
+                match step.maps[i].get(value(i)) {
+                    Some(&id) => key.push(id),
+                    None => return Classified::Uncovered(Some(i)),
+                }
+            }
+            if let Some(&c) = step.publishes.get(key.as_slice()) {
+                return Classified::Class(c);
+            }
+        }
+        match self.suppressed.contains(key.as_slice()) {
+            true => Classified::Suppressed,
+            false => Classified::Uncovered(None),
+        }
+    }
+
+    /// Streams `input` (CSV with a header, the plan's delimiter, the engine's CSV rules)
+    /// through the plan to `output`. The header must be the plan's columns. With `strict`, the
+    /// first row the plan does not cover is an error naming its row number (and the column
+    /// whose value is in no map); otherwise such rows are suppressed and counted.
+    pub fn apply<R: Read, W: Write>(
+        &self,
+        input: R,
+        output: W,
+        source_name: &str,
+        strict: bool,
+    ) -> Result<Applied> {
+        let delimiter = self.plan.delimiter.as_bytes()[0];
+        let options = CsvOptions {
+            delimiter,
+            has_header: true,
+        };
+        let mut scanner = CsvScanner::table(input, options, source_name)?;
+        self.check_header(scanner.columns())?;
+        let mut writer = csv::WriterBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(false)
+            .from_writer(output);
+        let header = (self.plan.columns.iter())
+            .filter(|c| !matches!(c.role, ColumnRole::Drop | ColumnRole::SubsetCount))
+            .map(|c| c.name.as_str());
+        self.write_cells(&mut writer, header)?;
+        let mut applied = Applied::default();
+        let mut key = Vec::with_capacity(self.qi_columns.len());
+        let mut count_text = String::new();
+        while let Some(record) = scanner.next_record()? {
+            applied.rows_read += 1;
+            let row = applied.rows_read;
+            let fields = |c: usize| record.get(c).unwrap_or("");
+            let records = self.released(&fields, row)?;
+            if records == 0 {
+                continue;
+            }
+            let class = self.classify(|i| fields(self.qi_columns[i]), &mut key);
+            if let Classified::Uncovered(column) = class {
+                if strict {
+                    return Err(self.uncovered(row, column));
+                }
+                applied.uncovered_rows += 1;
+                applied.uncovered_records += records;
+            }
+            let class = match class {
+                Classified::Class(c) => Some(c as usize),
+                _ if self.mode == SuppressedRecords::Remove => {
+                    applied.removed += records;
+                    continue;
+                }
+                _ => None,
+            };
+            count_text.clear();
+            std::fmt::Write::write_fmt(&mut count_text, format_args!("{records}"))
+                .expect("writing to a String");
+            let cells = (self.plan.columns.iter().enumerate())
+                .filter_map(|(c, column)| self.cell(column.role, c, &fields, class, &key, &count_text));
+            self.write_cells(&mut writer, cells)?;
+            applied.rows += 1;
+            applied.records += records;
+        }
+        writer
+            .flush()
+            .map_err(|e| EngineError::Output(e.to_string()))?;
+        Ok(applied)
+    }
+
+    /// The written cell of input column `c` (`None`: not written).
+    fn cell<'a>(
+        &'a self,
+        role: ColumnRole,
+        c: usize,
+        fields: &impl Fn(usize) -> &'a str,
+        class: Option<usize>,
+        key: &[u32],
+        count: &'a str,
+    ) -> Option<&'a str> {
+        let marker = self.plan.suppression.marker.as_str();
+        Some(match (role, class) {
+            (ColumnRole::Drop | ColumnRole::SubsetCount, _) => return None,
+            (ColumnRole::Copy, _) => fields(c),
+            (ColumnRole::Count, _) => count,
+            (ColumnRole::Sensitive, Some(_)) => fields(c),
+            (ColumnRole::QuasiIdentifying, Some(_)) => {
+                let i = self.slots[c];
+                self.labels[i][key[i] as usize]
+            }
+            (ColumnRole::Microaggregated, Some(k)) => {
+                self.plan.classes[k].aggregates[self.slots[c]].as_str()
+            }
+            (ColumnRole::Sensitive | ColumnRole::QuasiIdentifying | ColumnRole::Microaggregated, None) => {
+                marker
+            }
+        })
+    }
+
+    /// Writes one record, formulas neutralized if the plan says so.
+    fn write_cells<'a, W: Write>(
+        &self,
+        writer: &mut csv::Writer<W>,
+        cells: impl Iterator<Item = &'a str>,
+    ) -> Result<()> {
+        let err = |e: csv::Error| EngineError::Output(e.to_string());
+        for cell in cells {
+            match self.plan.neutralize_formulas {
+                true => writer.write_field(neutralize_formula(cell).as_bytes()),
+                false => writer.write_field(cell),
+            }
+            .map_err(err)?;
+        }
+        writer.write_record(None::<&[u8]>).map_err(err)
+    }
+
+    /// The released records of a row: 1, or its count (its subset count with a subset count
+    /// column). Errors name the row and the column.
+    fn released<'a>(&self, fields: &impl Fn(usize) -> &'a str, row: u64) -> Result<u64> {
+        let Some(count) = self.count else {
+            return Ok(1);
+        };
+        let column = self.subset_count.unwrap_or(count);
+        for c in [count, column] {
+            if parse_count(fields(c)).is_none() {
+                return Err(EngineError::config(
+                    "input",
+                    format!(
+                        "row {row} of column '{}' holds '{}': expected a whole number of \
+                         records in decimal digits",
+                        self.plan.columns[c].name,
+                        fields(c)
+                    ),
+                ));
+            }
+        }
+        Ok(u64::from(parse_count(fields(column)).unwrap_or(0)))
+    }
+
+    /// The strict mode's error for row `row`.
+    fn uncovered(&self, row: u64, column: Option<usize>) -> EngineError {
+        let what = match column {
+            Some(i) => format!(
+                "the value of column '{}' is in none of the plan's maps",
+                self.plan.quasi_identifiers[i]
+            ),
+            None => "its combination of values is of no class of the plan".to_string(),
+        };
+        EngineError::config(
+            "input",
+            format!("row {row} is not covered by the plan: {what} (strict mode)"),
+        )
+    }
+
+    /// Refuses an input whose header is not the plan's columns, naming the first difference.
+    fn check_header(&self, header: &[String]) -> Result<()> {
+        let expected: Vec<&str> = self.plan.columns.iter().map(|c| c.name.as_str()).collect();
+        if header.iter().map(String::as_str).eq(expected.iter().copied()) {
+            return Ok(());
+        }
+        let at = (header.iter().zip(&expected))
+            .position(|(h, e)| h != e)
+            .unwrap_or(header.len().min(expected.len()));
+        let found = header.get(at).map_or("nothing".to_string(), |h| format!("'{h}'"));
+        let wanted = expected.get(at).map_or("nothing".to_string(), |e| format!("'{e}'"));
+        Err(EngineError::config(
+            "columns",
+            format!(
+                "the input's column {} is {found}, the plan expects {wanted}: the plan is for \
+                 the columns {}",
+                at + 1,
+                expected.join(", ")
+            ),
+        ))
+    }
+}
+
+/// Refuses another format or version, and a delimiter that is not one ASCII character.
+fn check_header_fields(plan: &Plan) -> Result<()> {
+    if plan.format != super::PLAN_FORMAT {
+        return Err(EngineError::config(
+            "format",
+            format!("expected \"{}\", got \"{}\"", super::PLAN_FORMAT, plan.format),
+        ));
+    }
+    if plan.version != super::PLAN_VERSION {
+        return Err(EngineError::config(
+            "version",
+            format!(
+                "this deid reads plans of version {}, got version {}",
+                super::PLAN_VERSION,
+                plan.version
+            ),
+        ));
+    }
+    if plan.delimiter.len() != 1 || !plan.delimiter.is_ascii() {
+        return Err(EngineError::config(
+            "delimiter",
+            format!("expected one ASCII character, got '{}'", plan.delimiter),
+        ));
+    }
+    Ok(())
+}
