@@ -111,7 +111,10 @@ pub fn router(state: AppState) -> Router {
             with_timeout(get(jobs::get_result), quick),
         )
         .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
-        .route("/v1/jobs/{id}/plan", with_timeout(get(jobs::get_plan), quick))
+        .route(
+            "/v1/jobs/{id}/plan",
+            with_timeout(get(jobs::get_plan), quick),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,

@@ -48,9 +48,10 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<()> {
         let header = input_header(&args.input, &plan)?;
         plan.with_count_column(&header, name)?;
     }
-    let applier = Applier::new(&plan).with_context(|| format!("in the plan {}", args.plan.display()))?;
-    let input = File::open(&args.input)
-        .with_context(|| format!("cannot open {}", args.input.display()))?;
+    let applier =
+        Applier::new(&plan).with_context(|| format!("in the plan {}", args.plan.display()))?;
+    let input =
+        File::open(&args.input).with_context(|| format!("cannot open {}", args.input.display()))?;
     let output = File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     let result = applier.apply(

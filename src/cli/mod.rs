@@ -595,7 +595,11 @@ pub(crate) fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result
 }
 
 /// Reads a CSV with a header from `input` (named `name` in errors).
-fn read_csv(input: impl std::io::Read + Send, name: &str, delimiter: Option<char>) -> anyhow::Result<Table> {
+fn read_csv(
+    input: impl std::io::Read + Send,
+    name: &str,
+    delimiter: Option<char>,
+) -> anyhow::Result<Table> {
     let delimiter = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
     let options = CsvOptions {
         delimiter,

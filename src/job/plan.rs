@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use deid_engine::Problem;
 use deid_engine::output::OutputOptions;
 use deid_engine::plan::{PLAN_FORMAT, PLAN_VERSION, Plan, PlanAudit, Stepped};
+use deid_engine::{Problem, ProblemConfig};
 use sha2::{Digest, Sha256};
 
 use super::spec::JobSpec;
@@ -55,8 +55,21 @@ impl<R: std::io::Read> std::io::Read for HashingReader<R> {
     }
 }
 
-/// What the audit block records besides the problem's hierarchies.
-#[derive(Debug, Clone, Copy)]
+/// SHA-256 (hex) of every quasi-identifier's hierarchy table of `config` (CSV, `,`-separated),
+/// by column.
+pub fn hierarchy_digests(config: &ProblemConfig) -> BTreeMap<String, String> {
+    (config.quasi_identifiers.iter())
+        .map(|qi| {
+            (
+                qi.column.clone(),
+                sha256(qi.hierarchy.to_csv(b',').as_bytes()),
+            )
+        })
+        .collect()
+}
+
+/// What the audit block records.
+#[derive(Debug, Clone)]
 pub struct AuditFacts<'a> {
     /// The specification as normalized (serialized to JSON for its digest).
     pub spec: &'a JobSpec,
@@ -64,6 +77,8 @@ pub struct AuditFacts<'a> {
     pub input_sha256: Option<&'a str>,
     /// The search's seed.
     pub seed: u64,
+    /// [`hierarchy_digests`] of the problem's configuration.
+    pub hierarchies: BTreeMap<String, String>,
 }
 
 /// The plan of `recoding` on `problem` written with `options` and `delimiter`, with its audit
@@ -76,13 +91,10 @@ pub fn plan_json<R: Stepped + ?Sized>(
     facts: AuditFacts<'_>,
 ) -> deid_engine::Result<String> {
     let mut plan = Plan::of(problem, recoding, options, delimiter)?;
-    let hierarchies: BTreeMap<String, String> = (problem.quasi_identifiers().iter())
-        .map(|qi| (qi.column.clone(), sha256(qi.hierarchy.to_csv(b',').as_bytes())))
-        .collect();
     let spec = serde_json::to_string(facts.spec).unwrap_or_default();
     plan.audit = Some(PlanAudit {
         input_sha256: facts.input_sha256.map(str::to_string),
-        hierarchies_sha256: hierarchies,
+        hierarchies_sha256: facts.hierarchies,
         specification_sha256: sha256(spec.as_bytes()),
         seed: facts.seed,
         deid_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -114,14 +126,18 @@ pub fn read_plan(text: &str) -> Result<Plan, PlanError> {
     if format != Some(PLAN_FORMAT) {
         return Err(PlanError(format!(
             "field 'format': expected \"{PLAN_FORMAT}\", got {}",
-            value.get("format").map_or("nothing".to_string(), |f| f.to_string())
+            value
+                .get("format")
+                .map_or("nothing".to_string(), |f| f.to_string())
         )));
     }
     let version = value.get("version").and_then(|v| v.as_u64());
     if version != Some(u64::from(PLAN_VERSION)) {
         return Err(PlanError(format!(
             "field 'version': this deid reads plans of version {PLAN_VERSION}, got {}",
-            value.get("version").map_or("nothing".to_string(), |v| v.to_string())
+            value
+                .get("version")
+                .map_or("nothing".to_string(), |v| v.to_string())
         )));
     }
     let plan: Plan = serde_path_to_error::deserialize(value)

@@ -729,7 +729,10 @@ impl EngineJob {
             summary: outcome.summary,
             report: outcome.report.map(|r| r.to_string()),
             // A plan belongs to a written output; one the output cannot have is left out.
-            plan: outcome.plan.filter(|_| chunks.is_some()).and_then(Result::ok),
+            plan: outcome
+                .plan
+                .filter(|_| chunks.is_some())
+                .and_then(Result::ok),
             chunks,
             failure,
         })

@@ -2,6 +2,7 @@
 //! satisfies the privacy models — or run local generalization — then write its CSV and compute
 //! the search report at once.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use deid_engine::output::OutputOptions;
@@ -11,8 +12,8 @@ use deid_engine::{Problem, Table};
 use super::search::anonymize;
 use super::{Outcome, Run, Sink, TaskError, TaskFailure, Verdict, ms};
 use crate::job::error::{ErrorCode, SpecError};
-use crate::job::plan::{AuditFacts, plan_json};
-use crate::job::problem::{DatasetFacts, build_problem, search_error};
+use crate::job::plan::{AuditFacts, hierarchy_digests, plan_json};
+use crate::job::problem::{DatasetFacts, build_problem_with, search_error};
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings};
 use crate::job::spec::{JobSpec, SearchLimits};
 
@@ -43,7 +44,12 @@ pub fn validate(
 /// Runs the search on `table` and writes the best result's CSV to `sink`.
 pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskError> {
     let spec = run.spec;
-    let problem = build_problem(spec, table, run.frontend)?;
+    let mut hierarchies = BTreeMap::new();
+    let problem = build_problem_with(spec, table, run.frontend, |config| {
+        if run.plan {
+            hierarchies = hierarchy_digests(config);
+        }
+    })?;
     let load = run.started.elapsed();
     let observer = run.host.observer(&problem);
     let result = anonymize(
@@ -91,7 +97,7 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         ));
     }
     let plan = match (run.plan, result.stepped()) {
-        (true, Some(stepped)) => Some(plan(run, &problem, stepped, &options)),
+        (true, Some(stepped)) => Some(plan(run, &problem, stepped, &options, hierarchies)),
         _ => None,
     };
     report.job = run.job.cloned();
@@ -132,11 +138,13 @@ fn plan(
     problem: &Problem,
     stepped: &dyn Stepped,
     options: &OutputOptions,
+    hierarchies: BTreeMap<String, String>,
 ) -> Result<String, String> {
     let facts = AuditFacts {
         spec: run.spec,
         input_sha256: run.input_sha256,
         seed: run.search.seed,
+        hierarchies,
     };
     plan_json(problem, stepped, options, run.delimiter, facts).map_err(|e| e.to_string())
 }

@@ -110,7 +110,11 @@ impl<'p> Applier<'p> {
         let role = |r| plan.columns.iter().position(|c| c.role == r);
         let mut slots = vec![0; plan.columns.len()];
         for (i, &c) in qi_columns.iter().chain(&micro_columns).enumerate() {
-            slots[c] = if i < qi_columns.len() { i } else { i - qi_columns.len() };
+            slots[c] = if i < qi_columns.len() {
+                i
+            } else {
+                i - qi_columns.len()
+            };
         }
         let mut applier = Applier {
             plan,
@@ -267,8 +271,9 @@ impl<'p> Applier<'p> {
             count_text.clear();
             std::fmt::Write::write_fmt(&mut count_text, format_args!("{records}"))
                 .expect("writing to a String");
-            let cells = (self.plan.columns.iter().enumerate())
-                .filter_map(|(c, column)| self.cell(column.role, c, &fields, class, &key, &count_text));
+            let cells = (self.plan.columns.iter().enumerate()).filter_map(|(c, column)| {
+                self.cell(column.role, c, &fields, class, &key, &count_text)
+            });
             self.write_cells(&mut writer, cells)?;
             applied.rows += 1;
             applied.records += records;
@@ -302,9 +307,10 @@ impl<'p> Applier<'p> {
             (ColumnRole::Microaggregated, Some(k)) => {
                 self.plan.classes[k].aggregates[self.slots[c]].as_str()
             }
-            (ColumnRole::Sensitive | ColumnRole::QuasiIdentifying | ColumnRole::Microaggregated, None) => {
-                marker
-            }
+            (
+                ColumnRole::Sensitive | ColumnRole::QuasiIdentifying | ColumnRole::Microaggregated,
+                None,
+            ) => marker,
         })
     }
 
@@ -366,14 +372,22 @@ impl<'p> Applier<'p> {
     /// Refuses an input whose header is not the plan's columns, naming the first difference.
     fn check_header(&self, header: &[String]) -> Result<()> {
         let expected: Vec<&str> = self.plan.columns.iter().map(|c| c.name.as_str()).collect();
-        if header.iter().map(String::as_str).eq(expected.iter().copied()) {
+        if header
+            .iter()
+            .map(String::as_str)
+            .eq(expected.iter().copied())
+        {
             return Ok(());
         }
         let at = (header.iter().zip(&expected))
             .position(|(h, e)| h != e)
             .unwrap_or(header.len().min(expected.len()));
-        let found = header.get(at).map_or("nothing".to_string(), |h| format!("'{h}'"));
-        let wanted = expected.get(at).map_or("nothing".to_string(), |e| format!("'{e}'"));
+        let found = header
+            .get(at)
+            .map_or("nothing".to_string(), |h| format!("'{h}'"));
+        let wanted = expected
+            .get(at)
+            .map_or("nothing".to_string(), |e| format!("'{e}'"));
         Err(EngineError::config(
             "columns",
             format!(
@@ -391,7 +405,11 @@ fn check_header_fields(plan: &Plan) -> Result<()> {
     if plan.format != super::PLAN_FORMAT {
         return Err(EngineError::config(
             "format",
-            format!("expected \"{}\", got \"{}\"", super::PLAN_FORMAT, plan.format),
+            format!(
+                "expected \"{}\", got \"{}\"",
+                super::PLAN_FORMAT,
+                plan.format
+            ),
         ));
     }
     if plan.version != super::PLAN_VERSION {

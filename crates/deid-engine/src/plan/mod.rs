@@ -200,7 +200,10 @@ impl Plan {
         let output = CsvOutput::new(problem, recoding, options);
         let (class_of_base, aggregates) = match &output.micro {
             Some((classes, values)) => (classes.clone(), values.clone()),
-            None => (OutputClasses::of(problem, recoding).class_of_base, Vec::new()),
+            None => (
+                OutputClasses::of(problem, recoding).class_of_base,
+                Vec::new(),
+            ),
         };
         let steps = recoding.step_levels();
         let plan = Plan {
@@ -257,7 +260,10 @@ impl Plan {
         let at = header.iter().position(|h| h == name).ok_or_else(|| {
             EngineError::config(
                 "count_column",
-                format!("the input has no column '{name}'; its columns are: {}", header.join(", ")),
+                format!(
+                    "the input has no column '{name}'; its columns are: {}",
+                    header.join(", ")
+                ),
             )
         })?;
         let column = PlanColumn {
@@ -307,7 +313,8 @@ fn names(problem: &Problem, columns: &[usize]) -> Vec<String> {
 /// Every input column with its role, from the output writer's columns.
 fn columns(problem: &Problem, written: &[(usize, Cell)]) -> Vec<PlanColumn> {
     let table = problem.table();
-    let subset = (problem.config().subset_count_column.as_deref()).and_then(|n| table.column_index(n));
+    let subset =
+        (problem.config().subset_count_column.as_deref()).and_then(|n| table.column_index(n));
     (0..table.columns().len())
         .map(|c| {
             let role = match written.iter().find(|(w, _)| *w == c) {

@@ -12,6 +12,7 @@ mod frequency;
 mod layering;
 mod local;
 mod microaggregation;
+mod plan;
 mod population;
 mod presence;
 mod properties;
