@@ -38,7 +38,7 @@ use crate::job::plan::HashingReader;
 use crate::job::progress::JobPhase;
 use crate::job::report::JobInfo;
 use crate::job::spec::{JobSpec, SearchLimits, Task};
-use crate::job::task::{self, Host, Run, Summary, TaskError, Verdict};
+use crate::job::task::{self, Host, Run, Summary, TaskError, TaskFailure, Verdict};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
@@ -124,6 +124,22 @@ impl Failure {
             code: e.code,
             message: e.client_message(),
             details: e.client_details(),
+            retryable: false,
+        }
+    }
+
+    /// The failure of a task that ran to its end (`no_solution`, `not_anonymous`).
+    fn of_task(f: TaskFailure) -> Failure {
+        Failure {
+            code: f.code,
+            message: match f.code {
+                ErrorCode::NotAnonymous => format!(
+                    "{}; the result has its report, no CSV was written",
+                    f.message
+                ),
+                _ => f.message,
+            },
+            details: f.details,
             retryable: false,
         }
     }
@@ -712,18 +728,7 @@ impl EngineJob {
         let failure = match outcome.verdict {
             Verdict::Aborted => return Ok(self.stopped(started)),
             Verdict::Done => None,
-            Verdict::Failed(f) => Some(Failure {
-                code: f.code,
-                message: match f.code {
-                    ErrorCode::NotAnonymous => format!(
-                        "{}; the result has its report, no CSV was written",
-                        f.message
-                    ),
-                    _ => f.message,
-                },
-                details: f.details,
-                retryable: false,
-            }),
+            Verdict::Failed(f) => Some(Failure::of_task(f)),
         };
         Ok(Processed::Finished {
             summary: outcome.summary,

@@ -10,7 +10,7 @@ use deid_engine::plan::Stepped;
 use deid_engine::{Problem, Table};
 
 use super::search::anonymize;
-use super::{Outcome, Run, Sink, TaskError, TaskFailure, Verdict, ms};
+use super::{Outcome, Run, Sink, Summary, TaskError, TaskFailure, Verdict, ms};
 use crate::job::error::{ErrorCode, SpecError};
 use crate::job::plan::{AuditFacts, hierarchy_digests, plan_json};
 use crate::job::problem::{DatasetFacts, build_problem_with, search_error};
@@ -107,28 +107,31 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         output_ms: ms(output_started.elapsed()),
         peak_memory_bytes: run.host.peak_memory(),
     });
-    let verdict = if summary.found {
-        Verdict::Done
-    } else {
-        Verdict::Failed(TaskFailure {
-            code: ErrorCode::NoSolution,
-            message: format!(
-                "no transformation satisfies the privacy models within the limits ({} checks, \
-                 stopped: {})",
-                summary.checks, summary.stop
-            ),
-            details: serde_json::json!({
-                "stop": summary.stop,
-                "optimal_proven": summary.optimal_proven,
-            }),
-        })
-    };
     Ok(Outcome {
         plan,
         summary,
         report: Some(report.to_json()),
         wrote_csv: written.is_some(),
-        verdict,
+        verdict: verdict(&summary),
+    })
+}
+
+/// Done if a solution was found, else failed with `no_solution`.
+fn verdict(summary: &Summary) -> Verdict {
+    if summary.found {
+        return Verdict::Done;
+    }
+    Verdict::Failed(TaskFailure {
+        code: ErrorCode::NoSolution,
+        message: format!(
+            "no transformation satisfies the privacy models within the limits ({} checks, \
+             stopped: {})",
+            summary.checks, summary.stop
+        ),
+        details: serde_json::json!({
+            "stop": summary.stop,
+            "optimal_proven": summary.optimal_proven,
+        }),
     })
 }
 
