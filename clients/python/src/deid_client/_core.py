@@ -34,6 +34,7 @@ from .types import (
     Job,
     JobEvent,
     JobPage,
+    Plan,
     Report,
     RiskAnalysis,
     Status,
@@ -434,6 +435,10 @@ class Ops:
     def get_risk_analysis(self, job_id: str) -> Generator[Call, httpx.Response, RiskAnalysis]:
         r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/result")
         return from_json(RiskAnalysis, _result_of(job_id, r.json(), "risk"))
+
+    def get_plan(self, job_id: str) -> Generator[Call, httpx.Response, Plan]:
+        r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/plan")
+        return from_json(Plan, r.json())
 
 
 _RESULT_METHODS = {"anonymize": "get_result", "evaluate": "get_evaluation", "risk": "get_risk_analysis"}
