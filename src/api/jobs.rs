@@ -343,7 +343,7 @@ fn not_available(status: JobStatus) -> ApiError {
 }
 
 /// `GET /v1/jobs/{id}/plan`: the recoding plan of the result CSV (JSON,
-/// `docs/definitions.md` §5); 409 `result_not_available` while the job has no output, or when
+/// `docs/definitions.md` §7); 409 `result_not_available` while the job has no output, or when
 /// its output has no plan (another task; a research subset of records).
 pub async fn get_plan(
     State(state): State<AppState>,

@@ -1,4 +1,4 @@
-//! The recoding plan as a document (`docs/definitions.md` §5): the engine's
+//! The recoding plan as a document (`docs/definitions.md` §7): the engine's
 //! [`deid_engine::plan::Plan`] with its `audit` block (SHA-256 digests of the input, the
 //! hierarchies and the normalized specification; the seed; deid's version) and the digest of its
 //! own body, written as JSON; and reading one back, refusing another format or version and a

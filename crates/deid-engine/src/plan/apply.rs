@@ -10,7 +10,51 @@ use super::{ColumnRole, Plan, parse_mode};
 use crate::data::frequency::parse_count;
 use crate::data::{CsvOptions, CsvScanner};
 use crate::error::{EngineError, Result};
+use crate::hash::{BuildCodeHasher, BuildTextHasher};
 use crate::output::{SuppressedRecords, neutralize_formula};
+
+/// The maps of an [`Applier`]: the engine's fixed fast hashes (keys are the plan's own values).
+type FastMap<K, V> = HashMap<K, V, BuildCodeHasher>;
+type FastSet<K> = HashSet<K, BuildCodeHasher>;
+type TextMap<'p> = HashMap<&'p str, u32, BuildTextHasher>;
+
+/// The tuples of label ids packed into one number (mixed radix) when their product fits: the
+/// classes of every step and the suppressed tuples by packed key.
+#[derive(Debug)]
+struct Packed {
+    strides: Vec<u64>,
+    steps: Vec<FastMap<u64, u32>>,
+    suppressed: FastSet<u64>,
+}
+
+impl Packed {
+    /// The packed tables of `applier`'s, if every tuple fits in 64 bits.
+    fn of(applier: &Applier<'_>) -> Option<Packed> {
+        let mut strides = Vec::with_capacity(applier.labels.len());
+        let mut size = 1u64;
+        for labels in &applier.labels {
+            strides.push(size);
+            size = size.checked_mul(labels.len().max(1) as u64)?;
+        }
+        let mut packed = Packed {
+            strides,
+            steps: Vec::new(),
+            suppressed: FastSet::default(),
+        };
+        for step in &applier.steps {
+            let classes = (step.publishes.iter())
+                .map(|(key, &c)| (packed.key(key), c))
+                .collect();
+            packed.steps.push(classes);
+        }
+        packed.suppressed = applier.suppressed.iter().map(|k| packed.key(k)).collect();
+        Some(packed)
+    }
+
+    fn key(&self, ids: &[u32]) -> u64 {
+        ids.iter().zip(&self.strides).map(|(&id, &s)| u64::from(id) * s).sum()
+    }
+}
 
 /// What an [`Applier`] makes of one tuple of quasi-identifier values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +72,8 @@ pub(crate) enum Classified {
 /// publishes by their tuple of label ids.
 #[derive(Debug)]
 struct StepIndex<'p> {
-    maps: Vec<HashMap<&'p str, u32>>,
-    publishes: HashMap<Vec<u32>, u32>,
+    maps: Vec<TextMap<'p>>,
+    publishes: FastMap<Vec<u32>, u32>,
 }
 
 /// A plan ready to be applied (see the module documentation).
@@ -49,7 +93,9 @@ pub struct Applier<'p> {
     /// Per quasi-identifier, label id → output text.
     labels: Vec<Vec<&'p str>>,
     /// The suppressed tuples (label ids by the last step's maps).
-    suppressed: HashSet<Vec<u32>>,
+    suppressed: FastSet<Vec<u32>>,
+    /// The same tables by packed tuple, when tuples fit in 64 bits.
+    packed: Option<Packed>,
 }
 
 /// What [`Applier::apply`] did.
@@ -70,7 +116,7 @@ pub struct Applied {
 }
 
 /// Interns `text` as a label of one quasi-identifier.
-fn intern<'p>(ids: &mut HashMap<&'p str, u32>, labels: &mut Vec<&'p str>, text: &'p str) -> u32 {
+fn intern<'p>(ids: &mut TextMap<'p>, labels: &mut Vec<&'p str>, text: &'p str) -> u32 {
     *ids.entry(text).or_insert_with(|| {
         labels.push(text);
         labels.len() as u32 - 1
@@ -126,9 +172,11 @@ impl<'p> Applier<'p> {
             subset_count: role(ColumnRole::SubsetCount),
             steps: Vec::new(),
             labels: vec![Vec::new(); plan.quasi_identifiers.len()],
-            suppressed: HashSet::new(),
+            suppressed: FastSet::default(),
+            packed: None,
         };
         applier.index()?;
+        applier.packed = Packed::of(&applier);
         Ok(applier)
     }
 
@@ -136,7 +184,7 @@ impl<'p> Applier<'p> {
     fn index(&mut self) -> Result<()> {
         let plan = self.plan;
         let q = plan.quasi_identifiers.len();
-        let mut ids: Vec<HashMap<&'p str, u32>> = vec![HashMap::new(); q];
+        let mut ids: Vec<TextMap<'p>> = vec![TextMap::default(); q];
         let width = |field: String, n: usize| {
             EngineError::config(
                 field,
@@ -154,7 +202,7 @@ impl<'p> Applier<'p> {
                         .collect()
                 })
                 .collect();
-            let mut publishes = HashMap::new();
+            let mut publishes = FastMap::default();
             for &c in &step.publishes {
                 let class = (plan.classes.get(c as usize)).ok_or_else(|| {
                     EngineError::config(
@@ -197,7 +245,7 @@ impl<'p> Applier<'p> {
         key: &mut Vec<u32>,
     ) -> Classified {
         let q = self.qi_columns.len();
-        for step in &self.steps {
+        for (s, step) in self.steps.iter().enumerate() {
             key.clear();
             for i in 0..q {
                 match step.maps[i].get(value(i)) {
@@ -205,11 +253,19 @@ impl<'p> Applier<'p> {
                     None => return Classified::Uncovered(Some(i)),
                 }
             }
-            if let Some(&c) = step.publishes.get(key.as_slice()) {
+            let class = match &self.packed {
+                Some(p) => p.steps[s].get(&p.key(key)),
+                None => step.publishes.get(key.as_slice()),
+            };
+            if let Some(&c) = class {
                 return Classified::Class(c);
             }
         }
-        match self.suppressed.contains(key.as_slice()) {
+        let suppressed = match &self.packed {
+            Some(p) => p.suppressed.contains(&p.key(key)),
+            None => self.suppressed.contains(key.as_slice()),
+        };
+        match suppressed {
             true => Classified::Suppressed,
             false => Classified::Uncovered(None),
         }

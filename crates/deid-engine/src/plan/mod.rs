@@ -1,4 +1,4 @@
-//! The recoding plan (`docs/definitions.md` §5): everything needed to write an anonymized
+//! The recoding plan (`docs/definitions.md` §7): everything needed to write an anonymized
 //! output without deid, as data. Per quasi-identifier and step the map from original value to
 //! output value, the output classes each step publishes (with their microaggregated values),
 //! the suppressed classes, the suppression mode and marker, what each input column becomes and
@@ -64,7 +64,7 @@ impl Stepped for LocalOutcome {
     }
 }
 
-/// A recoding plan (see the module documentation and `docs/definitions.md` §5).
+/// A recoding plan (see the module documentation and `docs/definitions.md` §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {

@@ -1,4 +1,4 @@
-//! The recoding plan (`docs/definitions.md` §5): applied to the data it was made on, it writes
+//! The recoding plan (`docs/definitions.md` §7): applied to the data it was made on, it writes
 //! byte for byte what the output writer writes — for random tables, every transformation,
 //! local generalization, microaggregation, frequency tables (with a subset count column), every
 //! suppression mode, markers that need quoting and neutralized formulas — after a round trip
