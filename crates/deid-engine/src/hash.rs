@@ -104,7 +104,10 @@ impl Hasher for TextHasher {
         if !rest.is_empty() {
             let mut buf = [0u8; 8];
             buf[..rest.len()].copy_from_slice(rest);
-            self.0 = step(self.0, u64::from_le_bytes(buf) ^ ((rest.len() as u64) << 59));
+            self.0 = step(
+                self.0,
+                u64::from_le_bytes(buf) ^ ((rest.len() as u64) << 59),
+            );
         }
     }
 

@@ -52,7 +52,10 @@ impl Packed {
     }
 
     fn key(&self, ids: &[u32]) -> u64 {
-        ids.iter().zip(&self.strides).map(|(&id, &s)| u64::from(id) * s).sum()
+        ids.iter()
+            .zip(&self.strides)
+            .map(|(&id, &s)| u64::from(id) * s)
+            .sum()
     }
 }
 
@@ -278,10 +281,11 @@ impl<'p> Applier<'p> {
     pub fn apply<R: Read, W: Write>(
         &self,
         input: R,
-        output: W,
+        mut output: W,
         source_name: &str,
         strict: bool,
     ) -> Result<Applied> {
+        use rayon::prelude::*;
         let delimiter = self.plan.delimiter.as_bytes()[0];
         let options = CsvOptions {
             delimiter,
@@ -289,21 +293,66 @@ impl<'p> Applier<'p> {
         };
         let mut scanner = CsvScanner::table(input, options, source_name)?;
         self.check_header(scanner.columns())?;
-        let mut writer = csv::WriterBuilder::new()
-            .delimiter(delimiter)
-            .has_headers(false)
-            .from_writer(output);
         let header = (self.plan.columns.iter())
             .filter(|c| !matches!(c.role, ColumnRole::Drop | ColumnRole::SubsetCount))
             .map(|c| c.name.as_str());
+        let mut writer = self.csv_writer(Vec::new());
         self.write_cells(&mut writer, header)?;
+        let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
+        output.write_all(&into_bytes(writer)?).map_err(write_err)?;
+        let mut applied = Applied::default();
+        let window = rayon::current_num_threads().max(1) * 2;
+        loop {
+            // A window of chunks read in order, formatted in parallel, written in order: memory
+            // stays bounded and the bytes are those of one row after the other.
+            let mut chunks = Vec::with_capacity(window);
+            while chunks.len() < window {
+                match Chunk::read(&mut scanner, applied.rows_read)? {
+                    Some(chunk) => {
+                        applied.rows_read += chunk.rows as u64;
+                        chunks.push(chunk);
+                    }
+                    None => break,
+                }
+            }
+            if chunks.is_empty() {
+                break;
+            }
+            let parts: Vec<Result<(Vec<u8>, Applied)>> = chunks
+                .par_iter()
+                .map(|chunk| self.format_chunk(chunk, strict))
+                .collect();
+            for part in parts {
+                let (bytes, a) = part?;
+                output.write_all(&bytes).map_err(write_err)?;
+                applied.rows += a.rows;
+                applied.records += a.records;
+                applied.removed += a.removed;
+                applied.uncovered_rows += a.uncovered_rows;
+                applied.uncovered_records += a.uncovered_records;
+            }
+        }
+        output.flush().map_err(write_err)?;
+        Ok(applied)
+    }
+
+    /// A CSV writer of the plan's delimiter (no header of its own).
+    fn csv_writer<W: Write>(&self, out: W) -> csv::Writer<W> {
+        csv::WriterBuilder::new()
+            .delimiter(self.plan.delimiter.as_bytes()[0])
+            .has_headers(false)
+            .from_writer(out)
+    }
+
+    /// The output of the rows of `chunk`, with what was done (`rows_read` not counted).
+    fn format_chunk(&self, chunk: &Chunk, strict: bool) -> Result<(Vec<u8>, Applied)> {
+        let mut writer = self.csv_writer(Vec::with_capacity(chunk.text.len() + 64));
         let mut applied = Applied::default();
         let mut key = Vec::with_capacity(self.qi_columns.len());
         let mut count_text = String::new();
-        while let Some(record) = scanner.next_record()? {
-            applied.rows_read += 1;
-            let row = applied.rows_read;
-            let fields = |c: usize| record.get(c).unwrap_or("");
+        for r in 0..chunk.rows {
+            let row = chunk.first_row + r as u64 + 1;
+            let fields = |c: usize| chunk.field(r, c);
             let records = self.released(&fields, row)?;
             if records == 0 {
                 continue;
@@ -334,10 +383,7 @@ impl<'p> Applier<'p> {
             applied.rows += 1;
             applied.records += records;
         }
-        writer
-            .flush()
-            .map_err(|e| EngineError::Output(e.to_string()))?;
-        Ok(applied)
+        Ok((into_bytes(writer)?, applied))
     }
 
     /// The written cell of input column `c` (`None`: not written).
@@ -454,6 +500,59 @@ impl<'p> Applier<'p> {
             ),
         ))
     }
+}
+
+/// Records per chunk that [`Applier::apply`] formats on one thread.
+const CHUNK_ROWS: usize = 1 << 14;
+
+/// Rows of the input, owned: their fields' text one after the other.
+struct Chunk {
+    /// Data rows read before this chunk.
+    first_row: u64,
+    rows: usize,
+    width: usize,
+    text: String,
+    /// End of every field in `text` (`width` per row).
+    ends: Vec<usize>,
+}
+
+impl Chunk {
+    /// Up to [`CHUNK_ROWS`] rows of `scanner` (`None`: none left).
+    fn read<R: Read>(scanner: &mut CsvScanner<R>, first_row: u64) -> Result<Option<Chunk>> {
+        let width = scanner.columns().len();
+        let mut chunk = Chunk {
+            first_row,
+            rows: 0,
+            width,
+            text: String::new(),
+            ends: Vec::with_capacity(CHUNK_ROWS * width),
+        };
+        while chunk.rows < CHUNK_ROWS {
+            let Some(record) = scanner.next_record()? else {
+                break;
+            };
+            for field in record.iter() {
+                chunk.text.push_str(field);
+                chunk.ends.push(chunk.text.len());
+            }
+            chunk.rows += 1;
+        }
+        Ok((chunk.rows > 0).then_some(chunk))
+    }
+
+    /// Field `c` of row `r`.
+    fn field(&self, r: usize, c: usize) -> &str {
+        let at = r * self.width + c;
+        let start = if at == 0 { 0 } else { self.ends[at - 1] };
+        &self.text[start..self.ends[at]]
+    }
+}
+
+/// The bytes a CSV writer on a buffer wrote.
+fn into_bytes(writer: csv::Writer<Vec<u8>>) -> Result<Vec<u8>> {
+    writer
+        .into_inner()
+        .map_err(|e| EngineError::Output(e.to_string()))
 }
 
 /// Refuses another format or version, and a delimiter that is not one ASCII character.

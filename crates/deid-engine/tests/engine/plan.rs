@@ -327,3 +327,34 @@ fn a_plan_of_records_applies_to_a_frequency_table() {
         .to_string();
     assert!(err.contains("count column is 'n'"), "{err}");
 }
+
+/// More rows than one chunk of the applier (formatted in parallel): the bytes are the writer's,
+/// and strict mode names the row of the first uncovered value across chunks.
+#[test]
+fn rows_across_chunks_keep_their_order_and_numbers() {
+    let (mut c, _) = simple();
+    c.rows = (0..40_000u32)
+        .map(|i| ((i % 5) as u8, (i % 3) as u8, (i % 7 % 3) as u8, 1, 1, 4))
+        .collect();
+    c.k = 5;
+    c.mode = 1;
+    let text = input_csv(&c);
+    let p = problem(&c, &text);
+    let eval = Checker::new(&p).evaluate(&[1, 0]);
+    let o = options(&c);
+    let mut written = Vec::new();
+    write_csv(&p, &eval, &mut written, b';', &o).unwrap();
+    let plan = Plan::of(&p, &eval, &o, b';').unwrap();
+    let (out, applied) = apply(&plan, &text, true).unwrap();
+    assert_eq!(out.as_bytes(), written.as_slice());
+    assert_eq!(applied.rows_read, 40_000);
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[35_000] = lines[35_000].replacen(";a", ";new", 1);
+    let err = apply(&plan, &(lines.join("\n") + "\n"), true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("row 35000 ") && err.contains("column 'a'"),
+        "{err}"
+    );
+}
