@@ -64,6 +64,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/jobs/{id}/result"),
     ("get", "/v1/jobs/{id}/result.csv"),
     ("post", "/v1/jobs/{id}/verify"),
+    ("get", "/v1/jobs/{id}/plan"),
 ];
 
 /// Builds the router.
@@ -116,6 +117,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/jobs/{id}/verify",
             with_timeout(post(verify::verify_job), upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/v1/jobs/{id}/plan",
+            with_timeout(get(jobs::get_plan), quick),
         )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

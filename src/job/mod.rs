@@ -27,6 +27,7 @@ pub mod field;
 pub mod hierarchy;
 pub mod id;
 pub mod output;
+pub mod plan;
 pub mod problem;
 pub mod progress;
 pub mod report;

@@ -15,6 +15,7 @@ mod flow;
 mod frequency;
 mod helpers;
 mod hierarchies;
+mod plan;
 mod process;
 mod queue;
 mod readme;

@@ -29,6 +29,7 @@ RESPONSE_TYPES = [
     t.Progress, t.JobLinks, t.ErrorInfo, t.Job, t.JobPage, t.Risk, t.Suppression, t.Timings,
     t.TraceEntry, t.Report, t.Measure, t.OutputQuality, t.LocalStep, t.LocalReport, t.Evaluation,
     t.RiskAnalysis, t.Verification, t.ModelVerdict, t.SizeBucket, t.Violation,
+    t.RiskAnalysis, t.Plan, t.PlanColumn, t.PlanSuppression, t.PlanStep, t.PlanClass, t.PlanAudit,
 ]
 
 
@@ -265,6 +266,7 @@ OPERATIONS = {
     "getResult": "get_result",
     "getResultCsv": "download_result",
     "verifyJob": "verify_job",
+    "getPlan": "get_plan",
 }
 
 

@@ -24,6 +24,7 @@
 //! 10. [`local`] (local generalization: a transformation per group of records);
 //! 11. [`verify`] (released data re-checked against the privacy models from scratch, with a
 //!     grouping of its own).
+//! 12. [`plan`] (the recoding plan of an output, and applying it to a CSV).
 
 pub mod aggregate;
 pub mod calendar;
@@ -40,6 +41,7 @@ pub mod lattice;
 pub mod local;
 pub mod names;
 pub mod output;
+pub mod plan;
 pub mod population;
 pub mod posthoc;
 pub mod privacy;

@@ -34,6 +34,7 @@ from .types import (
     Job,
     JobEvent,
     JobPage,
+    Plan,
     Report,
     RiskAnalysis,
     Verification,
@@ -458,6 +459,9 @@ class Ops:
             timeout=timeout,
         )
         return from_json(Verification, r.json())
+    def get_plan(self, job_id: str) -> Generator[Call, httpx.Response, Plan]:
+        r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/plan")
+        return from_json(Plan, r.json())
 
 
 _RESULT_METHODS = {"anonymize": "get_result", "evaluate": "get_evaluation", "risk": "get_risk_analysis"}

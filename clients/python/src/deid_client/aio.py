@@ -38,14 +38,15 @@ from .errors import (
 from .types import (
     Dataset,
     DatasetPage,
+    Evaluation,
     HierarchySummary,
     HierarchyTable,
     Job,
     JobEvent,
     JobPage,
     JobStatusName,
+    Plan,
     Report,
-    Evaluation,
     RiskAnalysis,
     Verification,
     Status,
@@ -387,6 +388,9 @@ class AsyncClient:
 
     async def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
         return await self._run(self._ops.get_risk_analysis(job_id))
+
+    async def get_plan(self, job_id: str) -> Plan:
+        return await self._run(self._ops.get_plan(job_id))
 
     async def iter_result_csv(self, job_id: str) -> AsyncIterator[bytes]:
         response = await self._send(Call("GET", _core.result_csv_path(job_id)), stream=True)

@@ -26,14 +26,15 @@ from .errors import (
 from .types import (
     Dataset,
     DatasetPage,
+    Evaluation,
     HierarchySummary,
     HierarchyTable,
     Job,
     JobEvent,
     JobPage,
     JobStatusName,
+    Plan,
     Report,
-    Evaluation,
     RiskAnalysis,
     Verification,
     Status,
@@ -416,6 +417,11 @@ class Client:
     def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
         """The result of a job with ``task="risk"`` (the shape of :meth:`analyse_risk`)."""
         return self._run(self._ops.get_risk_analysis(job_id))
+
+    def get_plan(self, job_id: str) -> Plan:
+        """The recoding plan of an anonymization job's output (ConflictError while it has no
+        output, and for evaluation and risk-analysis jobs)."""
+        return self._run(self._ops.get_plan(job_id))
 
     def iter_result_csv(self, job_id: str) -> Iterator[bytes]:
         """The anonymized CSV as it streams (the dataset's delimiter)."""

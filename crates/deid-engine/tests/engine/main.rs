@@ -13,6 +13,7 @@ mod frequency;
 mod layering;
 mod local;
 mod microaggregation;
+mod plan;
 mod population;
 mod presence;
 mod properties;
