@@ -10,6 +10,8 @@ use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
@@ -41,8 +43,28 @@ pub struct VerifyQuery {
     show_values: bool,
 }
 
-/// `POST /v1/jobs/{id}/verify` (see the module documentation).
+/// `POST /v1/jobs/{id}/verify` (see the module documentation). An error may be answered before
+/// the body is read to its end: it closes the connection (`Connection: close`), so that a
+/// client does not send its next request on a connection the server no longer reads.
 pub async fn verify_job(
+    state: State<AppState>,
+    tenant: Extension<TenantId>,
+    id: Path<JobId>,
+    query: ApiQuery<VerifyQuery>,
+    req: Request,
+) -> Response {
+    match verify_released(state, tenant, id, query, req).await {
+        Ok(report) => report.into_response(),
+        Err(e) => {
+            let mut response = e.into_response();
+            (response.headers_mut()).insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    }
+}
+
+/// The verdict on the released data of the request's body.
+async fn verify_released(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<JobId>,

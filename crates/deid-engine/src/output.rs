@@ -229,96 +229,151 @@ impl OutputClasses {
     /// Groups the base groups of `problem` (the whole problem) by their output labels. Base
     /// groups with the same [`Recoding::class_hint`] are labelled once.
     pub fn of<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> OutputClasses {
-        const NONE: u32 = u32::MAX;
         let q = problem.qi_columns().len();
         let base = problem.base_groups();
-        let table = problem.table();
-        // Per quasi-identifier: label text → id, and the memo (level, code) → id.
-        let mut text_ids: Vec<HashMap<&str, u32>> = vec![HashMap::new(); q];
-        let mut label_ids: Vec<Vec<Vec<u32>>> = problem
-            .hierarchies()
-            .iter()
-            .map(|h| (0..h.height()).map(|_| Vec::new()).collect())
-            .collect();
-        // Classes: hash of the label key → candidates; keys stored flat (q per class).
-        let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
-        let mut keys: Vec<u32> = Vec::new();
+        let mut labels = Labeller::new(problem);
+        let mut classes = ClassIndex::new(q);
+        // Class of each hint already labelled.
         let mut hinted: Vec<u32> = Vec::new();
-        let mut class_of_base = vec![NONE; base.len()];
-        let mut counts: Vec<u32> = Vec::new();
+        let mut class_of_base = vec![NO_CLASS; base.len()];
         let mut key = vec![0u32; q];
         for (g, class) in class_of_base.iter_mut().enumerate() {
             let hint = recoding.class_hint(g);
-            if let Some(h) = hint
-                && let Some(&c) = hinted.get(h)
-                && c != NONE
-            {
-                counts[c as usize] += base.counts[g];
-                *class = c;
-                continue;
-            }
-            let Some((levels, codes)) = recoding.recode(g) else {
-                continue;
-            };
-            for i in 0..q {
-                let (level, code) = (levels[i] as usize, codes[i]);
-                let m = &mut label_ids[i][level];
-                if m.len() <= code as usize {
-                    m.resize(code as usize + 1, NONE);
-                }
-                if m[code as usize] == NONE {
-                    let h = &problem.hierarchies()[i];
-                    let text = h.label(level, code, table.column(problem.qi_columns()[i]));
-                    let next = text_ids[i].len() as u32;
-                    m[code as usize] = *text_ids[i].entry(text).or_insert(next);
-                }
-                key[i] = m[code as usize];
-            }
-            let candidates = by_hash.entry(crate::hash::hash_codes(&key)).or_default();
-            let c = match candidates
-                .iter()
-                .find(|&&c| keys[c as usize * q..(c as usize + 1) * q] == key[..])
-            {
-                Some(&c) => c,
-                None => {
-                    let c = counts.len() as u32;
-                    counts.push(0);
-                    keys.extend_from_slice(&key);
-                    candidates.push(c);
+            let known = hint.and_then(|h| hinted.get(h).copied());
+            let c = match known {
+                Some(c) if c != NO_CLASS => c,
+                _ => {
+                    let Some((levels, codes)) = recoding.recode(g) else {
+                        continue;
+                    };
+                    labels.key(levels, codes, &mut key);
+                    let c = classes.class_of(&key);
+                    if let Some(h) = hint {
+                        if hinted.len() <= h {
+                            hinted.resize(h + 1, NO_CLASS);
+                        }
+                        hinted[h] = c;
+                    }
                     c
                 }
             };
-            counts[c as usize] += base.counts[g];
+            classes.counts[c as usize] += base.counts[g];
             *class = c;
-            if let Some(h) = hint {
-                if hinted.len() <= h {
-                    hinted.resize(h + 1, NONE);
-                }
-                hinted[h] = c;
-            }
         }
-        let suppressed_labels: Vec<u32> = text_ids
-            .iter()
-            .map(|ids| ids.get(SUPPRESSED).copied().unwrap_or(ids.len() as u32))
-            .collect();
-        let label_counts = text_ids
-            .iter()
-            .zip(&suppressed_labels)
-            .map(|(ids, &s)| ids.len().max(s as usize + 1))
-            .collect();
-        OutputClasses {
-            class_of_base,
-            counts,
-            label_ids,
-            suppressed_labels,
-            label_counts,
-        }
+        labels.into_classes(class_of_base, classes.counts)
     }
 
     /// The label id of generalized code `code` at `level` of quasi-identifier `i`, for a value
     /// of a published record of the output.
     pub fn label(&self, i: usize, level: usize, code: u32) -> u32 {
         self.label_ids[i][level][code as usize]
+    }
+}
+
+/// No class (a suppressed base group) or no label yet.
+const NO_CLASS: u32 = u32::MAX;
+
+/// The label ids of [`OutputClasses`], assigned as generalized codes are first met.
+struct Labeller<'a> {
+    problem: &'a Problem,
+    /// Per quasi-identifier: label text → id.
+    text_ids: Vec<HashMap<&'a str, u32>>,
+    /// The memo `label_ids[i][level][code]` → id (`NO_CLASS`: not yet met).
+    label_ids: Vec<Vec<Vec<u32>>>,
+}
+
+impl<'a> Labeller<'a> {
+    /// No label met yet.
+    fn new(problem: &'a Problem) -> Labeller<'a> {
+        let label_ids = (problem.hierarchies().iter())
+            .map(|h| (0..h.height()).map(|_| Vec::new()).collect())
+            .collect();
+        Labeller {
+            problem,
+            text_ids: vec![HashMap::new(); problem.qi_columns().len()],
+            label_ids,
+        }
+    }
+
+    /// Writes the label ids of the generalized `codes` at `levels` into `key`.
+    fn key(&mut self, levels: &[u8], codes: &[u32], key: &mut [u32]) {
+        let problem = self.problem;
+        for (i, k) in key.iter_mut().enumerate() {
+            let (level, code) = (levels[i] as usize, codes[i]);
+            let m = &mut self.label_ids[i][level];
+            if m.len() <= code as usize {
+                m.resize(code as usize + 1, NO_CLASS);
+            }
+            if m[code as usize] == NO_CLASS {
+                let h = &problem.hierarchies()[i];
+                let column = problem.table().column(problem.qi_columns()[i]);
+                let text = h.label(level, code, column);
+                let next = self.text_ids[i].len() as u32;
+                m[code as usize] = *self.text_ids[i].entry(text).or_insert(next);
+            }
+            *k = m[code as usize];
+        }
+    }
+
+    /// The classes with their labels, and the label ids of suppressed cells.
+    fn into_classes(self, class_of_base: Vec<u32>, counts: Vec<u32>) -> OutputClasses {
+        let suppressed_labels: Vec<u32> = (self.text_ids.iter())
+            .map(|ids| ids.get(SUPPRESSED).copied().unwrap_or(ids.len() as u32))
+            .collect();
+        let label_counts = (self.text_ids.iter())
+            .zip(&suppressed_labels)
+            .map(|(ids, &s)| ids.len().max(s as usize + 1))
+            .collect();
+        OutputClasses {
+            class_of_base,
+            counts,
+            label_ids: self.label_ids,
+            suppressed_labels,
+            label_counts,
+        }
+    }
+}
+
+/// The classes of [`OutputClasses`] by their keys of label ids.
+struct ClassIndex {
+    q: usize,
+    /// Hash of a key → the classes with that hash.
+    by_hash: HashMap<u64, Vec<u32>>,
+    /// The keys, `q` per class.
+    keys: Vec<u32>,
+    /// Records per class.
+    counts: Vec<u32>,
+}
+
+impl ClassIndex {
+    /// No class yet.
+    fn new(q: usize) -> ClassIndex {
+        ClassIndex {
+            q,
+            by_hash: HashMap::new(),
+            keys: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// The class of `key`, a new one (of no records) if it was not met before.
+    fn class_of(&mut self, key: &[u32]) -> u32 {
+        let q = self.q;
+        let candidates = self
+            .by_hash
+            .entry(crate::hash::hash_codes(key))
+            .or_default();
+        let keys = &self.keys;
+        if let Some(&c) =
+            (candidates.iter()).find(|&&c| &keys[c as usize * q..(c as usize + 1) * q] == key)
+        {
+            return c;
+        }
+        let c = self.counts.len() as u32;
+        self.counts.push(0);
+        self.keys.extend_from_slice(key);
+        candidates.push(c);
+        c
     }
 }
 
