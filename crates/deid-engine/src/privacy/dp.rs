@@ -39,7 +39,7 @@ use crate::error::{EngineError, Result};
 /// Default share of ε spent on the search (ARX's experiments: 10 %).
 pub const DEFAULT_SEARCH_SHARE: f64 = 0.1;
 /// Default number of steps of the search.
-pub const DEFAULT_STEPS: u32 = 100;
+pub const DEFAULT_STEPS: u32 = 200;
 /// Largest number of steps.
 pub const MAX_STEPS: u32 = 100_000;
 /// The largest n the maximum over n may reach before ε is declared too small.

@@ -10,7 +10,7 @@
 //!
 //! | quality model | score | sensitivity |
 //! |---|---|---|
-//! | `loss` | −(Σ over kept records and QIs of the domain share + d · suppressed) | d · max(k − 1, 1) |
+//! | `loss` | −(Σ over kept records and QIs of the normalized domain share + d · suppressed) | d · max(k − 1, 1) |
 //! | `precision` | −(Σ over kept records and QIs of level/(height − 1) + d · suppressed) | d · max(k − 1, 1) |
 //! | `discernibility` | −(Σ kept classes |E|² + n · suppressed) | n · (5 if k = 1, else k²/(k − 1) + 1) |
 //! | `aecs` | kept classes + 1 if any record is suppressed | 1 |
@@ -119,7 +119,8 @@ pub struct ClassScore {
     pub count: u64,
     /// False if the class is suppressed.
     pub kept: bool,
-    /// Σ over the quasi-identifiers of the domain share of the class's value (each in [0, 1]).
+    /// Σ over the quasi-identifiers of the domain share of the class's value, normalized
+    /// between 1/domain size and 1 (each in [0, 1]).
     pub loss: f64,
     /// Σ over the quasi-identifiers of level/(height − 1) (each in [0, 1]).
     pub precision: f64,
@@ -283,7 +284,7 @@ fn classes_of(
             let mut precision = 0.0;
             for (i, (&code, &level)) in codes.iter().zip(levels).enumerate() {
                 let h = &hierarchies[i];
-                loss += h.share(level as usize, code);
+                loss += normalized_share(h, level as usize, code);
                 if h.height() > 1 {
                     precision += level as f64 / (h.height() - 1) as f64;
                 }
@@ -296,6 +297,16 @@ fn classes_of(
             }
         })
         .collect()
+}
+
+/// The domain share of a generalized value normalized between the share of one value
+/// (1/domain size: no loss) and 1, as ARX's Loss and granularity normalize it (in [0, 1]).
+fn normalized_share(h: &crate::hierarchy::EncodedHierarchy, level: usize, code: u32) -> f64 {
+    let min = 1.0 / h.domain_size.max(1) as f64;
+    if min >= 1.0 {
+        return 0.0;
+    }
+    ((h.share(level, code) - min) / (1.0 - min)).clamp(0.0, 1.0)
 }
 
 /// Runs the search on a problem with data-dependent differential privacy; the best pivot is

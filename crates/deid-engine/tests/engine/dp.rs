@@ -485,3 +485,92 @@ proptest! {
         }
     }
 }
+
+/// The utility of SafePub's output on adult as ARX's granularity measures it: per
+/// quasi-identifier the mean over the input's records of the output value's domain share
+/// (unsampled and suppressed records count 1), normalized between 1/domain size and 1; 1 − the
+/// arithmetic mean over the quasi-identifiers (`docs/definitions.md` §4.7).
+fn adult_utility(problem: &Problem) -> f64 {
+    let (levels, _) = run(problem);
+    granularity(problem, &levels)
+}
+
+fn granularity(problem: &Problem, levels: &[u8]) -> f64 {
+    let e = deid_engine::Checker::new(problem).evaluate(levels);
+    let d = levels.len();
+    let n = problem.dp().unwrap().rows as f64;
+    let mut loss = vec![0.0; d];
+    let mut kept = 0.0;
+    for c in (0..e.groups.len()).filter(|&c| !e.suppressed[c]) {
+        let count = f64::from(e.groups.counts[c]);
+        kept += count;
+        let codes = &e.groups.codes[c * d..(c + 1) * d];
+        for (i, (&code, &l)) in codes.iter().zip(levels).enumerate() {
+            loss[i] += count * problem.hierarchies()[i].share(l as usize, code);
+        }
+    }
+    let normalized: f64 = (0..d)
+        .map(|i| {
+            let min = 1.0 / problem.hierarchies()[i].domain_size as f64;
+            ((loss[i] + n - kept) / n - min) / (1.0 - min)
+        })
+        .sum();
+    1.0 - normalized / d as f64
+}
+
+/// `DEID_DP_STEPS=… cargo test --release -p deid-engine --test engine dp::utility -- --ignored
+/// --nocapture`: the median utility over seeds 1–7 at ε = 0.5, 1, 2 (docs/benchmarks.md).
+#[test]
+#[ignore]
+fn utility_on_adult() {
+    let steps: u32 = std::env::var("DEID_DP_STEPS").map_or(deid_engine::privacy::dp::DEFAULT_STEPS, |s| s.parse().unwrap());
+    for eps in [0.5, 1.0, 2.0] {
+        let started = std::time::Instant::now();
+        let mut u: Vec<f64> = (1..=7u64)
+            .map(|seed| {
+                let mut m = dp(eps, 1e-6, seed);
+                m.steps = steps;
+                adult_utility(&adult_dp(m).unwrap())
+            })
+            .collect();
+        u.sort_by(f64::total_cmp);
+        println!(
+            "ε = {eps}, steps {steps}: median {:.3} (range {:.3}–{:.3}), {:.2} s per run",
+            u[3],
+            u[0],
+            u[6],
+            started.elapsed().as_secs_f64() / 7.0
+        );
+    }
+}
+
+/// The best utility of any transformation of the sample (seed 1), for comparison.
+#[test]
+#[ignore]
+fn utility_optimum_on_adult() {
+    for eps in [0.5, 1.0, 2.0] {
+        let problem = adult_dp(dp(eps, 1e-6, 1)).unwrap();
+        let top = problem.lattice().top();
+        let bottom = problem.lattice().bottom();
+        let mut levels = bottom.clone();
+        let (mut best, mut count) = (f64::MIN, 0);
+        let d = levels.len();
+        loop {
+            let u = granularity(&problem, &levels);
+            if u > best {
+                best = u;
+            }
+            count += 1;
+            let mut i = 0;
+            while i < d && levels[i] == top[i] {
+                levels[i] = bottom[i];
+                i += 1;
+            }
+            if i == d {
+                break;
+            }
+            levels[i] += 1;
+        }
+        println!("ε = {eps}: optimum {best:.3} over {count}");
+    }
+}
