@@ -230,6 +230,8 @@ struct Tails {
     ln_nb: f64,
     /// γ_lo, used as the threshold of the tails.
     gamma_lo: f64,
+    /// γ_hi, used for n_m (more n enter the maximum).
+    gamma_hi: f64,
     /// Exponent of the Chernoff bound per n, rounded down.
     chernoff: f64,
     /// ln m! for m = 0, 1, …
@@ -294,73 +296,83 @@ impl Tails {
     }
 }
 
-/// One more than the smallest k with δ(k) < `delta` (as ARX 3.9.2), at most `rows`.
-fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> Result<u32> {
-    // γ = 1 − (1 − β) e^(−ε): bounds from β's bounds and e^(−ε)'s.
-    let (e_lo, e_hi) = exp_bounds(-eps);
-    let gamma_lo = next_down(next_down(1.0 - next_up((1.0 - beta_lo) * e_hi)));
-    let gamma_hi = next_up(next_up(1.0 - next_down((1.0 - beta_hi) * e_lo))).min(1.0);
-    if gamma_lo <= beta_hi {
-        return Err(EngineError::config(
-            "epsilon",
-            format!("epsilon {eps} is too small to derive k with safe arithmetic"),
-        ));
+impl Tails {
+    /// The tails for ε_anon = `eps` with β in [`beta_lo`, `beta_hi`]; errors name `epsilon`.
+    fn new(eps: f64, beta_lo: f64, beta_hi: f64) -> Result<Tails> {
+        let too_small = || {
+            EngineError::config(
+                "epsilon",
+                format!("epsilon {eps} is too small to derive k with safe arithmetic"),
+            )
+        };
+        // γ = 1 − (1 − β) e^(−ε): bounds from β's bounds and e^(−ε)'s.
+        let (e_lo, e_hi) = exp_bounds(-eps);
+        let gamma_lo = next_down(next_down(1.0 - next_up((1.0 - beta_lo) * e_hi)));
+        let gamma_hi = next_up(next_up(1.0 - next_down((1.0 - beta_hi) * e_lo))).min(1.0);
+        if gamma_lo <= beta_hi {
+            return Err(too_small());
+        }
+        let chernoff = gamma_lo * (gamma_lo / beta_hi).ln() - (gamma_lo - beta_hi);
+        let chernoff = chernoff * (1.0 - 1e-9) - 1e-300;
+        if chernoff.is_nan() || chernoff <= 0.0 {
+            return Err(too_small());
+        }
+        Ok(Tails {
+            ln_b: beta_hi.ln(),
+            ln_nb: (1.0 - beta_hi).ln(),
+            gamma_lo,
+            gamma_hi,
+            chernoff,
+            ln_fact: vec![0.0],
+            a: Vec::new(),
+        })
     }
-    let chernoff = gamma_lo * (gamma_lo / beta_hi).ln() - (gamma_lo - beta_hi);
-    let chernoff = chernoff * (1.0 - 1e-9) - 1e-300;
-    if chernoff.is_nan() || chernoff <= 0.0 {
-        return Err(EngineError::config(
-            "epsilon",
-            format!("epsilon {eps} is too small to derive k with safe arithmetic"),
-        ));
-    }
-    let mut tails = Tails {
-        ln_b: beta_hi.ln(),
-        ln_nb: (1.0 - beta_hi).ln(),
-        gamma_lo,
-        chernoff,
-        ln_fact: vec![0.0],
-        a: Vec::new(),
-    };
-    let mut delta_of = |k: u64| -> Result<f64> {
-        let n_m = ((k as f64 / gamma_hi - 1.0) * (1.0 - 4.0 * U))
+
+    /// An upper bound of δ(k) = max over n ≥ n_m of a_n; errors name `epsilon` when the
+    /// maximum needs more than [`MAX_N`] terms.
+    fn delta(&mut self, k: u64, eps: f64) -> Result<f64> {
+        let n_m = ((k as f64 / self.gamma_hi - 1.0) * (1.0 - 4.0 * U))
             .ceil()
             .max(1.0) as usize;
         let mut max = 0.0f64;
-        let mut n = n_m;
-        loop {
-            max = max.max(tails.a(n));
-            if max >= tails.c(n) {
+        for n in n_m..=MAX_N {
+            max = max.max(self.a(n));
+            if max >= self.c(n) {
                 return Ok(max);
             }
-            n += 1;
-            if n > MAX_N {
-                return Err(EngineError::config(
-                    "epsilon",
-                    format!("epsilon {eps} is too small: δ(k) needs more than {MAX_N} terms"),
-                ));
-            }
         }
-    };
+        Err(EngineError::config(
+            "epsilon",
+            format!("epsilon {eps} is too small: δ(k) needs more than {MAX_N} terms"),
+        ))
+    }
+}
+
+/// One more than the smallest k with δ(k) < `delta` (as ARX 3.9.2), at most `rows`.
+fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> Result<u32> {
+    let mut tails = Tails::new(eps, beta_lo, beta_hi)?;
     let rows = rows.max(1) as u64;
+    let too_small = |k: u64| {
+        EngineError::config(
+            "delta",
+            format!(
+                "delta {delta} is too small for {rows} records: it needs classes of at least \
+                 {k} sampled records; raise delta or epsilon"
+            ),
+        )
+    };
     // Exponential search for an upper end, then binary search (δ(k) is non-increasing).
     let mut hi = 1u64;
-    while delta_of(hi)? >= delta {
+    while tails.delta(hi, eps)? >= delta {
         if hi >= rows {
-            return Err(EngineError::config(
-                "delta",
-                format!(
-                    "delta {delta} is too small for {rows} records: even k = {rows} gives \
-                     δ(k) ≥ delta; raise delta or epsilon"
-                ),
-            ));
+            return Err(too_small(rows + 1));
         }
         hi = (hi * 2).min(rows);
     }
     let mut lo = hi / 2; // δ(lo) ≥ delta, or lo = 0
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if delta_of(mid)? < delta {
+        if tails.delta(mid, eps)? < delta {
             hi = mid;
         } else {
             lo = mid;
@@ -370,13 +382,7 @@ fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> 
     // non-increasing, so the larger k keeps the guarantee.
     let k = hi + 1;
     if k > rows {
-        return Err(EngineError::config(
-            "delta",
-            format!(
-                "delta {delta} is too small for {rows} records: it needs classes of at least \
-                 {k} sampled records; raise delta or epsilon"
-            ),
-        ));
+        return Err(too_small(k));
     }
     Ok(u32::try_from(k).unwrap_or(u32::MAX))
 }
@@ -384,31 +390,7 @@ fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> 
 /// δ(k) for ε_anon = `eps` (an upper bound, see the module docs); for tests and reports.
 pub fn delta_of_k(eps: f64, k: u32) -> Result<f64> {
     let (beta_lo, beta_hi) = beta_bounds(eps)?;
-    // Reuse the search with a δ that no k reaches below k, then evaluate at k.
-    let (e_lo, e_hi) = exp_bounds(-eps);
-    let gamma_lo = next_down(next_down(1.0 - next_up((1.0 - beta_lo) * e_hi)));
-    let gamma_hi = next_up(next_up(1.0 - next_down((1.0 - beta_hi) * e_lo))).min(1.0);
-    let chernoff = (gamma_lo * (gamma_lo / beta_hi).ln() - (gamma_lo - beta_hi)) * (1.0 - 1e-9);
-    let mut tails = Tails {
-        ln_b: beta_hi.ln(),
-        ln_nb: (1.0 - beta_hi).ln(),
-        gamma_lo,
-        chernoff,
-        ln_fact: vec![0.0],
-        a: Vec::new(),
-    };
-    let n_m = ((k as f64 / gamma_hi - 1.0) * (1.0 - 4.0 * U))
-        .ceil()
-        .max(1.0) as usize;
-    let mut max = 0.0f64;
-    let mut n = n_m;
-    loop {
-        max = max.max(tails.a(n));
-        if max >= tails.c(n) || n > MAX_N {
-            return Ok(max);
-        }
-        n += 1;
-    }
+    Tails::new(eps, beta_lo, beta_hi)?.delta(u64::from(k), eps)
 }
 
 #[cfg(test)]

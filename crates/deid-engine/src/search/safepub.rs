@@ -182,8 +182,9 @@ struct Scorer<'p> {
     n: u64,
     /// Entropy: per QI, Σ_x c(x) log₂ c(x) over the sampled value counts.
     x_terms: Vec<f64>,
-    /// Entropy: per QI and level, sampled records per generalized code (computed on demand).
-    y_counts: Vec<Vec<Option<Vec<u64>>>>,
+    /// Entropy: per QI and level, sampled records per generalized code (empty for the other
+    /// score functions).
+    y_counts: Vec<Vec<Vec<u64>>>,
 }
 
 impl<'p> Scorer<'p> {
@@ -199,12 +200,15 @@ impl<'p> Scorer<'p> {
             unsampled: n - problem.rows() as u64,
             n,
             x_terms,
-            y_counts: problem.hierarchies().iter().map(|h| vec![None; h.height()]).collect(),
+            y_counts: match function {
+                ScoreFunction::Entropy => y_counts(problem),
+                _ => Vec::new(),
+            },
         }
     }
 
     /// The score of `levels` divided by the sensitivity.
-    fn score(&mut self, checker: &crate::check::Checker<'_>, levels: &[u8]) -> f64 {
+    fn score(&self, checker: &crate::check::Checker<'_>, levels: &[u8]) -> f64 {
         let e = checker.evaluate(levels);
         let raw = match self.function {
             ScoreFunction::Entropy => self.entropy(&e, levels),
@@ -218,7 +222,7 @@ impl<'p> Scorer<'p> {
 
     /// Σ over the QIs of [`entropy_score`], from the precomputed counts and the suppressed
     /// base groups only.
-    fn entropy(&mut self, e: &crate::check::Evaluation, levels: &[u8]) -> f64 {
+    fn entropy(&self, e: &crate::check::Evaluation, levels: &[u8]) -> f64 {
         use std::collections::HashMap;
         let problem = self.problem;
         let base = problem.base_groups();
@@ -238,10 +242,9 @@ impl<'p> Scorer<'p> {
                 *sy.entry(map.get(x)).or_default() += c;
             }
             let c0 = problem.qi_value_counts(i);
-            let x_term = self.x_terms[i];
-            let ny = self.y_counts(i, level as usize);
+            let ny = &self.y_counts[i][level as usize];
             let s: u64 = sx.values().sum();
-            let mut f = ny.iter().map(|&c| mlog(c)).sum::<f64>() + mlog(s) - x_term;
+            let mut f = ny.iter().map(|&c| mlog(c)).sum::<f64>() + mlog(s) - self.x_terms[i];
             for (&y, &c) in &sy {
                 f -= mlog(ny[y as usize]) - mlog(ny[y as usize] - c);
             }
@@ -254,19 +257,24 @@ impl<'p> Scorer<'p> {
         total
     }
 
-    /// Sampled records per generalized code of QI `i` at `level`.
-    fn y_counts(&mut self, i: usize, level: usize) -> &[u64] {
-        let problem = self.problem;
-        self.y_counts[i][level].get_or_insert_with(|| {
-            let h = &problem.hierarchies()[i];
-            let map = h.generalize(0, level);
-            let mut counts = vec![0u64; h.distinct(level)];
-            for (x, &c) in problem.qi_value_counts(i).iter().enumerate() {
-                counts[map.get(x as u32) as usize] += u64::from(c);
-            }
-            counts
+}
+
+/// Sampled records per generalized code, per QI and level.
+fn y_counts(problem: &Problem) -> Vec<Vec<Vec<u64>>> {
+    (problem.hierarchies().iter().enumerate())
+        .map(|(i, h)| {
+            (0..h.height())
+                .map(|level| {
+                    let map = h.generalize(0, level);
+                    let mut counts = vec![0u64; h.distinct(level)];
+                    for (x, &c) in problem.qi_value_counts(i).iter().enumerate() {
+                        counts[map.get(x as u32) as usize] += u64::from(c);
+                    }
+                    counts
+                })
+                .collect()
         })
-    }
+        .collect()
 }
 
 /// The classes of an evaluation as the score functions see them.
@@ -319,7 +327,7 @@ pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     let Ok(function) = ScoreFunction::of(problem.quality_config().model) else {
         return false;
     };
-    let mut scorer = Scorer::new(problem, function, dp.rows as u64);
+    let scorer = Scorer::new(problem, function, dp.rows as u64);
     let steps = dp.model.steps;
     let epsilon = dp.params.epsilon_search / steps as f64;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(dp.model.seed ^ SEARCH_STREAM);
@@ -334,12 +342,15 @@ pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
         if ctx.should_stop() {
             break;
         }
-        for p in lattice.predecessors(&pivot) {
-            if seen.insert(p.clone()) {
-                let s = scorer.score(ctx.checker, &p);
-                candidates.push((p, s));
-            }
+        let fresh: Vec<Levels> = (lattice.predecessors(&pivot).into_iter())
+            .filter(|p| seen.insert(p.clone()))
+            .collect();
+        let nodes: Vec<&Levels> = fresh.iter().collect();
+        let scores = ctx.run_parallel(&nodes, |checker, levels| scorer.score(checker, levels));
+        if scores.iter().any(Option::is_none) {
+            break; // time limit or cancelled
         }
+        candidates.extend(fresh.into_iter().zip(scores.into_iter().flatten()));
         candidates.retain(|(l, _)| *l != pivot);
         if candidates.is_empty() {
             break;
