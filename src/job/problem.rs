@@ -172,6 +172,8 @@ pub fn validate_generalization(
         .map(|m| m.population_size(facts.rows))
         .transpose()
         .map_err(|e| SpecError::from(e.within("population")))?;
+    deid_engine::problem::check_dp_columns(facts.columns.iter().map(String::as_str), &config)
+        .map_err(|e| engine_error(Frontend::Service, e))?;
     let has_subset = config.research_subset.is_some() || config.subset_count_column.is_some();
     config
         .validate_models(facts.rows, population, has_subset)
@@ -193,6 +195,13 @@ pub fn validate_generalization(
     config.subset_count_column = None;
     if has_subset {
         config.research_subset = Some(ResearchSubset::Rows((1..=table.rows() as u64).collect()));
+    }
+    // Differential privacy was checked against the dataset's records above; its k would not
+    // fit the small table, which is built for the rest.
+    for model in &mut config.privacy {
+        if matches!(model, PrivacyModel::DifferentialPrivacy(_)) {
+            *model = PrivacyModel::KAnonymity { k: 1 };
+        }
     }
     match Problem::new(table, config) {
         Ok(problem) => {

@@ -352,12 +352,13 @@ impl Tails {
 fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> Result<u32> {
     let mut tails = Tails::new(eps, beta_lo, beta_hi)?;
     let rows = rows.max(1) as u64;
-    let too_small = |k: u64| {
+    let too_small = || {
         EngineError::config(
             "delta",
             format!(
-                "delta {delta} is too small for {rows} records: it needs classes of at least \
-                 {k} sampled records; raise delta or epsilon"
+                "delta {delta} is too small for {rows} records: no k up to {rows} reaches it \
+                 (classes would need more sampled records than the table has); raise delta or \
+                 epsilon"
             ),
         )
     };
@@ -365,7 +366,7 @@ fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> 
     let mut hi = 1u64;
     while tails.delta(hi, eps)? >= delta {
         if hi >= rows {
-            return Err(too_small(rows + 1));
+            return Err(too_small());
         }
         hi = (hi * 2).min(rows);
     }
@@ -382,7 +383,7 @@ fn smallest_k(eps: f64, beta_lo: f64, beta_hi: f64, delta: f64, rows: usize) -> 
     // non-increasing, so the larger k keeps the guarantee.
     let k = hi + 1;
     if k > rows {
-        return Err(too_small(k));
+        return Err(too_small());
     }
     Ok(u32::try_from(k).unwrap_or(u32::MAX))
 }

@@ -61,10 +61,11 @@ pub fn dp_model(config: &ProblemConfig) -> Result<Option<(usize, &DpModel)>> {
 }
 
 /// Refuses what differential privacy cannot be combined with (without the data): every other
-/// privacy model but k-anonymity, microaggregated and sensitive columns (a research subset is
-/// refused when the problem is built: the sample takes its place).
+/// privacy model but k-anonymity, a research subset (the sample takes its place), a quality
+/// model without a score function when the search chooses the levels, microaggregated and
+/// sensitive columns.
 pub fn check_combinations(config: &ProblemConfig) -> Result<()> {
-    let Some((position, _)) = dp_model(config)? else {
+    let Some((position, model)) = dp_model(config)? else {
         return Ok(());
     };
     for (i, m) in config.privacy.iter().enumerate() {
@@ -79,6 +80,21 @@ pub fn check_combinations(config: &ProblemConfig) -> Result<()> {
                 ),
             ));
         }
+    }
+    for (field, given) in [
+        ("research_subset", config.research_subset.is_some()),
+        ("subset_count_column", config.subset_count_column.is_some()),
+    ] {
+        if given {
+            return Err(EngineError::config(
+                field,
+                "differential-privacy draws its own sample of the records; a research subset \
+                 cannot be given",
+            ));
+        }
+    }
+    if model.data_dependent {
+        search_quality(config.quality.model)?;
     }
     if let Some(m) = config.microaggregated.first() {
         return Err(EngineError::config(
@@ -116,11 +132,10 @@ pub(super) fn prepare(
     let field = format!("privacy[{position}]");
     model.validate().map_err(|e| e.within(&field))?;
     check_combinations(config)?;
-    check_released_columns(table, config)?;
-    if model.data_dependent {
-        search_quality(config.quality.model)?;
-    }
-    let records = frequencies.as_ref().map_or(table.rows(), Frequencies::records);
+    check_released_columns(table.columns().iter().map(|c| c.name.as_str()), config)?;
+    let records = frequencies
+        .as_ref()
+        .map_or(table.rows(), Frequencies::records);
     let params = model.derive(records).map_err(|e| e.within(&field))?;
     let counts = |row: usize| frequencies.as_ref().map_or(1, |f| f.count(row));
     let drawn = params.sample(table.rows(), counts, model.seed);
@@ -150,24 +165,17 @@ pub(super) fn prepare(
     })
 }
 
-/// Refuses a research subset (the sample takes its place) and columns that would be released
-/// as they are: with differential privacy every column is a quasi-identifier (generalized),
-/// identifying (removed) or the count column of a frequency table.
-fn check_released_columns(table: &Table, config: &ProblemConfig) -> Result<()> {
-    for (field, given) in [
-        ("research_subset", config.research_subset.is_some()),
-        ("subset_count_column", config.subset_count_column.is_some()),
-    ] {
-        if given {
-            return Err(EngineError::config(
-                field,
-                "differential-privacy draws its own sample of the records; a research subset \
-                 cannot be given",
-            ));
-        }
+/// Refuses columns that would be released as they are: with differential privacy every column
+/// of the table (`columns`, by name) is a quasi-identifier (generalized), identifying (removed)
+/// or the count column of a frequency table. Errors name `attributes.<column>`.
+pub fn check_released_columns<'c>(
+    columns: impl IntoIterator<Item = &'c str>,
+    config: &ProblemConfig,
+) -> Result<()> {
+    if dp_model(config)?.is_none() {
+        return Ok(());
     }
-    for column in table.columns() {
-        let name = column.name.as_str();
+    for name in columns {
         let known = config.quasi_identifiers.iter().any(|q| q.column == name)
             || config.identifying.iter().any(|c| c == name)
             || config.count_column.as_deref() == Some(name);

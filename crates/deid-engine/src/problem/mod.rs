@@ -25,7 +25,8 @@ mod grouping;
 mod steps;
 
 pub use dp::{
-    DpSetup, check_combinations as check_dp_combinations, search_quality as dp_search_quality,
+    DpSetup, check_combinations as check_dp_combinations,
+    check_released_columns as check_dp_columns, search_quality as dp_search_quality,
 };
 
 use grouping::base_groups;

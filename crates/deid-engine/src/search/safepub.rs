@@ -76,9 +76,7 @@ impl ScoreFunction {
             }
             ScoreFunction::Aecs => 1.0,
             ScoreFunction::Entropy => {
-                d as f64
-                    * (2.0 * k - 1.0)
-                    * (((n as f64) + 2.0).log2() + std::f64::consts::LOG2_E)
+                d as f64 * (2.0 * k - 1.0) * (((n as f64) + 2.0).log2() + std::f64::consts::LOG2_E)
             }
         }
     }
@@ -168,7 +166,11 @@ pub fn entropy_score(cells: impl IntoIterator<Item = (u32, Option<u32>, u64)>) -
 
 /// m log₂ m (0 for m = 0).
 fn mlog(m: u64) -> f64 {
-    if m == 0 { 0.0 } else { m as f64 * (m as f64).log2() }
+    if m == 0 {
+        0.0
+    } else {
+        m as f64 * (m as f64).log2()
+    }
 }
 
 /// Scores transformations of a problem for the search (divided by the sensitivity).
@@ -191,7 +193,13 @@ impl<'p> Scorer<'p> {
     fn new(problem: &'p Problem, function: ScoreFunction, n: u64) -> Scorer<'p> {
         let d = problem.quasi_identifiers().len();
         let x_terms = (0..d)
-            .map(|i| problem.qi_value_counts(i).iter().map(|&c| mlog(c.into())).sum())
+            .map(|i| {
+                problem
+                    .qi_value_counts(i)
+                    .iter()
+                    .map(|&c| mlog(c.into()))
+                    .sum()
+            })
             .collect();
         Scorer {
             problem,
@@ -214,7 +222,12 @@ impl<'p> Scorer<'p> {
             ScoreFunction::Entropy => self.entropy(&e, levels),
             f => {
                 let d = levels.len();
-                f.score(&classes_of(self.problem, &e, levels), self.unsampled, self.n, d)
+                f.score(
+                    &classes_of(self.problem, &e, levels),
+                    self.unsampled,
+                    self.n,
+                    d,
+                )
             }
         };
         raw / self.sensitivity
@@ -256,7 +269,6 @@ impl<'p> Scorer<'p> {
         }
         total
     }
-
 }
 
 /// Sampled records per generalized code, per QI and level.
@@ -278,11 +290,7 @@ fn y_counts(problem: &Problem) -> Vec<Vec<Vec<u64>>> {
 }
 
 /// The classes of an evaluation as the score functions see them.
-fn classes_of(
-    problem: &Problem,
-    e: &crate::check::Evaluation,
-    levels: &[u8],
-) -> Vec<ClassScore> {
+fn classes_of(problem: &Problem, e: &crate::check::Evaluation, levels: &[u8]) -> Vec<ClassScore> {
     let d = levels.len();
     let hierarchies = problem.hierarchies();
     (0..e.groups.len())

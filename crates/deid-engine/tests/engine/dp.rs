@@ -153,12 +153,11 @@ fn bad_parameters_name_their_field() {
 
 #[test]
 fn combinations_the_model_cannot_take_are_refused() {
-    let refused = |config: ProblemConfig, table: Table, want: &str| match Problem::new(
-        table, config,
-    ) {
-        Err(EngineError::InvalidConfig { field, .. }) => assert_eq!(field, want),
-        other => panic!("{:?}", other.map(|_| ())),
-    };
+    let refused =
+        |config: ProblemConfig, table: Table, want: &str| match Problem::new(table, config) {
+            Err(EngineError::InvalidConfig { field, .. }) => assert_eq!(field, want),
+            other => panic!("{:?}", other.map(|_| ())),
+        };
     let ds = adult();
     let mut c = config(&ds, dp(1.0, 1e-6, 0), false);
     c.privacy
@@ -205,7 +204,9 @@ fn output_is_k_anonymous_on_the_released_records() {
         let released = verify_k(&problem, &csv, k);
         assert!(released > 0, "ε = {eps}");
         // Only sampled records of kept classes are written.
-        let suppressed = deid_engine::Checker::new(&problem).check(&levels).suppressed;
+        let suppressed = deid_engine::Checker::new(&problem)
+            .check(&levels)
+            .suppressed;
         assert_eq!(released + suppressed, setup.sampled);
     }
 }
@@ -232,7 +233,12 @@ fn sampling_rate_matches_beta() {
     // whole ε (0.632 instead of 0.593).
     let p = dp(1.0, 1e-6, 0).derive(10_000).unwrap();
     let draws: u64 = (0..200u64)
-        .map(|seed| p.sample(10_000, |_| 1, seed).iter().map(|&c| u64::from(c)).sum::<u64>())
+        .map(|seed| {
+            p.sample(10_000, |_| 1, seed)
+                .iter()
+                .map(|&c| u64::from(c))
+                .sum::<u64>()
+        })
         .sum();
     let rate = draws as f64 / 2_000_000.0;
     let se = (p.beta * (1.0 - p.beta) / 2_000_000.0).sqrt();
@@ -439,7 +445,11 @@ fn entropy_of(r: &Records, k: u64) -> f64 {
         .map(|i| {
             entropy_score(r.records.iter().filter(|x| x.2).map(|&(key, x, _)| {
                 let kept = sizes[&key] >= k;
-                (u32::from(x[i]), kept.then(|| u32::from(r.classes[key as usize][i].0)), 1)
+                (
+                    u32::from(x[i]),
+                    kept.then(|| u32::from(r.classes[key as usize][i].0)),
+                    1,
+                )
             }))
         })
         .sum()
@@ -448,7 +458,10 @@ fn entropy_of(r: &Records, k: u64) -> f64 {
 fn records_strategy() -> impl Strategy<Value = Records> {
     let class = prop::array::uniform3((0u8..3, 0.0f64..=1.0, 0.0f64..=1.0));
     (
-        prop::collection::vec((0u8..6, prop::array::uniform3(0u8..4), any::<bool>()), 0..60),
+        prop::collection::vec(
+            (0u8..6, prop::array::uniform3(0u8..4), any::<bool>()),
+            0..60,
+        ),
         prop::collection::vec(class, 6),
     )
         .prop_map(|(records, classes)| Records { records, classes })
@@ -523,7 +536,10 @@ fn granularity(problem: &Problem, levels: &[u8]) -> f64 {
 #[test]
 #[ignore]
 fn utility_on_adult() {
-    let steps: u32 = std::env::var("DEID_DP_STEPS").map_or(deid_engine::privacy::dp::DEFAULT_STEPS, |s| s.parse().unwrap());
+    let steps: u32 = std::env::var("DEID_DP_STEPS")
+        .map_or(deid_engine::privacy::dp::DEFAULT_STEPS, |s| {
+            s.parse().unwrap()
+        });
     for eps in [0.5, 1.0, 2.0] {
         let started = std::time::Instant::now();
         let mut u: Vec<f64> = (1..=7u64)
