@@ -83,6 +83,17 @@ fn in_table_order(mut config: ProblemConfig, table: &Table) -> ProblemConfig {
     config
 }
 
+/// Replaces differential privacy by k-anonymity with k = 1: it was checked against the
+/// dataset's records; its k would not fit the small table of distinct values, which is built
+/// for the rest of the checks.
+fn without_dp(config: &mut ProblemConfig) {
+    for model in &mut config.privacy {
+        if matches!(model, PrivacyModel::DifferentialPrivacy(_)) {
+            *model = PrivacyModel::KAnonymity { k: 1 };
+        }
+    }
+}
+
 /// ℓ-diversity needs ℓ distinct values of its attribute in every class: a dataset with fewer
 /// (counted from the stored distinct values) cannot satisfy it, so the job is refused here
 /// instead of failing after its search.
@@ -196,13 +207,7 @@ pub fn validate_generalization(
     if has_subset {
         config.research_subset = Some(ResearchSubset::Rows((1..=table.rows() as u64).collect()));
     }
-    // Differential privacy was checked against the dataset's records above; its k would not
-    // fit the small table, which is built for the rest.
-    for model in &mut config.privacy {
-        if matches!(model, PrivacyModel::DifferentialPrivacy(_)) {
-            *model = PrivacyModel::KAnonymity { k: 1 };
-        }
-    }
+    without_dp(&mut config);
     match Problem::new(table, config) {
         Ok(problem) => {
             spec.output_options()

@@ -1306,10 +1306,20 @@ fn formulas_are_neutralized_with_the_flag() {
 
 /// `deid anonymize` of examples/adult with differential privacy (all nine columns generalized).
 fn anonymize_adult_dp(dir: &Path, model: &str, extra: &[&str]) -> (i32, String, String) {
+    anonymize_adult_dp_task(dir, "anonymize", model, extra)
+}
+
+/// `deid <task>` of examples/adult with differential privacy (all nine columns generalized).
+fn anonymize_adult_dp_task(
+    dir: &Path,
+    task: &str,
+    model: &str,
+    extra: &[&str],
+) -> (i32, String, String) {
     let adult = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adult");
     let input = adult.join("adult.csv");
     let mut args: Vec<String> = vec![
-        "anonymize".into(),
+        task.into(),
         "--input".into(),
         input.display().to_string(),
         "--delimiter".into(),
@@ -1368,6 +1378,20 @@ fn anonymize_with_differential_privacy_reports_the_sample() {
     let (code, _, stderr) = run("b.csv");
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out, std::fs::read_to_string(dir.join("b.csv")).unwrap());
+    // Given levels (data-independent generalization): the whole ε goes to the anonymization.
+    let mut args: Vec<String> = vec!["--levels".into(), "age=3,education=3,marital-status=2,native-country=2,occupation=2,race=1,salary-class=1,sex=1,workclass=2".into()];
+    args.extend(["--output", "c.csv"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = anonymize_adult_dp_task(&dir, "evaluate", model, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let dp = &r["differential_privacy"];
+    assert_eq!(dp["epsilon_search"], 0.0, "{dp}");
+    // Without a seed, an unpredictable one is drawn and reported (exact in JSON).
+    assert!(dp["seed"].as_u64().unwrap() < 1 << 53);
+    assert!(dp["steps"].is_null());
+    assert!((dp["beta"].as_f64().unwrap() - (1.0 - (-1.0f64).exp())).abs() < 1e-9);
+    assert_eq!(r["anonymous"], true);
     // Bad parameters and local generalization: the CLI's error names them.
     for (model, extra, needle) in [
         (
