@@ -83,7 +83,7 @@ impl ScoreFunction {
 
     /// The score (higher = better) of classes measured on the whole input: `unsampled` records
     /// were not drawn, `n` is the input's records and `d` the number of quasi-identifiers.
-    /// Entropy is not a function of the classes alone: see [`entropy_score`].
+    /// Entropy is not a function of the classes alone (NaN here): see [`entropy_score`].
     pub fn score(self, classes: &[ClassScore], unsampled: u64, n: u64, d: usize) -> f64 {
         let suppressed: u64 = unsampled
             + classes
@@ -105,7 +105,8 @@ impl ScoreFunction {
                 -(kept.map(|c| (c.count * c.count) as f64).sum::<f64>() + (n * suppressed) as f64)
             }
             ScoreFunction::Aecs => kept.count() as f64 + if suppressed > 0 { 1.0 } else { 0.0 },
-            ScoreFunction::Entropy => unreachable!("entropy is scored by entropy_score"),
+            // Not a function of the classes alone (see `entropy_score`).
+            ScoreFunction::Entropy => f64::NAN,
         }
     }
 }
