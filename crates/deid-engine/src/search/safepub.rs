@@ -1,8 +1,10 @@
 //! SafePub's differentially private search (Bild, Kuhn, Prasser, PoPETs 2018;
 //! `docs/definitions.md` §3.8): starting at the top of the lattice, each of `steps` steps adds
 //! the predecessors of the current pivot to the candidates, removes the pivot and draws the next
-//! pivot from the candidates with the exponential mechanism (ε_search / steps per step) over a
-//! score of bounded sensitivity; the pivot with the best score is the result.
+//! pivot from the candidates with the exponential mechanism (ε_search / (2 · steps) per step)
+//! over a score of bounded sensitivity; one more exponential mechanism (ε_search / 2) on the
+//! same score chooses the result among the pivots visited. ARX returns the pivot with the best
+//! exact score, a data-dependent choice no ε covers; deid does not.
 //!
 //! Scores are measured on the whole input: records not drawn into the sample and records of
 //! suppressed classes count as suppressed. Higher is better. With d quasi-identifiers, k the
@@ -326,8 +328,24 @@ fn normalized_share(h: &crate::hierarchy::EncodedHierarchy, level: usize, code: 
     ((h.share(level, code) - min) / (1.0 - min)).clamp(0.0, 1.0)
 }
 
-/// Runs the search on a problem with data-dependent differential privacy; the best pivot is
-/// offered as the result. Returns false (the result is not a proven optimum).
+/// The share of ε_search spent on the final choice among the visited pivots; the steps share
+/// the rest equally.
+pub const FINAL_SELECTION_SHARE: f64 = 0.5;
+
+/// How the search spends ε_search over `steps` steps: (ε of each step's exponential mechanism,
+/// ε of the final choice). By sequential composition they add up to ε_search.
+pub fn search_epsilons(epsilon_search: f64, steps: u32) -> (f64, f64) {
+    let final_choice = epsilon_search * FINAL_SELECTION_SHARE;
+    (
+        (epsilon_search - final_choice) / f64::from(steps.max(1)),
+        final_choice,
+    )
+}
+
+/// Runs the search on a problem with data-dependent differential privacy: `steps` steps of the
+/// exponential mechanism, then one more choosing the result among the pivots visited (the top
+/// included) on the same scores, so the choice of the result is private too ([`search_epsilons`]).
+/// Returns false (the result is not a proven optimum).
 pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     let problem = ctx.problem;
     let Some(dp) = problem.dp() else {
@@ -338,12 +356,13 @@ pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     };
     let scorer = Scorer::new(problem, function, dp.rows as u64);
     let steps = dp.model.steps;
-    let epsilon = dp.params.epsilon_search / steps as f64;
+    let (epsilon, epsilon_final) = search_epsilons(dp.params.epsilon_search, steps);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(dp.model.seed ^ SEARCH_STREAM);
     let lattice = problem.lattice();
     let mut pivot: Levels = lattice.top();
     let top_score = scorer.score(ctx.checker, &pivot);
-    let mut best = (pivot.clone(), top_score);
+    // The pivots, each once: a pivot leaves the candidates and never enters them again.
+    let mut pivots: Vec<(Levels, f64)> = vec![(pivot.clone(), top_score)];
     let mut candidates: Vec<(Levels, f64)> = vec![(pivot.clone(), top_score)];
     let mut seen: std::collections::HashSet<Levels> = std::collections::HashSet::new();
     seen.insert(pivot.clone());
@@ -365,15 +384,32 @@ pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
             break;
         }
         let scores: Vec<f64> = candidates.iter().map(|(_, s)| *s).collect();
-        let (next, s) = candidates[select(&scores, epsilon, &mut rng)].clone();
-        if s > best.1 {
-            best = (next.clone(), s);
-        }
-        pivot = next;
+        let next = candidates[select(&scores, epsilon, &mut rng)].clone();
+        pivot = next.0.clone();
+        pivots.push(next);
         ctx.add_expansions(1);
         ctx.set_algorithm_progress(step as f64 / steps as f64);
     }
-    let r = ctx.checker.check(&best.0);
+    let scores: Vec<f64> = pivots.iter().map(|(_, s)| *s).collect();
+    let chosen = &pivots[select(&scores, epsilon_final, &mut rng)].0;
+    let r = ctx.checker.check(chosen);
     ctx.offer(&r);
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safepub_search_spends_half_on_the_steps_and_half_on_the_final_choice() {
+        for (eps, steps) in [(0.1, 200), (0.05, 1), (0.2, 7), (1.0, 10_000)] {
+            let (step, last) = search_epsilons(eps, steps);
+            assert_eq!(last, eps / 2.0);
+            assert!((step - eps / (2.0 * f64::from(steps))).abs() <= 1e-15 * eps);
+            // Sequential composition: the steps and the final choice spend ε_search.
+            let total = step * f64::from(steps) + last;
+            assert!((total - eps).abs() <= 1e-12 * eps, "{total} ≠ {eps}");
+        }
+    }
 }

@@ -397,6 +397,68 @@ fn exponential_mechanism_matches_its_definition() {
     assert!(chi2 < 18.47, "χ² = {chi2}, counts {counts:?}, p {p:?}");
 }
 
+/// One quasi-identifier `a` of three values, 400 records each, generalized to `*` at level 1:
+/// the lattice is the top [1] and the bottom [0].
+fn three_classes(model: DpModel) -> Problem {
+    let rows: Vec<Vec<String>> = (0..1200).map(|i| vec![format!("a{}", i % 3)]).collect();
+    let table = Table::from_rows(&["a"], &rows).unwrap();
+    let hierarchy = (0..3).map(|v| vec![format!("a{v}"), "*".into()]).collect();
+    let config = ProblemConfig {
+        quasi_identifiers: vec![deid_engine::QuasiIdentifier::new(
+            "a",
+            deid_engine::Hierarchy::from_rows(hierarchy, "a").unwrap(),
+        )],
+        privacy: vec![PrivacyModel::DifferentialPrivacy(model)],
+        quality: deid_engine::QualityConfig {
+            model: deid_engine::QualityModel::Aecs,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Problem::new(table, config).unwrap()
+}
+
+#[test]
+fn the_result_is_chosen_among_the_pivots_by_the_exponential_mechanism() {
+    // One step visits the top and the bottom (the top's only specialization). ε = 2 split
+    // evenly: ε_anon = 1 gives k < 100 while every value has about 250 sampled records, so
+    // nothing sampled is suppressed and the AECS scores (sensitivity 1) differ by 2 whatever the
+    // sample: 1 class at the top, 3 at the bottom (+ 1 each for the unsampled records). The
+    // bottom is the better pivot; the result must still be the top with the probability the
+    // final exponential mechanism (ε_search / 2) gives it (the best pivot by exact score is
+    // never the top).
+    let draws = 4000u64;
+    let mut tops = 0u64;
+    for seed in 0..draws {
+        let mut m = dp(2.0, 1e-6, seed);
+        m.search_share = 0.5;
+        m.steps = 1;
+        let problem = three_classes(m);
+        let setup = problem.dp().unwrap();
+        assert!(setup.params.k <= 100, "k = {}", setup.params.k);
+        let (levels, csv) = run(&problem);
+        // The classes of the output, counted from the CSV: 1 (top) or 3 (bottom).
+        let out = Output::parse(&csv, b';');
+        let mut classes: HashMap<&Vec<String>, usize> = HashMap::new();
+        for r in &out.rows {
+            *classes.entry(r).or_default() += 1;
+        }
+        assert_eq!(out.rows.len(), setup.sampled, "seed {seed}");
+        match (levels.as_slice(), classes.len()) {
+            ([1], 1) => tops += 1,
+            ([0], 3) => {}
+            other => panic!("seed {seed}: {other:?}"),
+        }
+    }
+    let epsilon_search = 2.0 * 0.5;
+    let p = selection_probabilities(&[1.0, 3.0], epsilon_search / 2.0)[0];
+    assert!((p - 1.0 / (1.0 + 0.5f64.exp())).abs() < 1e-12);
+    // Chi-square goodness of fit with 1 degree of freedom (the 0.999 quantile is 10.83).
+    let (o, e) = (tops as f64, p * draws as f64);
+    let chi2 = (o - e).powi(2) / e + (o - e).powi(2) / (draws as f64 - e);
+    assert!(chi2 < 10.83, "χ² = {chi2}: {tops} tops of {draws}, p = {p}");
+}
+
 /// A random table of records: each has a class key and an original value per QI; every class
 /// has a fixed generalized value, loss and precision per QI; records are sampled or not.
 #[derive(Debug, Clone)]
