@@ -204,7 +204,8 @@ pub struct DpReport {
     pub epsilon: f64,
     /// δ.
     pub delta: f64,
-    /// ε spent by the search over the transformations (0 when the levels were given).
+    /// ε spent by the search over the transformations (0 when the levels were given): ¼
+    /// over the steps, ¾ on the final choice among the pivots.
     pub epsilon_search: f64,
     /// ε spent by sampling and suppression.
     pub epsilon_anonymization: f64,

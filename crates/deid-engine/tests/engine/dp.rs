@@ -425,7 +425,7 @@ fn the_result_is_chosen_among_the_pivots_by_the_exponential_mechanism() {
     // nothing sampled is suppressed and the AECS scores (sensitivity 1) differ by 2 whatever the
     // sample: 1 class at the top, 3 at the bottom (+ 1 each for the unsampled records). The
     // bottom is the better pivot; the result must still be the top with the probability the
-    // final exponential mechanism (ε_search / 2) gives it (the best pivot by exact score is
+    // final exponential mechanism (¾ ε_search) gives it (the best pivot by exact score is
     // never the top).
     let draws = 4000u64;
     let mut tops = 0u64;
@@ -451,8 +451,8 @@ fn the_result_is_chosen_among_the_pivots_by_the_exponential_mechanism() {
         }
     }
     let epsilon_search = 2.0 * 0.5;
-    let p = selection_probabilities(&[1.0, 3.0], epsilon_search / 2.0)[0];
-    assert!((p - 1.0 / (1.0 + 0.5f64.exp())).abs() < 1e-12);
+    let p = selection_probabilities(&[1.0, 3.0], 0.75 * epsilon_search)[0];
+    assert!((p - 1.0 / (1.0 + 0.75f64.exp())).abs() < 1e-12);
     // Chi-square goodness of fit with 1 degree of freedom (the 0.999 quantile is 10.83).
     let (o, e) = (tops as f64, p * draws as f64);
     let chi2 = (o - e).powi(2) / e + (o - e).powi(2) / (draws as f64 - e);
