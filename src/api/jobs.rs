@@ -342,6 +342,31 @@ fn not_available(status: JobStatus) -> ApiError {
     ApiError::new(ErrorCode::ResultNotAvailable, message).with_details(json!({"status": status}))
 }
 
+/// `GET /v1/jobs/{id}/plan`: the recoding plan of the result CSV (JSON,
+/// `docs/definitions.md` §7); 409 `result_not_available` while the job has no output, or when
+/// its output has no plan (another task; a research subset of records).
+pub async fn get_plan(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<JobId>,
+) -> Result<Response> {
+    let (status, plan) = state
+        .store
+        .job_plan(&tenant, &id)
+        .await?
+        .ok_or_else(|| job_not_found(&id))?;
+    match plan {
+        Some(plan) => Ok(([(header::CONTENT_TYPE, "application/json")], plan).into_response()),
+        None if status == JobStatus::Succeeded => Err(ApiError::new(
+            ErrorCode::ResultNotAvailable,
+            "the job has no recoding plan: only an anonymize job's output has one (and not \
+             with a research subset of records)",
+        )
+        .with_details(json!({"status": status}))),
+        None => Err(not_available(status)),
+    }
+}
+
 /// Query parameters of `GET /v1/jobs/{id}/result.csv`.
 #[derive(Debug, Deserialize)]
 pub struct CsvQuery {

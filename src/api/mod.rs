@@ -3,7 +3,8 @@
 //!
 //! - [`datasets`]: uploads (received by [`upload`]), listing, deletion.
 //! - [`hierarchies`]: stored hierarchies (ARX tables or builder specifications) and previews.
-//! - [`jobs`]: job creation, views, events (SSE), cancel, results.
+//! - [`jobs`]: job creation, views, events (SSE), cancel, results; [`verify`]: released data
+//!   re-checked against a job's privacy models.
 //! - [`health`]: `/healthz`, `/readyz`, `/metrics`, `/openapi.yaml`.
 //! - The web console (`/`, `/console/…`) is [`crate::console`]'s, merged here without the API key.
 //! - [`error`]: the single error shape; [`extract`]: extractors that use it; [`auth`]: the
@@ -20,6 +21,7 @@ pub mod jobs;
 pub mod keys;
 pub mod state;
 pub mod upload;
+pub mod verify;
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +63,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/jobs/{id}/cancel"),
     ("get", "/v1/jobs/{id}/result"),
     ("get", "/v1/jobs/{id}/result.csv"),
+    ("post", "/v1/jobs/{id}/verify"),
+    ("get", "/v1/jobs/{id}/plan"),
 ];
 
 /// Builds the router.
@@ -110,6 +114,14 @@ pub fn router(state: AppState) -> Router {
             with_timeout(get(jobs::get_result), quick),
         )
         .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
+        .route(
+            "/v1/jobs/{id}/verify",
+            with_timeout(post(verify::verify_job), upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/v1/jobs/{id}/plan",
+            with_timeout(get(jobs::get_plan), quick),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,

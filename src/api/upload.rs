@@ -203,10 +203,20 @@ impl Drop for PurgeGuard {
     }
 }
 
-/// Feeds chunks of the body to a blocking reader.
-struct ChannelReader {
+/// Feeds chunks of the body to a blocking reader (uploads, verifications).
+pub(crate) struct ChannelReader {
     rx: mpsc::Receiver<Bytes>,
     current: Bytes,
+}
+
+impl ChannelReader {
+    /// A reader of the chunks `rx` receives; it ends when the channel is closed.
+    pub(crate) fn new(rx: mpsc::Receiver<Bytes>) -> ChannelReader {
+        ChannelReader {
+            rx,
+            current: Bytes::new(),
+        }
+    }
 }
 
 impl Read for ChannelReader {
@@ -253,10 +263,7 @@ impl Upload {
         let (tx, rx) = mpsc::channel::<Bytes>(4);
         let options = self.options;
         self.parser = Some(tokio::task::spawn_blocking(move || {
-            let reader = ChannelReader {
-                rx,
-                current: Bytes::new(),
-            };
+            let reader = ChannelReader::new(rx);
             profile_csv(std::io::BufReader::with_capacity(1 << 16, reader), options)
         }));
         self.tx = Some(tx);

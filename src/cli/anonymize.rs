@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{ProblemArgs, job_spec, run_task};
+use super::{Outputs, ProblemArgs, job_spec, run_task};
 use crate::job::spec::{DurationSpec, GeneticSpec, Task};
 use crate::job::task::Verdict;
 use deid_engine::{Algorithm, CancelFlag, Improvement, NoObserver, Progress, ProgressObserver};
@@ -75,6 +75,9 @@ pub struct AnonymizeArgs {
     /// Write the JSON report here instead of stdout.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Write the recoding plan (JSON; `deid apply --plan`) here.
+    #[arg(long, value_name = "FILE")]
+    pub plan_output: Option<PathBuf>,
     /// No progress bar, even on a terminal.
     #[arg(long)]
     pub quiet: bool,
@@ -200,8 +203,11 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     };
     let outcome = run_task(
         &spec,
-        args.output.as_deref(),
-        args.report.as_deref(),
+        Outputs {
+            csv: args.output.as_deref(),
+            report: args.report.as_deref(),
+            plan: args.plan_output.as_deref(),
+        },
         false,
         cancel,
         observer,

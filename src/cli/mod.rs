@@ -1,5 +1,5 @@
 //! The `deid` command line: `evaluate` (one check of a given transformation) here; `anonymize`,
-//! `risk`, `bench` and `bench-api` in their own modules.
+//! `apply`, `risk`, `bench` and `bench-api` in their own modules.
 //!
 //! Flags and the `--config` JSON (the job specification of [`crate::job::spec`]) can be combined;
 //! flags extend or override the file.
@@ -12,13 +12,16 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 pub mod anonymize;
+pub mod apply;
 pub mod bench;
 pub mod bench_api;
 pub mod names;
 pub mod risk;
 pub mod synth;
+pub mod verify;
 
 use crate::job::hierarchy::{Frontend, delimiter_byte};
+use crate::job::plan::HashingReader;
 use crate::job::report::peak_memory_bytes;
 use crate::job::spec::{
     AttributeSpec, AttributeType, HierarchyDuplicates, HierarchySource, JobSpec, PopulationSpec,
@@ -44,6 +47,8 @@ pub struct Cli {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check one transformation and print a JSON report.
@@ -56,6 +61,8 @@ pub enum Command {
     BenchApi(bench_api::BenchArgs),
     /// Search the best transformation within a time limit; write the CSV and a JSON report.
     Anonymize(anonymize::AnonymizeArgs),
+    /// Write the output of a recoding plan for a CSV, row by row (what `anonymize` writes).
+    Apply(apply::ApplyArgs),
     /// Run benchmark problems on a directory of datasets and print a table.
     Bench(bench::BenchArgs),
     /// Build a hierarchy from a builder specification (or the suggested one) and print it as CSV.
@@ -64,6 +71,9 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Print the re-identification risks of a dataset as it is (JSON: the report's `risk`).
     Risk(risk::RiskArgs),
+    /// Re-check released data against every privacy model of a job, from scratch (JSON verdict;
+    /// exit status 5 when a model fails).
+    Verify(verify::VerifyArgs),
 }
 
 /// Flags of `deid hierarchy`.
@@ -257,6 +267,8 @@ pub mod exit {
     pub const NO_SOLUTION: i32 = 3;
     /// `deid evaluate`: the transformation does not satisfy the privacy models.
     pub const NOT_ANONYMOUS: i32 = 4;
+    /// `deid verify`: the released data violate a privacy model of the job.
+    pub const NOT_VERIFIED: i32 = 5;
 }
 
 /// An error that ends the process with a specific [`exit`] status.
@@ -286,10 +298,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Healthcheck(args)) => crate::app::healthcheck(&args),
         None => serve(crate::config::ServeArgs::default()),
         Some(Command::Anonymize(args)) => anonymize::run(args),
+        Some(Command::Apply(args)) => apply::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hierarchy(args)) => hierarchy(args),
         Some(Command::Profile(args)) => profile(args),
         Some(Command::Risk(args)) => risk::run(args),
+        Some(Command::Verify(args)) => verify::run(args),
     }
 }
 
@@ -445,12 +459,19 @@ fn read_record_numbers(path: &Path) -> anyhow::Result<Vec<u64>> {
         .collect()
 }
 
-/// Reads the input `spec` names.
-fn load_table(spec: &JobSpec) -> anyhow::Result<Table> {
+/// Reads the input `spec` names, with the SHA-256 of its bytes if `hash`.
+fn load_table(spec: &JobSpec, hash: bool) -> anyhow::Result<(Table, Option<String>)> {
     let Some(input) = &spec.input else {
         bail!("no input: give --input FILE or \"input\" in the configuration");
     };
-    read_table(input, spec.delimiter)
+    let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
+    let mut reader = HashingReader::new(file, hash);
+    let table = read_csv(
+        BufReader::with_capacity(1 << 16, &mut reader),
+        &input.display().to_string(),
+        spec.delimiter,
+    )?;
+    Ok((table, reader.digest()))
 }
 
 /// The command line's side of a running task: Ctrl-C cancels, an optional progress bar
@@ -515,19 +536,29 @@ impl Write for LazyFile<'_> {
     }
 }
 
-/// Loads the input of `spec` and runs its task, writing the CSV to `output` (if given) and the
-/// report to `report` (stdout by default). `cancel` stops a search; `observer` follows it.
+/// Where `run_task` writes what a task produces.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Outputs<'a> {
+    /// The anonymized CSV.
+    pub csv: Option<&'a Path>,
+    /// The JSON report (stdout if `None`).
+    pub report: Option<&'a Path>,
+    /// The recoding plan (`deid anonymize --plan-output`).
+    pub plan: Option<&'a Path>,
+}
+
+/// Loads the input of `spec` and runs its task, writing the CSV, the report (stdout by
+/// default) and the plan where `outputs` says. `cancel` stops a search; `observer` follows it.
 pub(crate) fn run_task(
     spec: &JobSpec,
-    output: Option<&Path>,
-    report: Option<&Path>,
+    outputs: Outputs<'_>,
     force_output: bool,
     cancel: CancelFlag,
     observer: &(dyn ProgressObserver + Sync),
 ) -> anyhow::Result<Outcome> {
     let search = spec.search_config(&SearchLimits::CLI)?;
     let started = std::time::Instant::now();
-    let table = load_table(spec)?;
+    let (table, input_sha256) = load_table(spec, outputs.plan.is_some())?;
     let host = CliHost { cancel, observer };
     let run = Run {
         spec,
@@ -541,8 +572,10 @@ pub(crate) fn run_task(
         started,
         force_output,
         max_output_bytes: None,
+        plan: outputs.plan.is_some(),
+        input_sha256: input_sha256.as_deref(),
     };
-    let mut file = output.map(|path| LazyFile { path, file: None });
+    let mut file = outputs.csv.map(|path| LazyFile { path, file: None });
     let outcome = task::run(
         &run,
         table,
@@ -552,23 +585,36 @@ pub(crate) fn run_task(
         f.flush()?;
     }
     if let Some(r) = &outcome.report {
-        write_report(report, r)?;
+        write_report(outputs.report, r)?;
+    }
+    if let (Some(path), Some(plan)) = (outputs.plan, &outcome.plan) {
+        let plan = plan
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("no recoding plan: {e}"))?;
+        std::fs::write(path, plan)
+            .with_context(|| format!("cannot write the plan {}", path.display()))?;
     }
     Ok(outcome)
 }
 
 /// Reads a CSV file with a header.
 pub(crate) fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
-    let delimiter = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(Table::read_csv(
-        BufReader::new(file),
-        CsvOptions {
-            delimiter,
-            has_header: true,
-        },
-        &path.display().to_string(),
-    )?)
+    read_csv(BufReader::new(file), &path.display().to_string(), delimiter)
+}
+
+/// Reads a CSV with a header from `input` (named `name` in errors).
+fn read_csv(
+    input: impl std::io::Read + Send,
+    name: &str,
+    delimiter: Option<char>,
+) -> anyhow::Result<Table> {
+    let delimiter = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
+    let options = CsvOptions {
+        delimiter,
+        has_header: true,
+    };
+    Ok(Table::read_csv(input, options, name)?)
 }
 
 fn hierarchy(args: HierarchyArgs) -> anyhow::Result<()> {
@@ -633,8 +679,11 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     spec.task = Some(Task::Evaluate);
     let outcome = run_task(
         &spec,
-        args.output.as_deref(),
-        args.report.as_deref(),
+        Outputs {
+            csv: args.output.as_deref(),
+            report: args.report.as_deref(),
+            plan: None,
+        },
         args.force,
         CancelFlag::new(),
         &NoObserver,

@@ -218,6 +218,25 @@ impl From<deid_engine::EngineError> for SpecError {
                     "total_missing": total_missing,
                 }))
             }
+            EngineError::HierarchyMissingLabels {
+                column,
+                level,
+                missing,
+                total_missing,
+            } => SpecError::new(
+                format!("{}.data_level", super::field::attribute(&column)),
+                format!(
+                    "the hierarchy of column '{column}' has no label at level {level} (the \
+                     data_level) for {total_missing} value(s) of the data"
+                ),
+            )
+            .with_code(ErrorCode::HierarchyMissingValues)
+            .with_details(serde_json::json!({
+                "column": column,
+                "level": level,
+                "missing": missing,
+                "total_missing": total_missing,
+            })),
             other => SpecError::new("data", other.to_string()),
         }
     }

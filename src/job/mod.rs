@@ -11,6 +11,8 @@
 //! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
 //! - [`task`]: what a job does, one file per task kind (`anonymize`, `evaluate`, `risk`), each
 //!   with its validation and its run, shared by the command line and the worker;
+//! - [`verify`]: released data re-checked against a job's privacy models (`deid verify`,
+//!   `POST /v1/jobs/{id}/verify`);
 //! - [`output`]: the least size of a job's output, checked at submission;
 //! - [`callback`]: which callback URLs (webhooks) jobs may name;
 //! - [`field`]: the dotted paths of the specification's fields that errors name;
@@ -25,9 +27,11 @@ pub mod field;
 pub mod hierarchy;
 pub mod id;
 pub mod output;
+pub mod plan;
 pub mod problem;
 pub mod progress;
 pub mod report;
 pub mod spec;
 pub mod task;
+pub mod verify;
 pub mod view;

@@ -24,9 +24,21 @@ pub fn build_problem(
     table: Table,
     frontend: Frontend<'_>,
 ) -> Result<Problem, SpecError> {
+    build_problem_with(spec, table, frontend, |_| {})
+}
+
+/// [`build_problem`], showing `inspect` the resolved configuration (hierarchy tables included,
+/// which the problem frees once encoded) before the problem is built.
+pub fn build_problem_with(
+    spec: &JobSpec,
+    table: Table,
+    frontend: Frontend<'_>,
+    inspect: impl FnOnce(&ProblemConfig),
+) -> Result<Problem, SpecError> {
     let duplicates = spec.duplicate_policy();
     let config = spec.problem_config(|c, s| resolve(frontend, Some(&table), c, s, duplicates))?;
     let config = in_table_order(config, &table);
+    inspect(&config);
     let problem = Problem::new(table, config).map_err(|e| engine_error(frontend, e))?;
     spec.output_options()
         .validate(&problem)

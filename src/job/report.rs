@@ -41,7 +41,26 @@ pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
 pub fn problem_warnings(problem: &Problem) -> Vec<String> {
     let mut out = kmap_notes(problem);
     out.extend(hierarchy_warnings(problem));
+    out.extend(floor_notes(problem));
     out
+}
+
+/// What is measured on the data as given when quasi-identifiers are given at a floor
+/// (`data_level`, docs/definitions.md §1.2).
+fn floor_notes(problem: &Problem) -> Vec<String> {
+    (problem.config().quasi_identifiers.iter())
+        .filter(|q| q.data_level > 0)
+        .map(|q| {
+            format!(
+                "column '{}' is given at level {} (data_level): the risks before, the utilities \
+                 and the output quality's non-uniform entropy, discernibility and aecs are \
+                 measured on the data as given; \
+                 entropy, normalized-entropy and kl-divergence are left out (docs/definitions.md \
+                 §1.2)",
+                q.column, q.data_level
+            )
+        })
+        .collect()
 }
 
 /// What an estimated k-map model is enforced as (k′ and its type-I error).
@@ -197,7 +216,7 @@ impl SubsetReport {
 }
 
 /// (ε, δ)-differential privacy as configured and derived for one output: everything needed to
-/// reproduce it (`docs/definitions.md` §3.8).
+/// reproduce it (`docs/definitions.md` §3.9).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DpReport {
     /// The whole privacy budget ε.

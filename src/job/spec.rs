@@ -97,6 +97,10 @@ pub struct AttributeSpec {
     /// Highest generalization level a solution may use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_level: Option<u8>,
+    /// The level of the hierarchy the column's values are labels of (data already generalized
+    /// to a floor; default 0). Solutions use levels from it up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_level: Option<u8>,
     /// Weight in the quality model (default 0.5; only ratios matter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
@@ -107,6 +111,37 @@ pub struct AttributeSpec {
 }
 
 impl AttributeSpec {
+    /// Refuses the fields the column's role does not take: levels and weight outside
+    /// quasi-identifiers, `data_level` outside those with a hierarchy, microaggregation outside
+    /// quasi-identifiers. `field` is the attribute's path.
+    fn check_role_fields(&self, field: &str) -> Result<(), SpecError> {
+        let attr = self;
+        if attr.kind != AttributeType::QuasiIdentifying
+            && (attr.min_level.is_some() || attr.max_level.is_some() || attr.weight.is_some())
+        {
+            return Err(SpecError::new(
+                field,
+                "min_level, max_level and weight apply to quasi-identifiers only",
+            ));
+        }
+        if attr.data_level.is_some()
+            && (attr.kind != AttributeType::QuasiIdentifying || attr.microaggregation.is_some())
+        {
+            return Err(SpecError::new(
+                format!("{field}.data_level"),
+                "data_level applies to quasi-identifiers generalized with a hierarchy only \
+                 (not to microaggregated or other columns)",
+            ));
+        }
+        if attr.microaggregation.is_some() && attr.kind != AttributeType::QuasiIdentifying {
+            return Err(SpecError::new(
+                format!("{field}.microaggregation"),
+                "microaggregation applies to quasi-identifiers only",
+            ));
+        }
+        Ok(())
+    }
+
     /// A column of the given role with every other setting unset.
     pub fn new(kind: AttributeType) -> AttributeSpec {
         AttributeSpec {
@@ -114,6 +149,7 @@ impl AttributeSpec {
             hierarchy: None,
             min_level: None,
             max_level: None,
+            data_level: None,
             weight: None,
             microaggregation: None,
         }
@@ -934,6 +970,16 @@ impl JobSpec {
                 ));
             };
             let (lo, hi) = (lattice.min()[i], lattice.max()[i]);
+            let floor = problem.config().quasi_identifiers[i].data_level;
+            if level < floor {
+                return Err(SpecError::new(
+                    field,
+                    format!(
+                        "expected a level from {lo} to {hi}, got {level}: the data are given at \
+                         level {floor} (attributes.{column}.data_level)"
+                    ),
+                ));
+            }
             if level < lo || level > hi {
                 return Err(SpecError::new(
                     field,
@@ -1089,20 +1135,7 @@ impl JobSpec {
         let mut config = ProblemConfig::default();
         for (name, attr) in &self.attributes {
             let field = super::field::attribute(name);
-            if attr.kind != AttributeType::QuasiIdentifying
-                && (attr.min_level.is_some() || attr.max_level.is_some() || attr.weight.is_some())
-            {
-                return Err(SpecError::new(
-                    field,
-                    "min_level, max_level and weight apply to quasi-identifiers only",
-                ));
-            }
-            if attr.microaggregation.is_some() && attr.kind != AttributeType::QuasiIdentifying {
-                return Err(SpecError::new(
-                    format!("{field}.microaggregation"),
-                    "microaggregation applies to quasi-identifiers only",
-                ));
-            }
+            attr.check_role_fields(&field)?;
             match (attr.kind, &attr.microaggregation) {
                 (AttributeType::QuasiIdentifying, Some(m)) => {
                     if attr.hierarchy.is_some()
@@ -1125,6 +1158,7 @@ impl JobSpec {
                         hierarchy,
                         min_level: attr.min_level,
                         max_level: attr.max_level,
+                        data_level: attr.data_level.unwrap_or(0),
                         weight: attr.weight.unwrap_or(0.5),
                     });
                 }

@@ -19,6 +19,8 @@ pub struct JobLinks {
     pub result: String,
     /// The anonymized CSV.
     pub result_csv: String,
+    /// The recoding plan of the anonymized CSV.
+    pub plan: String,
 }
 
 /// A job as returned by the API.
@@ -99,6 +101,7 @@ impl JobView {
                 events: format!("{base}/events"),
                 result: format!("{base}/result"),
                 result_csv: format!("{base}/result.csv"),
+                plan: format!("{base}/plan"),
             },
         }
     }

@@ -123,6 +123,8 @@ pub struct Completion<'a> {
     pub result_chunks: Option<i64>,
     /// Error JSON.
     pub error: Option<&'a str>,
+    /// The recoding plan (JSON) of the result CSV.
+    pub plan: Option<&'a str>,
 }
 
 /// What a cancel request did.
@@ -271,6 +273,24 @@ impl Store {
         .transpose()
     }
 
+    /// The recoding plan JSON of a tenant's job, with its status and whether it has a result
+    /// CSV (None if the job does not exist).
+    pub async fn job_plan(
+        &self,
+        tenant: &TenantId,
+        id: &JobId,
+    ) -> Result<Option<(JobStatus, Option<String>)>> {
+        const SQL: &str = "SELECT j.status, d.plan FROM jobs j LEFT JOIN job_documents d ON d.job_id = j.id \
+             WHERE j.id = $1 AND j.tenant = $2";
+        let row = on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?;
+        row.map(|(status, plan)| {
+            JobStatus::try_from(status)
+                .map(|s| (s, plan))
+                .map_err(super::StoreError::Corrupt)
+        })
+        .transpose()
+    }
+
     /// Claims the next due job for `owner` with a lease of `lease_ms`, fairly across tenants:
     /// tenants with fewer running jobs first, then the tenant whose last job started longest
     /// ago (or never), then the oldest job; tenants with `max_running_per_tenant` running jobs
@@ -388,7 +408,7 @@ impl Store {
         const SQL: &str = "UPDATE jobs SET status = $3, progress = $4, result_chunks = $5, error = $6, \
              finished_at = $7, lease_owner = NULL, lease_expires_at = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
-        const RESULT: &str = "UPDATE job_documents SET result = $2 WHERE job_id = $1";
+        const RESULT: &str = "UPDATE job_documents SET result = $2, plan = $3 WHERE job_id = $1";
         const TRIM: &str = "DELETE FROM result_chunks WHERE job_id = $1 AND seq >= $2";
         // The row and its report change together (one transaction), fenced by the row's lease.
         let n = on_pool!(self, pool => {
@@ -405,7 +425,7 @@ impl Store {
                 .await?
                 .rows_affected();
             if n == 1 {
-                sqlx::query(RESULT).bind(id).bind(done.result).execute(&mut *tx).await?;
+                sqlx::query(RESULT).bind(id).bind(done.result).bind(done.plan).execute(&mut *tx).await?;
             }
             tx.commit().await.map(|()| n)
         })?;

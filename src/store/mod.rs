@@ -134,6 +134,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "frequency tables",
         include_str!("../../migrations/0008_frequency_tables.sql"),
     ),
+    (
+        9,
+        "job plans",
+        include_str!("../../migrations/0009_job_plans.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

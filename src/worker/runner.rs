@@ -34,10 +34,11 @@ use super::pool::EnginePool;
 use crate::job::error::{ErrorCode, SpecError};
 use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, JobStatus};
+use crate::job::plan::HashingReader;
 use crate::job::progress::JobPhase;
 use crate::job::report::JobInfo;
-use crate::job::spec::{JobSpec, SearchLimits};
-use crate::job::task::{self, Host, Run, Summary, TaskError, Verdict};
+use crate::job::spec::{JobSpec, SearchLimits, Task};
+use crate::job::task::{self, Host, Run, Summary, TaskError, TaskFailure, Verdict};
 use crate::store::Store;
 use crate::store::datasets::DatasetRow;
 use crate::store::jobs::{ClaimedJob, Completion};
@@ -97,6 +98,8 @@ enum Processed {
     Finished {
         summary: Summary,
         report: Option<String>,
+        /// The recoding plan (JSON) of the written output.
+        plan: Option<String>,
         chunks: Option<i64>,
         /// Why the job fails although it ran to its end (`no_solution`, `not_anonymous`); the
         /// report is kept.
@@ -121,6 +124,22 @@ impl Failure {
             code: e.code,
             message: e.client_message(),
             details: e.client_details(),
+            retryable: false,
+        }
+    }
+
+    /// The failure of a task that ran to its end (`no_solution`, `not_anonymous`).
+    fn of_task(f: TaskFailure) -> Failure {
+        Failure {
+            code: f.code,
+            message: match f.code {
+                ErrorCode::NotAnonymous => format!(
+                    "{}; the result has its report, no CSV was written",
+                    f.message
+                ),
+                _ => f.message,
+            },
+            details: f.details,
             retryable: false,
         }
     }
@@ -516,6 +535,7 @@ impl Runner {
                     result: report,
                     result_chunks: chunks,
                     error: failure.as_deref(),
+                    plan: finished_plan(result, chunks),
                 },
             )
             .await
@@ -603,6 +623,14 @@ fn output_too_large(bytes: u64, limit: u64) -> Failure {
     }
 }
 
+/// The plan a job that ended with a written output keeps.
+fn finished_plan(result: &Result<Processed, Failure>, chunks: Option<i64>) -> Option<&str> {
+    match result {
+        Ok(Processed::Finished { plan, .. }) if chunks.is_some() => plan.as_deref(),
+        _ => None,
+    }
+}
+
 /// Everything the engine side of a job needs, moved onto the pool.
 struct EngineJob {
     store: Store,
@@ -651,7 +679,7 @@ impl EngineJob {
             self.live.start_clock();
         }
         let table = match self.read_table(delimiter) {
-            Ok(table) => table,
+            Ok((table, digest)) => (table, digest),
             Err(_) if self.live.cancel.is_cancelled() => return Ok(self.stopped(started)),
             Err(e) => {
                 return Err(Failure::transient(
@@ -660,6 +688,7 @@ impl EngineJob {
                 ));
             }
         };
+        let (table, input_sha256) = table;
         // 2. The task, writing its CSV to the job's result chunks (fenced by the lease).
         let info = self.info();
         let run = Run {
@@ -672,6 +701,8 @@ impl EngineJob {
             started,
             force_output: false,
             max_output_bytes: Some(self.max_output_bytes),
+            plan: true,
+            input_sha256: input_sha256.as_deref(),
         };
         let mut writer = ResultWriter::new(
             self.store.clone(),
@@ -697,30 +728,24 @@ impl EngineJob {
         let failure = match outcome.verdict {
             Verdict::Aborted => return Ok(self.stopped(started)),
             Verdict::Done => None,
-            Verdict::Failed(f) => Some(Failure {
-                code: f.code,
-                message: match f.code {
-                    ErrorCode::NotAnonymous => format!(
-                        "{}; the result has its report, no CSV was written",
-                        f.message
-                    ),
-                    _ => f.message,
-                },
-                details: f.details,
-                retryable: false,
-            }),
+            Verdict::Failed(f) => Some(Failure::of_task(f)),
         };
         Ok(Processed::Finished {
             summary: outcome.summary,
             report: outcome.report.map(|r| r.to_string()),
+            // A plan belongs to a written output; one the output cannot have is left out.
+            plan: outcome
+                .plan
+                .filter(|_| chunks.is_some())
+                .and_then(Result::ok),
             chunks,
             failure,
         })
     }
 
     /// The dataset's table, read straight from its stored chunks (stopping when the job is
-    /// cancelled).
-    fn read_table(&self, delimiter: u8) -> deid_engine::Result<Table> {
+    /// cancelled), with the SHA-256 of the stored bytes for an anonymize job's plan.
+    fn read_table(&self, delimiter: u8) -> deid_engine::Result<(Table, Option<String>)> {
         let reader = ChunkReader::new(
             self.store.clone(),
             self.handle.clone(),
@@ -728,14 +753,16 @@ impl EngineJob {
             self.dataset.chunk_count,
         )
         .cancellable(self.live.cancel.clone());
-        Table::read_csv(
-            std::io::BufReader::with_capacity(1 << 16, reader),
+        let mut reader = HashingReader::new(reader, self.spec.task() == Task::Anonymize);
+        let table = Table::read_csv(
+            std::io::BufReader::with_capacity(1 << 16, &mut reader),
             CsvOptions {
                 delimiter,
                 has_header: self.dataset.has_header != 0,
             },
             "dataset",
-        )
+        )?;
+        Ok((table, reader.digest()))
     }
 
     /// Writing the result failed: nothing more is written when the lease was lost, else the
@@ -763,6 +790,7 @@ impl EngineJob {
                 stop: "cancelled",
             },
             report: None,
+            plan: None,
             chunks: None,
             failure: None,
         }

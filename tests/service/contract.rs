@@ -402,7 +402,7 @@ async fn every_operation_answers_as_documented() {
         }
         let r = api.get(&format!("{path}/events")).await;
         k.check("get", &format!("{path}/events"), &r);
-        for sub in ["result", "result.csv", "cancel"] {
+        for sub in ["result", "result.csv", "plan", "cancel"] {
             let p = format!("{path}/{sub}");
             let r = if sub == "cancel" {
                 api.post_raw(&p, "").await
@@ -412,6 +412,22 @@ async fn every_operation_answers_as_documented() {
             k.check(if sub == "cancel" { "post" } else { "get" }, &p, &r);
         }
         assert!(finished(&j));
+    }
+    // Verification of the anonymize job's output, and of data without its columns (422).
+    let verify = format!("/v1/jobs/{}/verify", jobs[0]);
+    let released = api
+        .get(&format!("/v1/jobs/{}/result.csv", jobs[0]))
+        .await
+        .text;
+    for body in [released, "x;y\n1;2\n".to_string()] {
+        let r = api
+            .send(
+                api.request(Method::POST, &verify)
+                    .header("content-type", "text/csv")
+                    .body(body),
+            )
+            .await;
+        k.check("post", &verify, &r);
     }
     // A queued job cancelled at once, and a running one.
     let mut slow = anonymize.clone();

@@ -1,6 +1,7 @@
 //! Frequency tables in the service and the command line: adult uploaded grouped on all its
 //! columns (`?count_column=n`) gives the CSV upload's report and, expanded, its output; bad
-//! counts and fields that do not fit a frequency table are refused naming the field and row.
+//! counts and fields that do not fit a frequency table are refused naming the field and row; a
+//! frequency table at a floor (`data_level`) gives the raw data's numbers from that level.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -99,6 +100,12 @@ async fn adult_as_a_frequency_table(kind: Db) {
     };
     let (want, want_csv) = run_job(&app, &spec(&plain)).await;
     let (got, got_csv) = run_job(&app, &spec(&freq)).await;
+    // The output, a frequency table, verifies with its count column.
+    let job = got["job_id"].as_str().unwrap();
+    let r = crate::verify::verify_released(&app, job, got_csv.clone(), "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["passed"], true, "{}", r.text);
+    assert_eq!(r.json()["released_records"], 30162, "{}", r.text);
     for field in [
         "transformation",
         "suppressed_rows",
@@ -352,3 +359,158 @@ fn the_command_line_reads_and_writes_frequency_tables() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The ZIP hierarchy of the floor tests: 5 digits, 3 digits, `*`.
+const ZIP_HIERARCHY: &str =
+    "12345;123**;*\n12346;123**;*\n12399;123**;*\n45678;456**;*\n45699;456**;*\n77777;777**;*";
+
+/// A frequency table of 3-digit ZIP codes with `"data_level": 1` gives the raw 5-digit data's
+/// transformation, scores and output records with `"min_level": 1`, without the entropy-based
+/// models and with a warning; bad floors are 422 naming `attributes.zip.data_level`.
+async fn data_at_a_floor(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let raw = app
+        .upload(
+            "zip,disease\n12345,flu\n12346,flu\n12399,cold\n45678,flu\n45699,cold\n45699,flu\n",
+            "",
+        )
+        .await;
+    let floor = app
+        .upload(
+            "zip,n,disease\n123**,2,flu\n123**,1,cold\n456**,2,flu\n456**,1,cold\n",
+            "count_column=n",
+        )
+        .await;
+    let spec = |dataset: &Value, zip: Value| {
+        json!({
+            "dataset_id": dataset["id"],
+            "attributes": {"zip": zip, "disease": {"type": "sensitive"}},
+            "privacy": ["k-anonymity(k=3)"],
+            "quality": {"model": "loss"},
+            "algorithm": "flash",
+        })
+    };
+    let zip = |extra: Value| {
+        let mut z = json!({"type": "quasi_identifying", "hierarchy": {"csv": ZIP_HIERARCHY}});
+        for (k, v) in extra.as_object().unwrap() {
+            z[k] = v.clone();
+        }
+        z
+    };
+    let (want, want_csv) = run_job(&app, &spec(&raw, zip(json!({"min_level": 1})))).await;
+    let (got, got_csv) = run_job(&app, &spec(&floor, zip(json!({"data_level": 1})))).await;
+    assert_eq!(got["transformation"], json!({"zip": 1}), "{got}");
+    for field in [
+        "transformation",
+        "rows",
+        "classes",
+        "suppressed_rows",
+        "score",
+    ] {
+        assert_eq!(got[field], want[field], "{field}");
+    }
+    // Every model's score but the entropy-based ones (left out); utilities are measured from
+    // the data as given.
+    let scores = |q: &Value| -> Vec<(String, Value)> {
+        (q.as_object().unwrap().iter())
+            .map(|(m, v)| (m.clone(), v["score"].clone()))
+            .filter(|(m, _)| {
+                !["entropy", "normalized-entropy", "kl-divergence"].contains(&m.as_str())
+            })
+            .collect()
+    };
+    assert_eq!(scores(&got["quality"]), scores(&want["quality"]));
+    assert_eq!(
+        got["quality"].as_object().unwrap().len(),
+        want["quality"].as_object().unwrap().len() - 3
+    );
+    assert_eq!(got["risk"]["output"], want["risk"]["output"]);
+    let warnings = got["warnings"].to_string();
+    assert!(warnings.contains("data_level"), "{warnings}");
+    assert_eq!(
+        records(&got_csv, ',', Some("n")),
+        records(&want_csv, ',', None)
+    );
+    // Bad floors, before the job is queued.
+    for (attribute, extra, code, field) in [
+        (
+            "zip",
+            json!({"data_level": 3}),
+            "invalid_spec",
+            "attributes.zip.data_level",
+        ),
+        (
+            "zip",
+            json!({"data_level": 2}),
+            "hierarchy_missing_values",
+            "attributes.zip.data_level",
+        ),
+        (
+            "zip",
+            json!({"data_level": 1, "max_level": 0}),
+            "invalid_spec",
+            "attributes.zip.data_level",
+        ),
+        (
+            "disease",
+            json!({"data_level": 1}),
+            "invalid_spec",
+            "attributes.disease.data_level",
+        ),
+    ] {
+        let mut s = spec(&floor, zip(json!({"data_level": 1})));
+        if attribute == "zip" {
+            s["attributes"]["zip"] = zip(extra);
+        } else {
+            s["attributes"][attribute] = json!({"type": "sensitive", "data_level": 1});
+        }
+        let v = app.post_json("/v1/jobs", &s).await.assert_error(422, code);
+        assert_eq!(v["error"]["details"]["field"], field, "{v}");
+        if code == "hierarchy_missing_values" {
+            assert_eq!(v["error"]["details"]["total_missing"], 2, "{v}");
+            assert_eq!(v["error"]["details"]["level"], 2, "{v}");
+        }
+    }
+    let mut s = spec(
+        &floor,
+        json!({"type": "quasi_identifying", "data_level": 1,
+        "microaggregation": {"function": "mode"}}),
+    );
+    let v = app
+        .post_json("/v1/jobs", &s)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(
+        v["error"]["details"]["field"], "attributes.zip.data_level",
+        "{v}"
+    );
+    s = spec(&floor, zip(json!({"data_level": 1})));
+    s["quality"] = json!({"model": "entropy"});
+    let v = app
+        .post_json("/v1/jobs", &s)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(
+        v["error"]["details"]["field"], "attributes.zip.data_level",
+        "{v}"
+    );
+    s = spec(&floor, zip(json!({"data_level": 1})));
+    s["task"] = json!("evaluate");
+    s.as_object_mut().unwrap().remove("algorithm");
+    s["levels"] = json!({"zip": 0});
+    let v = app
+        .post_json("/v1/jobs", &s)
+        .await
+        .assert_error(422, "invalid_spec");
+    assert_eq!(v["error"]["details"]["field"], "levels.zip", "{v}");
+    let m = v["error"]["message"].as_str().unwrap();
+    assert!(m.contains("data_level"), "{m}");
+}
+
+both_databases!(
+    data_at_a_floor,
+    data_at_a_floor_sqlite,
+    data_at_a_floor_postgres
+);

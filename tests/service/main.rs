@@ -15,11 +15,13 @@ mod flow;
 mod frequency;
 mod helpers;
 mod hierarchies;
+mod plan;
 mod process;
 mod queue;
 mod readme;
 mod tasks;
 mod tls;
+mod verify;
 
 /// Defines two tests running `async fn $body(Db)`: one on SQLite, one on PostgreSQL.
 #[macro_export]

@@ -129,6 +129,7 @@ async fn stale_owner_is_fenced(kind: Db) {
         result: Some("{\"by\":\"a\"}"),
         result_chunks: Some(1),
         error: None,
+        plan: None,
     };
     assert!(!store.complete_job(&id, "a", &done).await.unwrap());
     assert!(!store.release_job(&id, "a").await.unwrap());
@@ -234,6 +235,7 @@ async fn webhook_leases(kind: Db) {
         result: None,
         result_chunks: None,
         error: None,
+        plan: None,
     };
     assert!(store.complete_job(&id, "w", &done).await.unwrap());
     // The URL comes from the job's row: no specification to parse.
@@ -504,6 +506,7 @@ async fn tenants_share_the_queue(kind: Db) {
         result: None,
         result_chunks: None,
         error: None,
+        plan: None,
     };
     assert!(store.complete_job(&b1, "w2", &done).await.unwrap());
     assert_eq!(claim("w4", 1).await.as_ref(), Some(&b2));

@@ -84,6 +84,8 @@ async def test_whole_flow(server: Server, tmp_path: Path) -> None:
         assert buf.getvalue() == out.read_bytes() and len(out.read_text().splitlines()) == 30163
         df = await c.result_frame(job.id)
         assert len(df) == 30162
+        verdict = await c.verify_job(job.id, out)
+        assert verdict.passed and verdict.models[0].model == "k-anonymity(k=5)"
 
         await c.delete_dataset(ds.id)
         with pytest.raises(NotFoundError):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -11,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ACME_KEY, ADULT, ADULT_QIS, GLOBEX_KEY, Server, adult_job, long_job
+from conftest import ACME_KEY, ADULT, ADULT_QIS, REPO, GLOBEX_KEY, Server, adult_job, long_job
 from deid_client import (
     Attribute,
     Client,
@@ -24,6 +27,7 @@ from deid_client import (
     JobSpec,
     KAnonymity,
     NotFoundError,
+    Plan,
     Quality,
     Report,
     ValidationError,
@@ -225,6 +229,33 @@ def test_job_from_dict_and_from_builders_agree(client: Client, adult: Dataset) -
     assert a.best.transformation == b.best.transformation == {"age": 4, "education": 1, "marital-status": 1, "race": 0, "sex": 0}
     assert a.best.suppressed_rows == 335
     assert a.finished_at is not None and a.started_at is not None and a.finished_at >= a.started_at
+
+
+def test_plan(client: Client, adult: Dataset, tmp_path: Path) -> None:
+    """The plan of an anonymize job is typed; written as served, ``deid apply`` turns adult into
+    the job's CSV byte for byte; a risk job has none (409)."""
+    job = client.wait(client.submit_job(adult_job(adult.id)), progress=False)
+    plan = client.get_plan(job.id)
+    assert isinstance(plan, Plan)
+    assert (plan.format, plan.version, plan.delimiter) == ("deid-plan", 1, ";")
+    assert sorted(plan.quasi_identifiers) == sorted(ADULT_QIS) and len(plan.steps) == 1
+    assert [c.role for c in plan.columns if c.name in ADULT_QIS] == ["quasi_identifying"] * len(ADULT_QIS)
+    assert plan.suppression.mode == "mask" and plan.suppressed
+    assert all(len(c.values) == len(ADULT_QIS) for c in plan.classes)
+    assert plan.audit.seed == 0 and len(plan.digest) == 64
+    assert client.get_job(job.id).links.plan == f"/v1/jobs/{job.id}/plan"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.raw))
+    binary = os.environ.get("DEID_BIN", str(REPO / "target" / "release" / "deid"))
+    out = tmp_path / "applied.csv"
+    subprocess.run([binary, "apply", "--plan", str(path), "--input", str(ADULT / "adult.csv"), "--output", str(out)], check=True)
+    expected = io.BytesIO()
+    client.download_result(job.id, expected)
+    assert out.read_bytes() == expected.getvalue()
+    risk = client.submit_job(JobSpec(dataset_id=adult.id, task="risk", attributes={"age": Attribute("quasi_identifying")}))
+    client.wait(risk, progress=False)
+    with pytest.raises(ConflictError):
+        client.get_plan(risk.id)
 
 
 def test_list_and_get_jobs(client: Client, adult: Dataset) -> None:
@@ -486,6 +517,29 @@ def test_evaluate_and_risk_tasks(client: Client, adult: Dataset) -> None:
     with pytest.raises(ValidationError) as e:
         client.submit_job(JobSpec(dataset_id=adult.id, attributes=risk_spec.attributes, task="evaluate"))
     assert e.value.field == "levels"
+
+
+def test_verify_job(client: Client, adult: Dataset, tmp_path: Path) -> None:
+    """The job's output passes; a row shown with its input values fails k-anonymity (a verdict,
+    not an error); released data without the job's columns are a ValidationError."""
+    job = client.wait(client.submit_job(adult_job(adult.id, time_limit="3s")), progress=False)
+    out = tmp_path / "out.csv"
+    client.download_result(job.id, out)
+    verdict = client.verify_job(job.id, out)
+    assert verdict.passed and verdict.released_records == 30162
+    assert [m.model for m in verdict.models] == ["k-anonymity(k=5)", "distinct-l-diversity(attribute=salary-class,l=2)"]
+    assert sum(b.records for b in verdict.class_sizes) + verdict.suppressed_records == 30162
+    rows = out.read_text().splitlines()
+    rows[1] = (ADULT / "adult.csv").read_text().splitlines()[1]
+    tampered = ("\n".join(rows) + "\n").encode()
+    failed = client.verify_job(job.id, tampered, show_values=True)
+    assert not failed.passed
+    k = failed.models[0]
+    assert not k.passed and k.violating_classes >= 1 and k.violations[0].values is not None
+    assert client.verify_job(job.id, tampered).models[0].violations[0].values is None
+    with pytest.raises(ValidationError) as e:
+        client.verify_job(job.id, b"sex;age\nMale;39\n")
+    assert e.value.code == "invalid_csv" and e.value.details["column"] == "education"
 
 
 def test_estimated_k_map(client: Client, adult: Dataset) -> None:

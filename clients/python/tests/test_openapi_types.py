@@ -28,7 +28,8 @@ RESPONSE_TYPES = [
     t.Status, t.Column, t.Dataset, t.DatasetPage, t.HierarchySummary, t.HierarchyTable, t.Best,
     t.Progress, t.JobLinks, t.ErrorInfo, t.Job, t.JobPage, t.Risk, t.Suppression, t.Timings,
     t.TraceEntry, t.Report, t.Measure, t.OutputQuality, t.LocalStep, t.LocalReport, t.Evaluation,
-    t.RiskAnalysis,
+    t.RiskAnalysis, t.Verification, t.ModelVerdict, t.SizeBucket, t.Violation,
+    t.RiskAnalysis, t.Plan, t.PlanColumn, t.PlanSuppression, t.PlanStep, t.PlanClass, t.PlanAudit,
 ]
 
 
@@ -264,6 +265,8 @@ OPERATIONS = {
     "cancelJob": "cancel_job",
     "getResult": "get_result",
     "getResultCsv": "download_result",
+    "verifyJob": "verify_job",
+    "getPlan": "get_plan",
 }
 
 

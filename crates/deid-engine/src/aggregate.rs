@@ -137,7 +137,7 @@ impl PreparedAggregate {
         column: &Column,
         field: &str,
     ) -> Result<PreparedAggregate> {
-        let kind = match &m.date_format {
+        let mut kind = match &m.date_format {
             Some(f) => Kind::Date(
                 DateFormat::parse(f)
                     .map_err(|e| EngineError::config(format!("{field}.date_format"), e))?,
@@ -145,11 +145,11 @@ impl PreparedAggregate {
             None if m.function.needs_order() => Kind::Number { decimals: 0 },
             None => Kind::Text,
         };
-        let mut kind = kind;
         let mut values = Vec::with_capacity(column.dict.len());
         let mut is_missing = Vec::with_capacity(column.dict.len());
         let mut range: Option<(f64, f64)> = None;
         let mut numeric = true;
+        let reader = ValueReader { m, column, field };
         for text in column.dict.values() {
             let t = text.trim();
             let missing = t.is_empty();
@@ -158,57 +158,8 @@ impl PreparedAggregate {
                 values.push(None);
                 continue;
             }
-            let v = match &mut kind {
-                Kind::Date(f) => match f.parse_date(t) {
-                    Some(dt) => Some(seconds(&dt)),
-                    None => {
-                        return Err(EngineError::config(
-                            field,
-                            format!(
-                                "value '{text}' of column '{}' is not a date in the format '{}'",
-                                column.name,
-                                m.date_format.as_deref().unwrap_or_default()
-                            ),
-                        ));
-                    }
-                },
-                Kind::Number { decimals } => {
-                    match t.parse::<f64>().ok().filter(|v| v.is_finite()) {
-                        Some(v) => {
-                            let d = t.split_once('.').map_or(0, |(_, f)| f.len());
-                            *decimals = (*decimals).max(d);
-                            Some(v)
-                        }
-                        None => {
-                            return Err(EngineError::config(
-                                field,
-                                format!(
-                                    "value '{text}' of column '{}' is not a number ({} needs numbers, \
-                                 or dates with a date_format)",
-                                    column.name,
-                                    m.function.name()
-                                ),
-                            ));
-                        }
-                    }
-                }
-                Kind::Text => {
-                    let v = t.parse::<f64>().ok().filter(|v| v.is_finite());
-                    numeric &= v.is_some();
-                    v
-                }
-            };
+            let v = reader.value(&mut kind, text, &mut numeric)?;
             if let Some(v) = v {
-                if m.function == AggregateFunction::GeometricMean && v <= 0.0 {
-                    return Err(EngineError::config(
-                        field,
-                        format!(
-                            "value '{text}' of column '{}' is not positive (geometric_mean needs \
-                             positive numbers)",
-                            column.name
-                        ),
-                    ));
-                }
                 range = Some(range.map_or((v, v), |(a, b)| (a.min(v), b.max(v))));
             }
             values.push(v);
@@ -278,36 +229,10 @@ impl PreparedAggregate {
                         .sum();
                     all.push((u32::MAX, missing));
                 }
-                let text = |c: u32| {
-                    if c == u32::MAX {
-                        MISSING.to_string()
-                    } else {
-                        column.dict.value(c).to_string()
-                    }
-                };
                 if self.function == AggregateFunction::Mode {
-                    // The first of the most frequent, in order.
-                    let best = all
-                        .iter()
-                        .fold(None::<(u32, u32)>, |best, &(c, f)| match best {
-                            Some((_, bf)) if bf >= f => best,
-                            _ => Some((c, f)),
-                        });
-                    best.map(|(c, _)| text(c)).unwrap_or_default()
-                } else if all.is_empty() {
-                    String::new()
+                    mode(&all, column)
                 } else {
-                    // At most SET_MAX_LISTED values, then how many more there are: the cell
-                    // stays bounded whatever the class's size (§3.7).
-                    let mut items: Vec<String> = all
-                        .iter()
-                        .take(SET_MAX_LISTED)
-                        .map(|&(c, _)| text(c))
-                        .collect();
-                    if all.len() > SET_MAX_LISTED {
-                        items.push(format!("… {} more", all.len() - SET_MAX_LISTED));
-                    }
-                    format!("{{{}}}", items.join(", "))
+                    set(&all, column)
                 }
             }
             _ if keep || present.is_empty() => String::new(),
@@ -316,37 +241,29 @@ impl PreparedAggregate {
                 let hi = column.dict.value(present[present.len() - 1].0);
                 format!("[{lo}, {hi}]")
             }
-            AggregateFunction::Median => {
-                let total: u64 = present.iter().map(|p| p.1 as u64).sum();
-                // The lower middle value: the ⌈total/2⌉-th in order.
-                let target = total.div_ceil(2);
-                let mut seen = 0u64;
-                let mut median = present[0].0;
-                for &(c, f) in &present {
-                    seen += f as u64;
-                    if seen >= target {
-                        median = c;
-                        break;
-                    }
-                }
-                column.dict.value(median).trim().to_string()
-            }
+            AggregateFunction::Median => median(&present, column),
             AggregateFunction::ArithmeticMean | AggregateFunction::GeometricMean => {
-                let geometric = self.function == AggregateFunction::GeometricMean;
-                let (mut sum, mut weight) = (0.0f64, 0.0f64);
-                for &(c, f) in &present {
-                    let v = self.values[c as usize].unwrap_or(0.0);
-                    sum += f as f64 * if geometric { v.ln() } else { v };
-                    weight += f as f64;
-                }
-                let mean = sum / weight;
-                let mean = if geometric { mean.exp() } else { mean };
-                match &self.kind {
-                    Kind::Date(f) => f.format(&from_seconds(mean)),
-                    Kind::Number { decimals } => format_number(mean, decimals + 2),
-                    Kind::Text => String::new(),
-                }
+                self.mean(&present)
             }
+        }
+    }
+
+    /// The arithmetic or geometric mean of the (non-missing, non-empty) `present` values, in
+    /// the column's format.
+    fn mean(&self, present: &[(u32, u32)]) -> String {
+        let geometric = self.function == AggregateFunction::GeometricMean;
+        let (mut sum, mut weight) = (0.0f64, 0.0f64);
+        for &(c, f) in present {
+            let v = self.values[c as usize].unwrap_or(0.0);
+            sum += f as f64 * if geometric { v.ln() } else { v };
+            weight += f as f64;
+        }
+        let mean = sum / weight;
+        let mean = if geometric { mean.exp() } else { mean };
+        match &self.kind {
+            Kind::Date(f) => f.format(&from_seconds(mean)),
+            Kind::Number { decimals } => format_number(mean, decimals + 2),
+            Kind::Text => String::new(),
         }
     }
 
@@ -382,6 +299,132 @@ impl PreparedAggregate {
             None => 0.0,
         }
     }
+}
+
+/// Reads the values of a column for [`PreparedAggregate::prepare`].
+struct ValueReader<'a> {
+    m: &'a Microaggregation,
+    column: &'a Column,
+    field: &'a str,
+}
+
+impl ValueReader<'_> {
+    /// The value of the non-missing `text` (seconds for dates; `None` for text that is not a
+    /// number): widens a number kind's decimals and clears `numeric` when a text is not a
+    /// number. Errors name the value that is not a date or number as `kind` needs, or not
+    /// positive for a geometric mean.
+    fn value(&self, kind: &mut Kind, text: &str, numeric: &mut bool) -> Result<Option<f64>> {
+        let t = text.trim();
+        let v = match kind {
+            Kind::Date(f) => match f.parse_date(t) {
+                Some(dt) => Some(seconds(&dt)),
+                None => {
+                    return Err(self.error(
+                        text,
+                        format!(
+                            "is not a date in the format '{}'",
+                            self.m.date_format.as_deref().unwrap_or_default()
+                        ),
+                    ));
+                }
+            },
+            Kind::Number { decimals } => match t.parse::<f64>().ok().filter(|v| v.is_finite()) {
+                Some(v) => {
+                    let d = t.split_once('.').map_or(0, |(_, f)| f.len());
+                    *decimals = (*decimals).max(d);
+                    Some(v)
+                }
+                None => {
+                    return Err(self.error(
+                        text,
+                        format!(
+                            "is not a number ({} needs numbers, or dates with a date_format)",
+                            self.m.function.name()
+                        ),
+                    ));
+                }
+            },
+            Kind::Text => {
+                let v = t.parse::<f64>().ok().filter(|v| v.is_finite());
+                *numeric &= v.is_some();
+                v
+            }
+        };
+        if let Some(v) = v
+            && self.m.function == AggregateFunction::GeometricMean
+            && v <= 0.0
+        {
+            return Err(self.error(
+                text,
+                "is not positive (geometric_mean needs positive numbers)".to_string(),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// The error naming the value `text` of the column, which `what`.
+    fn error(&self, text: &str, what: String) -> EngineError {
+        EngineError::config(
+            self.field,
+            format!("value '{text}' of column '{}' {what}", self.column.name),
+        )
+    }
+}
+
+/// The mode of `all` (sorted (code, records); `u32::MAX`: missing): the first of the most
+/// frequent, in order.
+fn mode(all: &[(u32, u32)], column: &Column) -> String {
+    let best = all
+        .iter()
+        .fold(None::<(u32, u32)>, |best, &(c, f)| match best {
+            Some((_, bf)) if bf >= f => best,
+            _ => Some((c, f)),
+        });
+    best.map(|(c, _)| label(c, column)).unwrap_or_default()
+}
+
+/// The set of `all` (sorted (code, records); `u32::MAX`: missing): at most [`SET_MAX_LISTED`]
+/// values, then how many more there are, so the cell stays bounded whatever the class's size
+/// (§3.7).
+fn set(all: &[(u32, u32)], column: &Column) -> String {
+    if all.is_empty() {
+        return String::new();
+    }
+    let mut items: Vec<String> = all
+        .iter()
+        .take(SET_MAX_LISTED)
+        .map(|&(c, _)| label(c, column))
+        .collect();
+    if all.len() > SET_MAX_LISTED {
+        items.push(format!("… {} more", all.len() - SET_MAX_LISTED));
+    }
+    format!("{{{}}}", items.join(", "))
+}
+
+/// The text of code `c` in a mode or set ([`MISSING`] for `u32::MAX`).
+fn label(c: u32, column: &Column) -> String {
+    if c == u32::MAX {
+        MISSING.to_string()
+    } else {
+        column.dict.value(c).to_string()
+    }
+}
+
+/// The lower middle value of the (sorted, non-empty) `present` values: the ⌈total/2⌉-th in
+/// order, trimmed.
+fn median(present: &[(u32, u32)], column: &Column) -> String {
+    let total: u64 = present.iter().map(|p| p.1 as u64).sum();
+    let target = total.div_ceil(2);
+    let mut seen = 0u64;
+    let mut median = present[0].0;
+    for &(c, f) in present {
+        seen += f as u64;
+        if seen >= target {
+            median = c;
+            break;
+        }
+    }
+    column.dict.value(median).trim().to_string()
 }
 
 /// Seconds since 1970-01-01 00:00 of a date/time.

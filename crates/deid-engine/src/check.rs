@@ -77,11 +77,18 @@ impl Evaluation {
 }
 
 /// Every model's quality of one evaluated transformation, in [`QualityModel::ALL`] order (for
-/// reports). Uses the problem's gs-factor and aggregate.
+/// reports). Uses the problem's gs-factor and aggregate. When a quasi-identifier is given at a
+/// `data_level` above 0, the models that need the original values
+/// ([`QualityModel::needs_original_values`]) are left out.
 pub fn evaluate_all(problem: &Problem, evaluation: &Evaluation) -> Vec<(QualityModel, Quality)> {
-    problem
+    let floor = (problem.config().quasi_identifiers.iter()).any(|q| q.data_level > 0);
+    let mut all = problem
         .prepared_quality()
-        .evaluate_all(&evaluation.class_view())
+        .evaluate_all(&evaluation.class_view());
+    if floor {
+        all.retain(|(m, _)| !m.needs_original_values());
+    }
+    all
 }
 
 /// Decides and scores transformations of one problem. Thread-safe.

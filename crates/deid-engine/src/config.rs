@@ -20,6 +20,11 @@ pub struct QuasiIdentifier {
     pub min_level: Option<u8>,
     /// Highest level a transformation may use (default: the hierarchy's top).
     pub max_level: Option<u8>,
+    /// The level the data are given at (default 0, the leaves): the column's values are labels
+    /// of this level of the hierarchy (a table already generalized to a floor), transformations
+    /// start at this level and the quality models measure against the full hierarchy
+    /// (`docs/definitions.md` §1.2).
+    pub data_level: u8,
     /// Attribute weight for the quality models (default 0.5 as in ARX; only ratios matter).
     pub weight: f64,
 }
@@ -32,6 +37,7 @@ impl QuasiIdentifier {
             hierarchy,
             min_level: None,
             max_level: None,
+            data_level: 0,
             weight: 0.5,
         }
     }

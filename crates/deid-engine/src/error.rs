@@ -72,6 +72,22 @@ pub enum EngineError {
         /// How many distinct values are missing in total.
         total_missing: usize,
     },
+    /// Data given at a level of the hierarchy (`data_level`) have values that are no label of
+    /// that level.
+    #[error(
+        "hierarchy of column '{column}' has no label at level {level} (the data_level) for {total_missing} value(s) of the data, e.g. {}",
+        .missing.iter().map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ")
+    )]
+    HierarchyMissingLabels {
+        /// The quasi-identifier.
+        column: String,
+        /// The level the data are given at.
+        level: usize,
+        /// The first values that are no label of the level (at most 10).
+        missing: Vec<String>,
+        /// How many distinct values are no label of the level in total.
+        total_missing: usize,
+    },
     /// Hierarchy rows differ in length.
     #[error("hierarchy of column '{column}': row {row} has {found} levels, expected {expected}")]
     HierarchyRaggedRow {

@@ -85,6 +85,44 @@ impl Hasher for CodeHasher {
 /// The `BuildHasher` of [`CodeHasher`].
 pub type BuildCodeHasher = BuildHasherDefault<CodeHasher>;
 
+/// A [`Hasher`] for `HashMap`s keyed by text (a recoding plan's values): 8 bytes a step.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TextHasher(u64);
+
+impl Hasher for TextHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0 ^ (self.0 >> 32);
+        h.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.0 = step(self.0, u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.0 = step(
+                self.0,
+                u64::from_le_bytes(buf) ^ ((rest.len() as u64) << 59),
+            );
+        }
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.0 = step(self.0, u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = step(self.0, v);
+    }
+}
+
+/// The `BuildHasher` of [`TextHasher`].
+pub type BuildTextHasher = BuildHasherDefault<TextHasher>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

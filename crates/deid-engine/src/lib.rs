@@ -21,7 +21,10 @@
 //! 8. [`mod@search`] (finds the best anonymous transformation), [`output`] (writes the
 //!    anonymized table) and [`risk`] (re-identification risks);
 //! 9. [`posthoc`] (quality measured on an output's records);
-//! 10. [`local`] (local generalization: a transformation per group of records).
+//! 10. [`local`] (local generalization: a transformation per group of records);
+//! 11. [`verify`] (released data re-checked against the privacy models from scratch, with a
+//!     grouping of its own).
+//! 12. [`plan`] (the recoding plan of an output, and applying it to a CSV).
 
 pub mod aggregate;
 pub mod calendar;
@@ -38,6 +41,7 @@ pub mod lattice;
 pub mod local;
 pub mod names;
 pub mod output;
+pub mod plan;
 pub mod population;
 pub mod posthoc;
 pub mod privacy;
@@ -46,6 +50,7 @@ pub mod profile;
 pub mod quality;
 pub mod risk;
 pub mod search;
+pub mod verify;
 
 pub use check::{CheckResult, Checker, Evaluation};
 pub use config::{ProblemConfig, QuasiIdentifier, SensitiveAttribute};

@@ -21,6 +21,7 @@
 //! δ-disclosure and Grassberger's entropy are not, and are refused. [`local_search`] still
 //! checks the assembled output's classes, as a reader sees them, before returning it.
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use crate::cancel::CancelFlag;
@@ -31,7 +32,8 @@ use crate::output::{OutputClasses, Recoding, class_distributions};
 use crate::privacy::{EntropyEstimator, PrivacyModel};
 use crate::problem::Problem;
 use crate::search::{
-    Algorithm, Improvement, Progress, ProgressObserver, SearchConfig, StopReason, search,
+    Algorithm, Improvement, Progress, ProgressObserver, SearchConfig, SearchOutcome, StopReason,
+    search,
 };
 
 /// Settings of local generalization.
@@ -471,9 +473,108 @@ struct Run<'a> {
     start: Instant,
 }
 
+/// The settings of one attempt.
+struct Attempt {
+    first: First,
+    gs: f64,
+    budget: Budget,
+    /// Number of the attempt's first step.
+    first_step: usize,
+}
+
+/// The limits of one step.
+struct StepLimits {
+    /// How many steps share the budget left ([`expected_steps`]).
+    share: usize,
+    /// The step's suppression limit (share of its candidates).
+    suppression_limit: f64,
+    /// The step's gs-factor (`None`: the problem's).
+    gs: Option<f64>,
+}
+
+/// What an attempt has published so far.
+struct AttemptState {
+    /// Step of every base group (`u32::MAX`: suppressed).
+    step_of_base: Vec<u32>,
+    /// Generalized codes of every published base group (`q` per group).
+    codes: Vec<u32>,
+    /// Whether each base group is still suppressed (the next step's candidates).
+    remaining: Vec<bool>,
+    /// Records still suppressed.
+    left: usize,
+    /// The steps that published records.
+    steps: Vec<LocalStep>,
+    /// Checks so far (counted from the start of the procedure).
+    checks: u64,
+    q: usize,
+}
+
+impl AttemptState {
+    /// Nothing published yet.
+    fn new(problem: &Problem, checks_before: u64) -> AttemptState {
+        let groups = problem.base_groups().len();
+        let q = problem.qi_columns().len();
+        AttemptState {
+            step_of_base: vec![u32::MAX; groups],
+            codes: vec![0u32; groups * q],
+            remaining: vec![true; groups],
+            left: problem.rows(),
+            steps: Vec::new(),
+            checks: checks_before,
+            q,
+        }
+    }
+
+    /// Publishes the base groups `members` (those of `sub`, in order) that `levels` does not
+    /// suppress in `sub` as the next step; returns their records.
+    fn publish(
+        &mut self,
+        problem: &Problem,
+        sub: &Problem,
+        levels: &[u8],
+        members: &[usize],
+    ) -> usize {
+        let base = problem.base_groups();
+        let q = self.q;
+        let eval = Checker::new(sub).evaluate(levels);
+        let mut published = 0usize;
+        for (j, &g) in members.iter().enumerate() {
+            let class = eval.class_of_base[j] as usize;
+            if eval.suppressed[class] {
+                continue;
+            }
+            self.step_of_base[g] = self.steps.len() as u32;
+            self.codes[g * q..(g + 1) * q]
+                .copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
+            self.remaining[g] = false;
+            published += base.counts[g] as usize;
+        }
+        published
+    }
+
+    /// The attempt's outcome (not yet judged: `anonymous` is false).
+    fn into_outcome(self, attempt: &Attempt, stop: LocalStop, elapsed: Duration) -> LocalOutcome {
+        LocalOutcome {
+            steps: self.steps,
+            suppressed: self.left,
+            stop,
+            gs_factor: attempt.gs,
+            starts_global: attempt.first == First::Global,
+            anonymous: false,
+            attempts: 1,
+            checks: self.checks,
+            elapsed,
+            step_of_base: self.step_of_base,
+            codes: self.codes,
+            q: self.q,
+        }
+    }
+}
+
 impl Run<'_> {
     /// One run of the steps with gs-factor `gs` within `budget`; step numbers start at
-    /// `first_step` and checks count on from `checks_before`.
+    /// `first_step` and checks count on from `checks_before`. Until a stop condition holds:
+    /// the step's limits, a search on the records still suppressed, and its published records.
     fn attempt(
         &self,
         first: First,
@@ -482,146 +583,170 @@ impl Run<'_> {
         first_step: usize,
         checks_before: u64,
     ) -> Result<LocalOutcome> {
+        let attempt = Attempt {
+            first,
+            gs,
+            budget,
+            first_step,
+        };
+        let mut state = AttemptState::new(self.problem, checks_before);
+        let mut stop = LocalStop::Iterations;
+        for step in 0..self.iterations as usize {
+            if let Some(s) = self.stop_before_step(&state) {
+                stop = s;
+                break;
+            }
+            if let ControlFlow::Break(s) = self.step(&attempt, step, &mut state)? {
+                stop = s;
+                break;
+            }
+            if state.left == 0 {
+                stop = LocalStop::Complete;
+            }
+        }
+        Ok(state.into_outcome(&attempt, stop, self.start.elapsed()))
+    }
+
+    /// Why no further step runs before the next one (nothing left, too few records for a
+    /// class, cancelled), if so.
+    fn stop_before_step(&self, state: &AttemptState) -> Option<LocalStop> {
+        if state.left == 0 {
+            Some(LocalStop::Complete)
+        } else if state.left < self.problem.min_class_size() as usize {
+            Some(LocalStop::NoProgress)
+        } else if self.cancel.is_cancelled() {
+            Some(LocalStop::Cancelled)
+        } else {
+            None
+        }
+    }
+
+    /// Step `step` of the attempt: searches the records still suppressed and publishes the
+    /// best transformation's unsuppressed ones; `Break` with the reason when the attempt ends.
+    fn step(
+        &self,
+        attempt: &Attempt,
+        step: usize,
+        state: &mut AttemptState,
+    ) -> Result<ControlFlow<LocalStop>> {
+        let limits = self.step_limits(attempt, step, state);
+        let sub = self
+            .problem
+            .restrict(&state.remaining, limits.suppression_limit, limits.gs);
+        let members: Vec<usize> = (0..state.remaining.len())
+            .filter(|&g| state.remaining[g])
+            .collect();
+        let step_observer = StepObserver {
+            inner: self.observer,
+            step: attempt.first_step + state.steps.len(),
+            checks_before: state.checks,
+            start: self.start,
+        };
+        let searched = self.search_step(
+            &sub,
+            attempt.budget,
+            limits.share,
+            &mut state.checks,
+            &step_observer,
+        )?;
+        let Some(outcome) = searched else {
+            return Ok(ControlFlow::Break(
+                if attempt.budget.checks.is_some_and(|c| state.checks >= c) {
+                    LocalStop::CheckLimit
+                } else {
+                    LocalStop::TimeLimit
+                },
+            ));
+        };
+        let Some(best) = outcome.best else {
+            return Ok(ControlFlow::Break(unsolved_stop(outcome.stop)));
+        };
+        let published = state.publish(self.problem, &sub, &best.levels, &members);
+        if published == 0 {
+            return Ok(ControlFlow::Break(LocalStop::NoProgress));
+        }
+        state.left -= published;
+        let done = LocalStep {
+            index: attempt.first_step + state.steps.len(),
+            levels: best.levels,
+            candidates: sub.rows(),
+            published,
+            suppression_limit: limits.suppression_limit,
+            algorithm: outcome.algorithm,
+            checks: outcome.checks,
+            expansions: outcome.expansions,
+            elapsed: outcome.elapsed,
+            stop: outcome.stop,
+            optimal_proven: outcome.optimal_proven,
+        };
+        self.observer.step_done(&done, state.left);
+        state.steps.push(done);
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The limits of step `step`: the global search's own (step 0 of a [`First::Global`]
+    /// attempt), else 1 − 1/N for the first step and, later, what publishes at least n/N of
+    /// the records left; and how many steps share the budget left.
+    fn step_limits(&self, attempt: &Attempt, step: usize, state: &AttemptState) -> StepLimits {
         let problem = self.problem;
-        let base = problem.base_groups();
-        let q = problem.qi_columns().len();
         let n = problem.rows();
         let iterations = self.iterations as usize;
         // Each step publishes at least 1/N of the records, and at least 1 % (FINEST_STEP).
         let r = 1.0 / iterations.min(FINEST_STEP) as f64;
-        let mut step_of_base = vec![u32::MAX; base.len()];
-        let mut codes = vec![0u32; base.len() * q];
-        let mut remaining: Vec<bool> = vec![true; base.len()];
-        let mut left = n;
-        let mut steps: Vec<LocalStep> = Vec::new();
-        let mut checks = checks_before;
-        let mut stop = LocalStop::Iterations;
-        for step in 0..iterations {
-            if left == 0 {
-                stop = LocalStop::Complete;
-                break;
-            }
-            if left < problem.min_class_size() as usize {
-                stop = LocalStop::NoProgress;
-                break;
-            }
-            if self.cancel.is_cancelled() {
-                stop = LocalStop::Cancelled;
-                break;
-            }
-            let global = step == 0 && first == First::Global;
-            let share = if global {
-                2
-            } else {
-                expected_steps(
-                    iterations.min(FINEST_STEP).saturating_sub(step),
-                    left,
-                    n,
-                    r,
-                    &steps,
-                )
+        let left = state.left;
+        if step == 0 && attempt.first == First::Global {
+            return StepLimits {
+                share: 2,
+                suppression_limit: problem.config().suppression_limit,
+                gs: None,
             };
-            let (suppression_limit, step_gs) = if global {
-                (problem.config().suppression_limit, None)
-            } else if step == 0 {
-                (1.0 - r, Some(gs))
-            } else {
-                (1.0 - (r * n as f64 / left as f64).clamp(0.0, 1.0), Some(gs))
-            };
-            let sub = problem.restrict(&remaining, suppression_limit, step_gs);
-            let members: Vec<usize> = (0..base.len()).filter(|&g| remaining[g]).collect();
-            let step_observer = StepObserver {
-                inner: self.observer,
-                step: first_step + steps.len(),
-                checks_before: checks,
-                start: self.start,
-            };
-            // The step's share of what is left; a step whose share ends before it found any
-            // solution tries again with four times as much (at most everything left), so that
-            // a small share never ends the run while the limits allow more.
-            let mut divisor = share.max(1) as u64;
-            let outcome = loop {
-                let Some(config) = self.step_config(budget, checks, divisor) else {
-                    break None;
-                };
-                let outcome = search(&sub, &config, self.cancel, &step_observer)?;
-                checks += outcome.checks;
-                let starved = outcome.best.is_none()
-                    && matches!(outcome.stop, StopReason::TimeLimit | StopReason::CheckLimit)
-                    && divisor > 1;
-                if !starved {
-                    break Some(outcome);
-                }
-                divisor = divisor.div_ceil(4);
-            };
-            let Some(outcome) = outcome else {
-                stop = if budget.checks.is_some_and(|c| checks >= c) {
-                    LocalStop::CheckLimit
-                } else {
-                    LocalStop::TimeLimit
-                };
-                break;
-            };
-            let Some(best) = outcome.best else {
-                stop = match outcome.stop {
-                    StopReason::Cancelled => LocalStop::Cancelled,
-                    StopReason::TimeLimit => LocalStop::TimeLimit,
-                    StopReason::CheckLimit => LocalStop::CheckLimit,
-                    StopReason::Completed => LocalStop::NoProgress,
-                };
-                break;
-            };
-            let eval = Checker::new(&sub).evaluate(&best.levels);
-            let mut published = 0usize;
-            for (j, &g) in members.iter().enumerate() {
-                let class = eval.class_of_base[j] as usize;
-                if eval.suppressed[class] {
-                    continue;
-                }
-                step_of_base[g] = steps.len() as u32;
-                codes[g * q..(g + 1) * q]
-                    .copy_from_slice(&eval.groups.codes[class * q..(class + 1) * q]);
-                remaining[g] = false;
-                published += base.counts[g] as usize;
-            }
-            if published == 0 {
-                stop = LocalStop::NoProgress;
-                break;
-            }
-            left -= published;
-            let done = LocalStep {
-                index: first_step + steps.len(),
-                levels: best.levels,
-                candidates: sub.rows(),
-                published,
-                suppression_limit,
-                algorithm: outcome.algorithm,
-                checks: outcome.checks,
-                expansions: outcome.expansions,
-                elapsed: outcome.elapsed,
-                stop: outcome.stop,
-                optimal_proven: outcome.optimal_proven,
-            };
-            self.observer.step_done(&done, left);
-            steps.push(done);
-            if left == 0 {
-                stop = LocalStop::Complete;
-            }
         }
-        Ok(LocalOutcome {
-            steps,
-            suppressed: left,
-            stop,
-            gs_factor: gs,
-            starts_global: first == First::Global,
-            anonymous: false,
-            attempts: 1,
-            checks,
-            elapsed: self.start.elapsed(),
-            step_of_base,
-            codes,
-            q,
-        })
+        let share = expected_steps(
+            iterations.min(FINEST_STEP).saturating_sub(step),
+            left,
+            n,
+            r,
+            &state.steps,
+        );
+        let suppression_limit = if step == 0 {
+            1.0 - r
+        } else {
+            1.0 - (r * n as f64 / left as f64).clamp(0.0, 1.0)
+        };
+        StepLimits {
+            share,
+            suppression_limit,
+            gs: Some(attempt.gs),
+        }
+    }
+
+    /// The search of one step on `sub` with its `share` of what is left of `budget` (`checks`
+    /// counts on); `None` when the budget is used up. A search whose share ends before it
+    /// found any solution tries again with four times as much (at most everything left), so
+    /// that a small share never ends the run while the limits allow more.
+    fn search_step(
+        &self,
+        sub: &Problem,
+        budget: Budget,
+        share: usize,
+        checks: &mut u64,
+        observer: &StepObserver<'_>,
+    ) -> Result<Option<SearchOutcome>> {
+        let mut divisor = share.max(1) as u64;
+        loop {
+            let Some(config) = self.step_config(budget, *checks, divisor) else {
+                return Ok(None);
+            };
+            let outcome = search(sub, &config, self.cancel, observer)?;
+            *checks += outcome.checks;
+            let starved = outcome.best.is_none()
+                && matches!(outcome.stop, StopReason::TimeLimit | StopReason::CheckLimit)
+                && divisor > 1;
+            if !starved {
+                return Ok(Some(outcome));
+            }
+            divisor = divisor.div_ceil(4);
+        }
     }
 
     /// The search settings of a step that gets 1/`divisor` of what is left of `budget` after
@@ -641,6 +766,16 @@ impl Run<'_> {
             None => None,
         };
         Some(config)
+    }
+}
+
+/// Why an attempt ends when its step's search, ended for `stop`, found no solution.
+fn unsolved_stop(stop: StopReason) -> LocalStop {
+    match stop {
+        StopReason::Cancelled => LocalStop::Cancelled,
+        StopReason::TimeLimit => LocalStop::TimeLimit,
+        StopReason::CheckLimit => LocalStop::CheckLimit,
+        StopReason::Completed => LocalStop::NoProgress,
     }
 }
 

@@ -327,7 +327,7 @@ const CHUNK_ROWS: usize = 1 << 15;
 
 /// What an output column holds.
 #[derive(Debug, Clone, Copy)]
-enum Cell {
+pub(crate) enum Cell {
     /// The value as it is.
     Copy,
     /// Quasi-identifier i, generalized.
@@ -398,10 +398,11 @@ pub struct CsvOutput<'a, R: Recoding + ?Sized> {
     problem: &'a Problem,
     recoding: &'a R,
     options: &'a OutputOptions,
-    /// The output's columns: table column and what it holds.
-    plan: Vec<(usize, Cell)>,
-    /// Microaggregation: the class of every base group and the aggregates of every class.
-    micro: Option<(Vec<u32>, Vec<Vec<String>>)>,
+    /// The output's columns: table column and what it holds (also read by `plan`).
+    pub(crate) plan: Vec<(usize, Cell)>,
+    /// Microaggregation: the class of every base group and the aggregates of every class (also
+    /// read by `plan`).
+    pub(crate) micro: Option<(Vec<u32>, Vec<Vec<String>>)>,
     /// A frequency table's released counts as written (decimal), by count.
     count_texts: HashMap<u32, String>,
 }
@@ -484,7 +485,7 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
         let recoded = self.recoding.recode(group);
         let suppressed = recoded.is_none();
         // Differential privacy never writes suppressed records: with the unsampled ones left out,
-        // they would tell how many records were sampled (`docs/definitions.md` §3.8).
+        // they would tell how many records were sampled (`docs/definitions.md` §3.9).
         let remove = self.options.suppressed == SuppressedRecords::Remove || problem.dp().is_some();
         if suppressed && remove {
             written.removed += records as usize;

@@ -128,8 +128,7 @@ impl Sums {
             self.suppressed += records as usize;
         }
         let mut product = 1.0f64;
-        for i in 0..q {
-            let h = &hierarchies[i];
+        for (i, h) in hierarchies.iter().enumerate() {
             let top = (h.height() - 1) as f64;
             let label = match recoded {
                 Some((levels, codes)) => {
@@ -252,63 +251,17 @@ pub fn output_quality<R: Recoding + ?Sized>(problem: &Problem, recoding: &R) -> 
 }
 
 /// [`output_quality`] with the output's classes already grouped (`OutputClasses::of` the same
-/// recoding).
+/// recoding): the sums over the base groups, then each measure from them.
 pub fn output_quality_of<R: Recoding + ?Sized>(
     problem: &Problem,
     recoding: &R,
     classes: &OutputClasses,
 ) -> OutputQuality {
-    let q = problem.qi_columns().len();
     let base = problem.base_groups();
     let n = problem.rows() as f64;
-    let hierarchies = problem.hierarchies();
-    // Sums over the base groups, in fixed chunks on the pool and merged in chunk order: the
-    // result does not depend on the number of threads.
-    let chunks: Vec<Sums> = {
-        use rayon::prelude::*;
-        let starts: Vec<usize> = (0..base.len()).step_by(SUM_CHUNK).collect();
-        starts
-            .par_iter()
-            .map(|&start| {
-                let mut sums = Sums::new(problem, classes);
-                for g in start..(start + SUM_CHUNK).min(base.len()) {
-                    sums.add(problem, recoding, classes, g);
-                }
-                sums
-            })
-            .collect()
-    };
-    let mut chunks = chunks.into_iter();
-    let Sums {
-        suppressed,
-        share_sum,
-        intensity_sum,
-        ambiguity,
-        joint,
-        out_counts,
-    } = match chunks.next() {
-        Some(first) => chunks.fold(first, Sums::merge),
-        None => Sums::new(problem, classes),
-    };
-    let mut granularity = Vec::with_capacity(q);
-    let mut intensity = Vec::with_capacity(q);
-    let mut entropy = Vec::with_capacity(q);
-    for i in 0..q {
-        let h = &hierarchies[i];
-        granularity.push((share_sum[i] / n, 1.0 / h.domain_size.max(1) as f64, 1.0));
-        intensity.push((intensity_sum[i] / n, 0.0, 1.0));
-        let mut value = 0.0f64;
-        joint[i].for_each(|_, y, c| {
-            value += c as f64 * (out_counts[i][y as usize] as f64 / c as f64).log2();
-        });
-        let max: f64 = problem
-            .qi_value_counts(i)
-            .iter()
-            .filter(|&&c| c > 0)
-            .map(|&c| c as f64 * (n / c as f64).log2())
-            .sum();
-        entropy.push((value, 0.0, max));
-    }
+    let sums = Sums::over(problem, recoding, classes);
+    let columns = ColumnMeasures::of(problem, &sums, n);
+    let suppressed = sums.suppressed;
     let published = classes.counts.len();
     let disc: f64 = classes
         .counts
@@ -325,8 +278,106 @@ pub fn output_quality_of<R: Recoding + ?Sized>(
     } else {
         n / base_classes as f64
     };
-    let domains: f64 = hierarchies.iter().map(|h| h.domain_size as f64).product();
-    let microaggregation = (!problem.microaggregated().is_empty()).then(|| {
+    let domains: f64 = problem
+        .hierarchies()
+        .iter()
+        .map(|h| h.domain_size as f64)
+        .product();
+    OutputQuality {
+        records: problem.rows(),
+        suppressed,
+        classes: published,
+        granularity: Measure::columns(&columns.granularity),
+        generalization_intensity: Measure::columns(&columns.intensity),
+        non_uniform_entropy: Measure::columns(&columns.entropy),
+        discernibility: Measure::new(disc, disc_min, n * n),
+        aecs: Measure::new(aecs, aecs_min, n),
+        ambiguity: Measure::new(sums.ambiguity, n, n * domains),
+        microaggregation: microaggregation(problem, classes, suppressed, n),
+    }
+}
+
+impl Sums {
+    /// The sums over every base group, in fixed chunks on the pool merged in chunk order: the
+    /// result does not depend on the number of threads.
+    fn over<R: Recoding + ?Sized>(
+        problem: &Problem,
+        recoding: &R,
+        classes: &OutputClasses,
+    ) -> Sums {
+        use rayon::prelude::*;
+        let groups = problem.base_groups().len();
+        let starts: Vec<usize> = (0..groups).step_by(SUM_CHUNK).collect();
+        let chunks: Vec<Sums> = starts
+            .par_iter()
+            .map(|&start| {
+                let mut sums = Sums::new(problem, classes);
+                for g in start..(start + SUM_CHUNK).min(groups) {
+                    sums.add(problem, recoding, classes, g);
+                }
+                sums
+            })
+            .collect();
+        let mut chunks = chunks.into_iter();
+        match chunks.next() {
+            Some(first) => chunks.fold(first, Sums::merge),
+            None => Sums::new(problem, classes),
+        }
+    }
+}
+
+/// The column-oriented measures' parts: per quasi-identifier (value, min, max).
+struct ColumnMeasures {
+    granularity: Vec<(f64, f64, f64)>,
+    intensity: Vec<(f64, f64, f64)>,
+    entropy: Vec<(f64, f64, f64)>,
+}
+
+impl ColumnMeasures {
+    /// Granularity, intensity and non-uniform entropy of every quasi-identifier from `sums`
+    /// over `n` records.
+    fn of(problem: &Problem, sums: &Sums, n: f64) -> ColumnMeasures {
+        let hierarchies = problem.hierarchies();
+        let q = problem.qi_columns().len();
+        let mut measures = ColumnMeasures {
+            granularity: Vec::with_capacity(q),
+            intensity: Vec::with_capacity(q),
+            entropy: Vec::with_capacity(q),
+        };
+        for (i, h) in hierarchies.iter().enumerate() {
+            let granularity = sums.share_sum[i] / n;
+            measures
+                .granularity
+                .push((granularity, 1.0 / h.domain_size.max(1) as f64, 1.0));
+            measures
+                .intensity
+                .push((sums.intensity_sum[i] / n, 0.0, 1.0));
+            let mut value = 0.0f64;
+            let out_counts = &sums.out_counts[i];
+            sums.joint[i].for_each(|_, y, c| {
+                value += c as f64 * (out_counts[y as usize] as f64 / c as f64).log2();
+            });
+            let max: f64 = problem
+                .qi_value_counts(i)
+                .iter()
+                .filter(|&&c| c > 0)
+                .map(|&c| c as f64 * (n / c as f64).log2())
+                .sum();
+            measures.entropy.push((value, 0.0, max));
+        }
+        measures
+    }
+}
+
+/// The microaggregation measure (`None` without microaggregated attributes): per attribute the
+/// share of the column's range each record's class spans, suppressed records 1, over `n`.
+fn microaggregation(
+    problem: &Problem,
+    classes: &OutputClasses,
+    suppressed: usize,
+    n: f64,
+) -> Option<Measure> {
+    (!problem.microaggregated().is_empty()).then(|| {
         let parts: Vec<(f64, f64, f64)> = problem
             .microaggregated()
             .iter()
@@ -340,19 +391,7 @@ pub fn output_quality_of<R: Recoding + ?Sized>(
             })
             .collect();
         Measure::columns(&parts)
-    });
-    OutputQuality {
-        records: problem.rows(),
-        suppressed,
-        classes: published,
-        granularity: Measure::columns(&granularity),
-        generalization_intensity: Measure::columns(&intensity),
-        non_uniform_entropy: Measure::columns(&entropy),
-        discernibility: Measure::new(disc, disc_min, n * n),
-        aecs: Measure::new(aecs, aecs_min, n),
-        ambiguity: Measure::new(ambiguity, n, n * domains),
-        microaggregation,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -2,14 +2,18 @@
 //! satisfies the privacy models — or run local generalization — then write its CSV and compute
 //! the search report at once.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use deid_engine::Table;
+use deid_engine::output::OutputOptions;
+use deid_engine::plan::Stepped;
+use deid_engine::{Problem, Table};
 
 use super::search::anonymize;
-use super::{Outcome, Run, Sink, TaskError, TaskFailure, Verdict, ms};
+use super::{Outcome, Run, Sink, Summary, TaskError, TaskFailure, Verdict, ms};
 use crate::job::error::{ErrorCode, SpecError};
-use crate::job::problem::{DatasetFacts, build_problem, search_error};
+use crate::job::plan::{AuditFacts, hierarchy_digests, plan_json};
+use crate::job::problem::{DatasetFacts, build_problem_with, search_error};
 use crate::job::report::{DEFAULT_RISK_THRESHOLD, SuppressionReport, Timings};
 use crate::job::spec::{JobSpec, SearchLimits};
 
@@ -40,7 +44,12 @@ pub fn validate(
 /// Runs the search on `table` and writes the best result's CSV to `sink`.
 pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskError> {
     let spec = run.spec;
-    let problem = build_problem(spec, table, run.frontend)?;
+    let mut hierarchies = BTreeMap::new();
+    let problem = build_problem_with(spec, table, run.frontend, |config| {
+        if run.plan {
+            hierarchies = hierarchy_digests(config);
+        }
+    })?;
     let load = run.started.elapsed();
     let observer = run.host.observer(&problem);
     let result = anonymize(
@@ -57,6 +66,7 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         return Ok(Outcome {
             summary,
             report: None,
+            plan: None,
             wrote_csv: false,
             verdict: Verdict::Aborted,
         });
@@ -86,6 +96,10 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
             written,
         ));
     }
+    let plan = match (run.plan, result.stepped()) {
+        (true, Some(stepped)) => Some(plan(run, &problem, stepped, &options, hierarchies)),
+        _ => None,
+    };
     report.job = run.job.cloned();
     report.timings = Some(Timings {
         load_ms: ms(load),
@@ -93,26 +107,47 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         output_ms: ms(output_started.elapsed()),
         peak_memory_bytes: run.host.peak_memory(),
     });
-    let verdict = if summary.found {
-        Verdict::Done
-    } else {
-        Verdict::Failed(TaskFailure {
-            code: ErrorCode::NoSolution,
-            message: format!(
-                "no transformation satisfies the privacy models within the limits ({} checks, \
-                 stopped: {})",
-                summary.checks, summary.stop
-            ),
-            details: serde_json::json!({
-                "stop": summary.stop,
-                "optimal_proven": summary.optimal_proven,
-            }),
-        })
-    };
     Ok(Outcome {
+        plan,
         summary,
         report: Some(report.to_json()),
         wrote_csv: written.is_some(),
-        verdict,
+        verdict: verdict(&summary),
     })
+}
+
+/// Done if a solution was found, else failed with `no_solution`.
+fn verdict(summary: &Summary) -> Verdict {
+    if summary.found {
+        return Verdict::Done;
+    }
+    Verdict::Failed(TaskFailure {
+        code: ErrorCode::NoSolution,
+        message: format!(
+            "no transformation satisfies the privacy models within the limits ({} checks, \
+             stopped: {})",
+            summary.checks, summary.stop
+        ),
+        details: serde_json::json!({
+            "stop": summary.stop,
+            "optimal_proven": summary.optimal_proven,
+        }),
+    })
+}
+
+/// The recoding plan of the output (JSON), or why there is none.
+fn plan(
+    run: &Run<'_>,
+    problem: &Problem,
+    stepped: &dyn Stepped,
+    options: &OutputOptions,
+    hierarchies: BTreeMap<String, String>,
+) -> Result<String, String> {
+    let facts = AuditFacts {
+        spec: run.spec,
+        input_sha256: run.input_sha256,
+        seed: run.search.seed,
+        hierarchies,
+    };
+    plan_json(problem, stepped, options, run.delimiter, facts).map_err(|e| e.to_string())
 }

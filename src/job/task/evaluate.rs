@@ -96,6 +96,7 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
         })
     };
     Ok(Outcome {
+        plan: None,
         summary: Summary {
             found: anonymous,
             checks: 1,

@@ -72,6 +72,10 @@ pub struct Run<'a> {
     pub force_output: bool,
     /// The largest CSV the task may write (bytes), measured before anything is written.
     pub max_output_bytes: Option<u64>,
+    /// Whether the task makes the recoding plan of its output (`anonymize`).
+    pub plan: bool,
+    /// SHA-256 (hex) of the input as read, for the plan's audit block.
+    pub input_sha256: Option<&'a str>,
 }
 
 /// What a task's run produced.
@@ -83,6 +87,9 @@ pub struct Outcome {
     pub report: Option<serde_json::Value>,
     /// Whether the CSV was written to the sink.
     pub wrote_csv: bool,
+    /// The recoding plan of the output (JSON), when [`Run::plan`] asked for it and there is an
+    /// output; `Err` says why the output has none (e.g. a research subset of records).
+    pub plan: Option<Result<String, String>>,
     /// How the task ended.
     pub verdict: Verdict,
 }

@@ -254,6 +254,7 @@ pub fn run(run: &Run<'_>, table: Table, _: Sink<'_>) -> Result<Outcome, TaskErro
     let Some(analysis) = request.analyse_cancellable(table, run.host.cancel())? else {
         // Cancelled: no result.
         return Ok(Outcome {
+            plan: None,
             summary: Summary {
                 found: false,
                 checks: 0,
@@ -269,6 +270,7 @@ pub fn run(run: &Run<'_>, table: Table, _: Sink<'_>) -> Result<Outcome, TaskErro
     // Exactly the shape of `POST /v1/datasets/{id}/risk`.
     let report = serde_json::to_value(analysis).map_err(|e| TaskError::Output(e.to_string()))?;
     Ok(Outcome {
+        plan: None,
         summary: Summary {
             found: true,
             checks: 0,

@@ -4,6 +4,7 @@
 use deid_engine::check::Evaluation;
 use deid_engine::local::{Forward, LocalConfig, LocalOutcome, local_search};
 use deid_engine::output::Recoding;
+use deid_engine::plan::Stepped;
 use deid_engine::{
     CancelFlag, Checker, EngineError, Improvement, Problem, Progress, ProgressObserver,
     SearchConfig, SearchOutcome, search,
@@ -95,6 +96,16 @@ impl Anonymized {
             Anonymized::Global { eval, .. } => eval.as_ref().map(|e| e as &dyn Recoding),
             Anonymized::Local { outcome, .. } => {
                 outcome.anonymous.then_some(outcome as &dyn Recoding)
+            }
+        }
+    }
+
+    /// The output's recoding with its steps, for its plan (`None`: no solution).
+    pub fn stepped(&self) -> Option<&dyn Stepped> {
+        match self {
+            Anonymized::Global { eval, .. } => eval.as_ref().map(|e| e as &dyn Stepped),
+            Anonymized::Local { outcome, .. } => {
+                outcome.anonymous.then_some(outcome as &dyn Stepped)
             }
         }
     }

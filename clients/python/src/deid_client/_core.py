@@ -34,8 +34,10 @@ from .types import (
     Job,
     JobEvent,
     JobPage,
+    Plan,
     Report,
     RiskAnalysis,
+    Verification,
     Status,
     from_json,
 )
@@ -434,6 +436,32 @@ class Ops:
     def get_risk_analysis(self, job_id: str) -> Generator[Call, httpx.Response, RiskAnalysis]:
         r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/result")
         return from_json(RiskAnalysis, _result_of(job_id, r.json(), "risk"))
+
+    def verify_job(
+        self,
+        job_id: str,
+        released: CsvSource,
+        count_column: str | None,
+        show_values: bool | None,
+        delimiter: str | None,
+        timeout: Any,
+    ) -> Generator[Call, httpx.Response, Verification]:
+        body, _, _ = csv_upload(released, delimiter)
+        params = _drop_none({"count_column": count_column, "show_values": _bool(show_values)})
+        # A read, but its body may be a one-shot stream: not repeated.
+        r = yield Call(
+            "POST",
+            f"/v1/jobs/{seg(job_id)}/verify",
+            params=params,
+            content=body,
+            headers={"Content-Type": "text/csv"},
+            idempotent=False,
+            timeout=timeout,
+        )
+        return from_json(Verification, r.json())
+    def get_plan(self, job_id: str) -> Generator[Call, httpx.Response, Plan]:
+        r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/plan")
+        return from_json(Plan, r.json())
 
 
 _RESULT_METHODS = {"anonymize": "get_result", "evaluate": "get_evaluation", "risk": "get_risk_analysis"}

@@ -38,15 +38,17 @@ from .errors import (
 from .types import (
     Dataset,
     DatasetPage,
+    Evaluation,
     HierarchySummary,
     HierarchyTable,
     Job,
     JobEvent,
     JobPage,
     JobStatusName,
+    Plan,
     Report,
-    Evaluation,
     RiskAnalysis,
+    Verification,
     Status,
 )
 
@@ -365,8 +367,30 @@ class AsyncClient:
     async def get_evaluation(self, job_id: str) -> Evaluation:
         return await self._run(self._ops.get_evaluation(job_id))
 
+    async def verify_job(
+        self,
+        job_id: str,
+        released: CsvSource,
+        *,
+        count_column: str | None = None,
+        show_values: bool | None = None,
+        delimiter: str | None = None,
+    ) -> Verification:
+        """Re-checks released data (a path, bytes, a file object or a DataFrame: the job's
+        result CSV or its frequency table, delimited as the job's dataset — ``delimiter`` is the
+        one a DataFrame is written with) against every privacy model of the job, from scratch.
+        ``passed`` is False when a model fails; ``count_column`` reads the data as a frequency
+        table (default: the job's count column); ``show_values`` lists the quasi-identifier
+        values of violating classes."""
+        return await self._run(
+            self._ops.verify_job(job_id, released, count_column, show_values, delimiter, self._s.upload_timeout)
+        )
+
     async def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
         return await self._run(self._ops.get_risk_analysis(job_id))
+
+    async def get_plan(self, job_id: str) -> Plan:
+        return await self._run(self._ops.get_plan(job_id))
 
     async def iter_result_csv(self, job_id: str) -> AsyncIterator[bytes]:
         response = await self._send(Call("GET", _core.result_csv_path(job_id)), stream=True)

@@ -221,6 +221,7 @@ class Attribute:
     max_level: int | None = None
     weight: float | None = None
     microaggregation: Mapping[str, Any] | None = None
+    data_level: int | None = None
 
     @classmethod
     def microaggregated(
@@ -242,9 +243,13 @@ class Attribute:
         min_level: int | None = None,
         max_level: int | None = None,
         weight: float | None = None,
+        data_level: int | None = None,
     ) -> Attribute:
-        """A quasi-identifier; without ``hierarchy`` the column's stored hierarchy is used."""
-        return cls("quasi_identifying", hierarchy, min_level, max_level, weight)
+        """A quasi-identifier; without ``hierarchy`` the column's stored hierarchy is used.
+        ``data_level``: the level of the hierarchy the column's values are labels of (data
+        already generalized to a floor)."""
+        return cls("quasi_identifying", hierarchy, min_level, max_level, weight,
+                   data_level=data_level)
 
     @classmethod
     def sensitive(cls, hierarchy: HierarchySource | None = None) -> Attribute:

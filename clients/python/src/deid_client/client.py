@@ -26,15 +26,17 @@ from .errors import (
 from .types import (
     Dataset,
     DatasetPage,
+    Evaluation,
     HierarchySummary,
     HierarchyTable,
     Job,
     JobEvent,
     JobPage,
     JobStatusName,
+    Plan,
     Report,
-    Evaluation,
     RiskAnalysis,
+    Verification,
     Status,
 )
 
@@ -393,9 +395,33 @@ class Client:
         ``not_anonymous``: ``anonymous`` is then false and there is no CSV)."""
         return self._run(self._ops.get_evaluation(job_id))
 
+    def verify_job(
+        self,
+        job_id: str,
+        released: CsvSource,
+        *,
+        count_column: str | None = None,
+        show_values: bool | None = None,
+        delimiter: str | None = None,
+    ) -> Verification:
+        """Re-checks released data (a path, bytes, a file object or a DataFrame: the job's
+        result CSV or its frequency table, delimited as the job's dataset — ``delimiter`` is the
+        one a DataFrame is written with) against every privacy model of the job, from scratch.
+        ``passed`` is False when a model fails; ``count_column`` reads the data as a frequency
+        table (default: the job's count column); ``show_values`` lists the quasi-identifier
+        values of violating classes."""
+        return self._run(
+            self._ops.verify_job(job_id, released, count_column, show_values, delimiter, self._s.upload_timeout)
+        )
+
     def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
         """The result of a job with ``task="risk"`` (the shape of :meth:`analyse_risk`)."""
         return self._run(self._ops.get_risk_analysis(job_id))
+
+    def get_plan(self, job_id: str) -> Plan:
+        """The recoding plan of an anonymization job's output (ConflictError while it has no
+        output, and for evaluation and risk-analysis jobs)."""
+        return self._run(self._ops.get_plan(job_id))
 
     def iter_result_csv(self, job_id: str) -> Iterator[bytes]:
         """The anonymized CSV as it streams (the dataset's delimiter)."""

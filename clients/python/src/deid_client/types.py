@@ -286,6 +286,7 @@ class JobLinks:
     events: str | None = None
     result: str | None = None
     result_csv: str | None = None
+    plan: str | None = None
     raw: dict[str, Any] = _raw()
 
 
@@ -579,6 +580,145 @@ class RiskAnalysis:
 
     SCHEMA: ClassVar[str] = "RiskAnalysis"
     input: dict[str, Any]
+    raw: dict[str, Any] = _raw()
+
+
+PlanColumnRole = Literal[
+    "drop", "copy", "sensitive", "quasi_identifying", "microaggregated", "count", "subset_count"
+]
+
+
+@dataclass
+class PlanColumn:
+    """An input column of a plan and what the output makes of it."""
+
+    SCHEMA: ClassVar[str] = "Plan.columns[]"
+    name: str
+    role: PlanColumnRole
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class PlanSuppression:
+    """How a plan writes suppressed records."""
+
+    SCHEMA: ClassVar[str] = "Plan.suppression"
+    mode: Literal["mask", "remove", "keep_sensitive"]
+    marker: str
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class PlanStep:
+    """One step of a plan: per quasi-identifier original value → output value, and the classes
+    (indices into ``Plan.classes``) it publishes."""
+
+    SCHEMA: ClassVar[str] = "Plan.steps[]"
+    levels: list[int]
+    maps: list[dict[str, str]]
+    publishes: list[int]
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class PlanClass:
+    """A published output class: its quasi-identifier values and microaggregated values."""
+
+    SCHEMA: ClassVar[str] = "Plan.classes[]"
+    values: list[str]
+    aggregates: list[str]
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class PlanAudit:
+    """Where a plan comes from: SHA-256 digests, seed, deid's version."""
+
+    SCHEMA: ClassVar[str] = "Plan.audit"
+    input_sha256: str | None
+    hierarchies_sha256: dict[str, str]
+    specification_sha256: str
+    seed: int
+    deid_version: str
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Plan:
+    """The recoding plan of a job's output (``GET /v1/jobs/{id}/plan``; ``deid apply --plan``).
+    ``raw`` is the document as served: write it with ``json.dump(plan.raw, f)`` to keep its
+    digest valid."""
+
+    SCHEMA: ClassVar[str] = "Plan"
+    format: str
+    version: int
+    delimiter: str
+    columns: list[PlanColumn]
+    quasi_identifiers: list[str]
+    microaggregated: list[str]
+    suppression: PlanSuppression
+    neutralize_formulas: bool
+    steps: list[PlanStep]
+    classes: list[PlanClass]
+    suppressed: list[list[str]]
+    audit: PlanAudit
+    digest: str
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class SizeBucket:
+    """A bucket of the class-size histogram of a verification (``max_size`` None: unbounded)."""
+
+    SCHEMA: ClassVar[str] = "Verification.class_sizes[]"
+    min_size: int
+    max_size: int | None
+    classes: int
+    records: int
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Violation:
+    """A class violating a model: its size; ``values`` only when asked for with
+    ``show_values``; ``suppressed_block`` for the suppressed block of ``keep_sensitive``."""
+
+    SCHEMA: ClassVar[str] = "ModelVerdict.violations[]"
+    size: int
+    suppressed_block: bool
+    values: list[str] | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class ModelVerdict:
+    """The verdict of a verification on one privacy model."""
+
+    SCHEMA: ClassVar[str] = "ModelVerdict"
+    model: str
+    passed: bool
+    violating_classes: int
+    violating_records: int
+    violations: list[Violation]
+    measured: float | None = None
+    reason: str | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class Verification:
+    """Released data re-checked against every privacy model of a job (``verify_job``);
+    ``passed`` is False when a model fails (a verdict, not an error)."""
+
+    SCHEMA: ClassVar[str] = "Verification"
+    passed: bool
+    released_rows: int
+    released_records: int
+    suppressed_records: int
+    classes: int
+    models: list[ModelVerdict]
+    class_sizes: list[SizeBucket]
+    removed_records: int | None = None
     raw: dict[str, Any] = _raw()
 
 

@@ -239,8 +239,21 @@ impl Hierarchy {
     /// map, one leaf per value, labels in the dictionary), and every per-value table of a higher
     /// level is kept per generalized value, with the narrowest code width.
     pub fn encode(&self, column: &Column) -> Result<EncodedHierarchy> {
+        self.encode_at(column, 0)
+    }
+
+    /// [`Hierarchy::encode`] for a column whose values are labels of level `floor` (data
+    /// already generalized to that level; `floor < height`). Each label stands for its
+    /// representative row, the first row defining a generalization whose level-`floor` cell is
+    /// the label: every level from `floor` up (labels, domain shares, leaves) is that of the
+    /// full hierarchy, and the levels below `floor` repeat level `floor` (the data as given).
+    /// The label's ancestors are the same in every row (monotonicity), so the choice of row
+    /// changes nothing at those levels. Fails naming (up to 10 of) the values that are no
+    /// label of level `floor`.
+    pub fn encode_at(&self, column: &Column, floor: usize) -> Result<EncodedHierarchy> {
         let height = self.height();
-        let data_rows = self.data_rows(column)?;
+        debug_assert!(floor < height.max(1));
+        let data_rows = self.data_rows(column, floor)?;
         // The domain counts the rows of the table, duplicated rows included (as ARX does): the
         // share of a value is the number of rows under it divided by the number of rows.
         let domain_size = self.rows.len();
@@ -249,29 +262,30 @@ impl Hierarchy {
         let mut share = Vec::with_capacity(height);
         let mut distinct = Vec::with_capacity(height);
         let mut leaves = Vec::with_capacity(height);
-        // Level 0: leaves are unique, so level-0 codes are the dictionary codes.
+        // Level 0: the data's values are unique labels of level `floor`, so level-0 codes are
+        // the dictionary codes.
         maps.push(PackedCodes::default());
         labels.push(Labels::default());
-        let under0 = self.rows_under(0);
+        let under0 = self.rows_under(floor);
         share.push(PerCode::from_vec(match &self.shares {
-            Some(s) => data_rows.iter().map(|&r| s[r][0]).collect(),
+            Some(s) => data_rows.iter().map(|&r| s[r][floor]).collect(),
             None => data_rows
                 .iter()
-                .map(|&r| under0[self.rows[r][0].as_str()] as f64 / domain_size as f64)
+                .map(|&r| under0[self.rows[r][floor].as_str()] as f64 / domain_size as f64)
                 .collect(),
         }));
         distinct.push(data_rows.len());
         leaves.push(PerCode::from_vec(
             data_rows
                 .iter()
-                .map(|&r| under0[self.rows[r][0].as_str()])
+                .map(|&r| under0[self.rows[r][floor].as_str()])
                 .collect(),
         ));
         // Level-l code of every data code, kept until the `up` tables are built.
         let mut level_codes: Vec<Vec<u32>> = vec![Vec::new()];
         for level in 1..height {
             let (map, level_labels, level_share, level_leaves) =
-                self.encode_level(level, &data_rows, domain_size);
+                self.encode_level(level.max(floor), &data_rows, domain_size);
             distinct.push(level_leaves.len());
             maps.push(PackedCodes::new(&map));
             labels.push(level_labels);
@@ -291,12 +305,22 @@ impl Hierarchy {
     }
 
     /// The row that defines the generalization of each value of the column's dictionary, in
-    /// code order: the last row of the value (ARX's rule; duplicates are identical unless
-    /// accepted by `DuplicatePolicy::Last`). Fails naming (up to 10 of) the values without a row.
-    fn data_rows(&self, column: &Column) -> Result<Vec<usize>> {
+    /// code order. At level 0: the last row of the value (ARX's rule; duplicates are identical
+    /// unless accepted by `DuplicatePolicy::Last`). At a higher `level` (the value is a label
+    /// of that level): the first of the rows defining a generalization that has the label at
+    /// `level`. Fails naming (up to 10 of) the values without a row.
+    fn data_rows(&self, column: &Column, level: usize) -> Result<Vec<usize>> {
         let mut row_of: HashMap<&str, usize> = HashMap::with_capacity(self.rows.len());
         for (r, row) in self.rows.iter().enumerate() {
             row_of.insert(row[0].as_str(), r);
+        }
+        if level > 0 {
+            let mut defining: Vec<usize> = row_of.into_values().collect();
+            defining.sort_unstable();
+            row_of = HashMap::new();
+            for r in defining {
+                row_of.entry(self.rows[r][level].as_str()).or_insert(r);
+            }
         }
         let mut missing = Vec::new();
         let mut total_missing = 0;
@@ -312,14 +336,22 @@ impl Hierarchy {
                 }
             }
         }
-        if total_missing > 0 {
-            return Err(EngineError::HierarchyMissingValues {
+        if total_missing == 0 {
+            Ok(data_rows)
+        } else if level == 0 {
+            Err(EngineError::HierarchyMissingValues {
                 column: column.name.clone(),
                 missing,
                 total_missing,
-            });
+            })
+        } else {
+            Err(EngineError::HierarchyMissingLabels {
+                column: column.name.clone(),
+                level,
+                missing,
+                total_missing,
+            })
         }
-        Ok(data_rows)
     }
 
     /// Rows of the full table under each label of `level`.
@@ -877,6 +909,46 @@ mod tests {
         assert_eq!((e.share(0, 0), e.share(0, 1)), (1.0 / 4.0, 2.0 / 4.0));
         assert_eq!((e.share(1, 0), e.share(1, 1)), (1.0 / 4.0, 3.0 / 4.0));
         assert_eq!((e.leaves(1, 0), e.leaves(1, 1)), (1, 3));
+    }
+
+    #[test]
+    fn data_at_a_floor_stand_for_their_representative_rows() {
+        // Leaves x, y under xy (2 of 5 rows), z, w, v under zwv (3 of 5); the data hold labels
+        // of level 1. Levels 0 and 1 are the labels themselves, level 2 the root.
+        let text = "x;xy;*\ny;xy;*\nz;zwv;*\nw;zwv;*\nv;zwv;*";
+        let h = Hierarchy::read_csv(text.as_bytes(), b';', "c").unwrap();
+        let col = column(&["zwv", "xy", "zwv"]);
+        let e = h.encode_at(&col, 1).unwrap();
+        assert_eq!((e.height(), e.domain_size), (3, 5));
+        assert_eq!((0..3).map(|l| e.distinct(l)).collect::<Vec<_>>(), [2, 2, 1]);
+        for level in [0, 1] {
+            assert_eq!(e.label(level, e.code(level, 0), &col), "zwv");
+            assert_eq!(e.label(level, e.code(level, 1), &col), "xy");
+            assert_eq!(e.share(level, e.code(level, 0)), 3.0 / 5.0);
+            assert_eq!(e.leaves(level, e.code(level, 1)), 2);
+        }
+        assert_eq!((e.code(2, 0), e.code(2, 1), e.share(2, 0)), (0, 0, 1.0));
+        assert_eq!(e.generalize(1, 2).get(e.code(1, 1)), 0);
+        // Leaves and labels of another level are no labels of level 1.
+        let err = h.encode_at(&column(&["xy", "x", "*"]), 1).unwrap_err();
+        assert_eq!(
+            err,
+            EngineError::HierarchyMissingLabels {
+                column: "c".into(),
+                level: 1,
+                missing: vec!["x".into(), "*".into()],
+                total_missing: 2
+            }
+        );
+        // Under `DuplicatePolicy::Last` only the rows that define a generalization represent a
+        // label: '1' is under 'hi' (row 4), 'lo' is represented by '2' alone; shares still count
+        // every row.
+        let text = "1;lo;*\n2;lo;*\n3;hi;*\n1;hi;*\n4;hi;*";
+        let h =
+            Hierarchy::read_csv_with(text.as_bytes(), b';', "c", DuplicatePolicy::Last).unwrap();
+        let e = h.encode_at(&column(&["lo", "hi"]), 1).unwrap();
+        assert_eq!((e.share(0, 0), e.share(0, 1)), (2.0 / 5.0, 3.0 / 5.0));
+        assert_eq!((e.leaves(1, 0), e.leaves(1, 1)), (2, 3));
     }
 
     #[test]

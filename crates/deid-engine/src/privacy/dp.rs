@@ -1,5 +1,5 @@
 //! (ε, δ)-differential privacy by sampling, generalization and suppression (SafePub: Bild, Kuhn,
-//! Prasser, PoPETs 2018, after Li, Qardaji, Su, ASIACCS 2012; `docs/definitions.md` §3.8).
+//! Prasser, PoPETs 2018, after Li, Qardaji, Su, ASIACCS 2012; `docs/definitions.md` §3.9).
 //!
 //! The privacy budget ε is split into ε_search (the differentially private search over the
 //! lattice, [`crate::search`]'s SafePub, only when the levels are not given) and ε_anon. Every

@@ -268,7 +268,7 @@ pub enum PrivacyModel {
         estimator: Estimator,
     },
     /// (ε, δ)-differential privacy (SafePub): a β-sample of the records, generalized, with every
-    /// class of fewer than k sampled records suppressed ([`dp`], `docs/definitions.md` §3.8).
+    /// class of fewer than k sampled records suppressed ([`dp`], `docs/definitions.md` §3.9).
     DifferentialPrivacy(DpModel),
 }
 

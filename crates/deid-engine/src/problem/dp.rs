@@ -1,6 +1,6 @@
 //! Differential privacy's part of building a problem: the combinations it refuses, the
 //! derivation of k and β and the sample, which becomes the problem's released records (a
-//! frequency table's released counts, else a research subset; `docs/definitions.md` §3.8).
+//! frequency table's released counts, else a research subset; `docs/definitions.md` §3.9).
 
 use crate::config::ProblemConfig;
 use crate::data::Table;

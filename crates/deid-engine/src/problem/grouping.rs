@@ -258,12 +258,46 @@ fn group_rows_partitioned(
     n: usize,
 ) -> (Groups, Vec<u32>) {
     use rayon::prelude::*;
-    const EMPTY: u32 = u32::MAX;
-    const CHUNK: usize = 1 << 16;
+    // 1. Packed keys, and per chunk of rows the rows of each partition.
+    let (keys, chunk_parts) = packed_keys(cols, strides, n);
+    // 2. Per partition: its rows in row order, grouped with its own table.
+    let grouped: Vec<PartitionGroups> = (0..1usize << PARTITION_BITS)
+        .into_par_iter()
+        .map(|p| group_partition(&chunk_parts, p, &keys))
+        .collect();
+    drop(chunk_parts);
+    // 3. Global numbers in the order of the first rows, and the codes of each group.
+    let (global, first_rows) = number_groups(&grouped, &keys);
+    drop(keys);
+    let groups = first_row_codes(cols, &first_rows);
+    // 4. The group of every row.
+    let mut row_group = vec![0u32; n];
+    for (part, ids) in grouped.iter().zip(&global) {
+        for (&row, &l) in part.rows.iter().zip(&part.local) {
+            row_group[row as usize] = ids[l as usize];
+        }
+    }
+    (groups, row_group)
+}
+
+/// Rows per chunk of the partitioned grouping's parallel passes.
+const CHUNK: usize = 1 << 16;
+
+/// The partition of a packed key: the high bits of its mix.
+#[inline]
+fn part_of(key: u64) -> usize {
+    (mix(key) >> (64 - PARTITION_BITS)) as usize
+}
+
+/// The packed key of every row (column by column, a chunk of rows at a time, on the pool), and
+/// per chunk of rows the rows of each partition (in row order).
+fn packed_keys(
+    cols: &[&crate::data::Codes],
+    strides: &[u64],
+    n: usize,
+) -> (Vec<u64>, Vec<Vec<Vec<u32>>>) {
+    use rayon::prelude::*;
     let parts = 1usize << PARTITION_BITS;
-    let part_of = |key: u64| (mix(key) >> (64 - PARTITION_BITS)) as usize;
-    // 1. Packed keys (column by column, a chunk of rows at a time), and per chunk of rows the
-    //    rows of each partition (in row order).
     let mut keys = vec![0u64; n];
     let chunk_parts: Vec<Vec<Vec<u32>>> = keys
         .par_chunks_mut(CHUNK)
@@ -280,59 +314,75 @@ fn group_rows_partitioned(
             by_part
         })
         .collect();
-    // 2. Per partition: its rows in row order, grouped with its own table: the local group of
-    //    each of its rows, and whether a row is the first of its group.
-    let grouped: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = (0..parts)
-        .into_par_iter()
-        .map(|p| {
-            let rows: Vec<u32> = chunk_parts
-                .iter()
-                .flat_map(|c| c[p].iter().copied())
-                .collect();
-            let mut slots: Vec<u32> = vec![EMPTY; (rows.len() * 2).next_power_of_two().max(16)];
-            let mask = slots.len() - 1;
-            let shift = 64 - slots.len().trailing_zeros();
-            let mut local_keys: Vec<u64> = Vec::new();
-            let mut firsts: Vec<u32> = Vec::new();
-            let mut local = Vec::with_capacity(rows.len());
-            for &row in &rows {
-                let key = keys[row as usize];
-                // The low bits of the mixed key select the slot (the high ones the partition).
-                let mut slot = ((mix(key) << PARTITION_BITS) >> shift) as usize & mask;
-                let g = loop {
-                    let g = slots[slot];
-                    if g == EMPTY {
-                        let g = local_keys.len() as u32;
-                        slots[slot] = g;
-                        local_keys.push(key);
-                        firsts.push(row);
-                        break g;
-                    }
-                    if local_keys[g as usize] == key {
-                        break g;
-                    }
-                    slot = (slot + 1) & mask;
-                };
-                local.push(g);
-            }
-            (rows, local, firsts)
-        })
+    (keys, chunk_parts)
+}
+
+/// The groups of one partition, numbered locally in the order of their first rows.
+struct PartitionGroups {
+    /// The partition's rows, in row order.
+    rows: Vec<u32>,
+    /// The local group of each of them.
+    local: Vec<u32>,
+    /// The first row of each local group.
+    firsts: Vec<u32>,
+}
+
+/// Groups the rows of partition `p` (gathered from `chunk_parts` in row order) by their
+/// `keys` with an open-addressing table of its own.
+fn group_partition(chunk_parts: &[Vec<Vec<u32>>], p: usize, keys: &[u64]) -> PartitionGroups {
+    const EMPTY: u32 = u32::MAX;
+    let rows: Vec<u32> = chunk_parts
+        .iter()
+        .flat_map(|c| c[p].iter().copied())
         .collect();
-    drop(chunk_parts);
-    // 3. Global numbers in the order of the first rows: a partition's first rows come in row
-    //    order, so one scan over the rows hands out the numbers partition by partition.
-    let mut first = vec![false; n];
-    for (_, _, firsts) in &grouped {
-        for &row in firsts {
+    let mut slots: Vec<u32> = vec![EMPTY; (rows.len() * 2).next_power_of_two().max(16)];
+    let mask = slots.len() - 1;
+    let shift = 64 - slots.len().trailing_zeros();
+    let mut local_keys: Vec<u64> = Vec::new();
+    let mut firsts: Vec<u32> = Vec::new();
+    let mut local = Vec::with_capacity(rows.len());
+    for &row in &rows {
+        let key = keys[row as usize];
+        // The low bits of the mixed key select the slot (the high ones the partition).
+        let mut slot = ((mix(key) << PARTITION_BITS) >> shift) as usize & mask;
+        let g = loop {
+            let g = slots[slot];
+            if g == EMPTY {
+                let g = local_keys.len() as u32;
+                slots[slot] = g;
+                local_keys.push(key);
+                firsts.push(row);
+                break g;
+            }
+            if local_keys[g as usize] == key {
+                break g;
+            }
+            slot = (slot + 1) & mask;
+        };
+        local.push(g);
+    }
+    PartitionGroups {
+        rows,
+        local,
+        firsts,
+    }
+}
+
+/// Global group numbers in the order of the first rows: per partition the number of each
+/// local group, and the first row of every group. A partition's first rows come in row order,
+/// so one scan over the rows hands out the numbers partition by partition.
+fn number_groups(grouped: &[PartitionGroups], keys: &[u64]) -> (Vec<Vec<u32>>, Vec<u32>) {
+    let mut first = vec![false; keys.len()];
+    for part in grouped {
+        for &row in &part.firsts {
             first[row as usize] = true;
         }
     }
-    let q = cols.len();
     let mut global: Vec<Vec<u32>> = grouped
         .iter()
-        .map(|(_, _, f)| Vec::with_capacity(f.len()))
+        .map(|part| Vec::with_capacity(part.firsts.len()))
         .collect();
-    let total: usize = grouped.iter().map(|(_, _, f)| f.len()).sum();
+    let total: usize = grouped.iter().map(|part| part.firsts.len()).sum();
     let mut first_rows: Vec<u32> = Vec::with_capacity(total);
     for (row, &is_first) in first.iter().enumerate() {
         if is_first {
@@ -340,7 +390,15 @@ fn group_rows_partitioned(
             first_rows.push(row as u32);
         }
     }
-    // The codes of each group: those of its first row.
+    (global, first_rows)
+}
+
+/// The groups whose first rows are `first_rows`, in that order: the codes of each group are
+/// those of its first row (copied on the pool); counts are left empty.
+fn first_row_codes(cols: &[&crate::data::Codes], first_rows: &[u32]) -> Groups {
+    use rayon::prelude::*;
+    let q = cols.len();
+    let total = first_rows.len();
     let mut groups = Groups {
         codes: vec![0; total * q],
         reps: (0..total as u32).collect(),
@@ -357,16 +415,7 @@ fn group_rows_partitioned(
                 }
             }
         });
-    drop(first);
-    drop(keys);
-    // 4. The group of every row.
-    let mut row_group = vec![0u32; n];
-    for ((rows, local, _), ids) in grouped.iter().zip(&global) {
-        for (&row, &l) in rows.iter().zip(local) {
-            row_group[row as usize] = ids[l as usize];
-        }
-    }
-    (groups, row_group)
+    groups
 }
 
 /// Groups the rows by their quasi-identifier codes. `counts` and the histograms count the

@@ -288,41 +288,7 @@ impl Problem {
     ) -> Problem {
         assert_eq!(include.len(), self.base.len(), "one flag per base group");
         assert!((0.0..=1.0).contains(&suppression_limit));
-        let q = self.qi_columns.len();
-        let mut base = Groups {
-            hists: vec![Histograms::default(); self.base.hists.len()],
-            ..Groups::default()
-        };
-        for h in &mut base.hists {
-            h.offsets.push(0);
-        }
-        let mut qi_value_counts: Vec<Vec<u32>> = self
-            .qi_value_counts
-            .iter()
-            .map(|c| vec![0; c.len()])
-            .collect();
-        let mut n = 0usize;
-        for (g, _) in include.iter().enumerate().filter(|(_, i)| **i) {
-            let codes = &self.base.codes[g * q..(g + 1) * q];
-            let count = self.base.counts[g];
-            base.codes.extend_from_slice(codes);
-            base.counts.push(count);
-            if let Some(&p) = self.base.pcounts.get(g) {
-                base.pcounts.push(p);
-            }
-            base.reps.push(base.reps.len() as u32);
-            for (i, &c) in codes.iter().enumerate() {
-                qi_value_counts[i][c as usize] += count;
-            }
-            for (slot, h) in self.base.hists.iter().enumerate() {
-                let (values, freqs) = h.get(g);
-                let out = &mut base.hists[slot];
-                out.values.extend_from_slice(values);
-                out.freqs.extend_from_slice(freqs);
-                out.offsets.push(out.values.len() as u32);
-            }
-            n += count as usize;
-        }
+        let (base, qi_value_counts, n) = self.included_groups(include);
         let mut config = self.config.clone();
         config.suppression_limit = suppression_limit;
         if let Some(g) = gs_factor {
@@ -367,6 +333,47 @@ impl Problem {
             population: self.population,
             dp: self.dp.clone(),
         }
+    }
+
+    /// The base groups with `include[g]` set (renumbered in order), the quasi-identifiers' value
+    /// frequencies among their records, and their records: the data of [`Problem::restrict`].
+    fn included_groups(&self, include: &[bool]) -> (Groups, Vec<Vec<u32>>, usize) {
+        let q = self.qi_columns.len();
+        let mut base = Groups {
+            hists: vec![Histograms::default(); self.base.hists.len()],
+            ..Groups::default()
+        };
+        for h in &mut base.hists {
+            h.offsets.push(0);
+        }
+        let mut qi_value_counts: Vec<Vec<u32>> = self
+            .qi_value_counts
+            .iter()
+            .map(|c| vec![0; c.len()])
+            .collect();
+        let mut n = 0usize;
+        for (g, _) in include.iter().enumerate().filter(|(_, i)| **i) {
+            let codes = &self.base.codes[g * q..(g + 1) * q];
+            let count = self.base.counts[g];
+            base.codes.extend_from_slice(codes);
+            base.counts.push(count);
+            if let Some(&p) = self.base.pcounts.get(g) {
+                base.pcounts.push(p);
+            }
+            base.reps.push(base.reps.len() as u32);
+            for (i, &c) in codes.iter().enumerate() {
+                qi_value_counts[i][c as usize] += count;
+            }
+            for (slot, h) in self.base.hists.iter().enumerate() {
+                let (values, freqs) = h.get(g);
+                let out = &mut base.hists[slot];
+                out.values.extend_from_slice(values);
+                out.freqs.extend_from_slice(freqs);
+                out.offsets.push(out.values.len() as u32);
+            }
+            n += count as usize;
+        }
+        (base, qi_value_counts, n)
     }
 
     /// The configuration the problem was built from. The hierarchy tables of the

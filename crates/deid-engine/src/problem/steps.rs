@@ -105,8 +105,10 @@ pub(super) fn encode_hierarchies(
     let mut min = Vec::with_capacity(qi_columns.len());
     let mut max = Vec::with_capacity(qi_columns.len());
     for (q, &col) in config.quasi_identifiers.iter().zip(qi_columns) {
-        let h = q.hierarchy.encode(table.column(col))?;
-        let (lo, hi) = level_bounds(q, h.height())?;
+        let (lo, hi) = level_bounds(q, q.hierarchy.height())?;
+        let h = q
+            .hierarchy
+            .encode_at(table.column(col), q.data_level as usize)?;
         if !(q.weight.is_finite() && q.weight >= 0.0) {
             return Err(EngineError::config(
                 format!("attributes.{}.weight", q.column),
@@ -125,7 +127,8 @@ pub(super) fn encode_hierarchies(
     Ok((hierarchies, Lattice::new(min, max)))
 }
 
-/// The lowest and highest level a quasi-identifier may take.
+/// The lowest and highest level a quasi-identifier may take: from its `min_level`, lifted to
+/// its `data_level` (the data have no values below it), to its `max_level`.
 fn level_bounds(q: &QuasiIdentifier, height: usize) -> Result<(u8, u8)> {
     if height > crate::hierarchy::MAX_HEIGHT {
         return Err(EngineError::config(
@@ -136,13 +139,32 @@ fn level_bounds(q: &QuasiIdentifier, height: usize) -> Result<(u8, u8)> {
             ),
         ));
     }
-    let top = (height - 1) as u8;
-    let lo = q.min_level.unwrap_or(0);
+    let top = height.saturating_sub(1) as u8;
+    if q.data_level > top {
+        return Err(EngineError::config(
+            format!("attributes.{}.data_level", q.column),
+            format!(
+                "the hierarchy has levels 0..={top}, got {}: the data must be labels of one of \
+                 its levels",
+                q.data_level
+            ),
+        ));
+    }
+    let lo = q.min_level.unwrap_or(0).max(q.data_level);
     let hi = q.max_level.unwrap_or(top);
     if hi > top {
         return Err(EngineError::config(
             format!("attributes.{}.max_level", q.column),
             format!("the hierarchy has levels 0..={top}, got {hi}"),
+        ));
+    }
+    if q.data_level > hi {
+        return Err(EngineError::config(
+            format!("attributes.{}.data_level", q.column),
+            format!(
+                "data_level {} is above max_level {hi}: the data have no values below level {}",
+                q.data_level, q.data_level
+            ),
         ));
     }
     if lo > hi {
@@ -189,6 +211,7 @@ impl ProblemConfig {
             dp.derive(n)
                 .map_err(|e| e.within(&format!("privacy[{i}]")))?;
         }
+        self.validate_floors()?;
         for (i, model) in self.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");
             model.validate().map_err(|e| e.within(&field))?;
@@ -230,6 +253,31 @@ impl ProblemConfig {
             }
         }
         Ok(())
+    }
+}
+
+impl ProblemConfig {
+    /// Refuses a quality model that measures against the original values (non-uniform entropy,
+    /// normalized entropy, KL divergence) when a quasi-identifier is given at a `data_level`
+    /// above 0: its values below that level are unknown.
+    fn validate_floors(&self) -> Result<()> {
+        let model = self.quality.model;
+        if !model.needs_original_values() {
+            return Ok(());
+        }
+        match self.quasi_identifiers.iter().find(|q| q.data_level > 0) {
+            None => Ok(()),
+            Some(q) => Err(EngineError::config(
+                format!("attributes.{}.data_level", q.column),
+                format!(
+                    "the quality model '{}' measures against the original values, but column \
+                     '{}' is given at level {}; use another quality model (e.g. loss)",
+                    model.name(),
+                    q.column,
+                    q.data_level
+                ),
+            )),
+        }
     }
 }
 

@@ -70,6 +70,18 @@ pub enum QualityModel {
     Ambiguity,
 }
 
+impl QualityModel {
+    /// True for the models that compare the output with the original (level-0) values
+    /// themselves, not only with the hierarchy: non-uniform entropy, normalized entropy and KL
+    /// divergence. They cannot score data given at a `data_level` above 0.
+    pub fn needs_original_values(self) -> bool {
+        matches!(
+            self,
+            QualityModel::Entropy | QualityModel::NormalizedEntropy | QualityModel::KlDivergence
+        )
+    }
+}
+
 crate::names::enum_names! {
     QualityModel {
         Loss => "loss",

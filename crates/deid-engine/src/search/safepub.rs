@@ -1,5 +1,5 @@
 //! SafePub's differentially private search (Bild, Kuhn, Prasser, PoPETs 2018;
-//! `docs/definitions.md` §3.8): starting at the top of the lattice, each of `steps` steps adds
+//! `docs/definitions.md` §3.9): starting at the top of the lattice, each of `steps` steps adds
 //! the predecessors of the current pivot to the candidates, removes the pivot and draws the next
 //! pivot from the candidates with the exponential mechanism (ε_search / (4 · steps) per step)
 //! over a score of bounded sensitivity; one more exponential mechanism (¾ ε_search) on the

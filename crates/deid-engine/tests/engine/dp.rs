@@ -1,4 +1,4 @@
-//! (ε, δ)-differential privacy (SafePub, `docs/definitions.md` §3.8): the derived k and β, the
+//! (ε, δ)-differential privacy (SafePub, `docs/definitions.md` §3.9): the derived k and β, the
 //! sample (plain and frequency tables), the output's k-anonymity on the released records
 //! (verified from the CSV by the independent checker), reproducibility, the exponential
 //! mechanism's probabilities and the score functions' sensitivities.

@@ -572,22 +572,7 @@ fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
 /// the list only shrinks.
 const LONG_FUNCTION_ALLOWANCES: &[(&str, &str)] = &[
     // Not yet split into steps.
-    ("crates/deid-engine/src/local.rs", "attempt"),
-    // Not yet split into steps.
-    (
-        "crates/deid-engine/src/problem/grouping.rs",
-        "group_rows_partitioned",
-    ),
-    // Not yet split into steps.
-    ("crates/deid-engine/src/aggregate.rs", "prepare"),
-    // Not yet split into steps.
-    ("crates/deid-engine/src/aggregate.rs", "aggregate"),
-    // Not yet split into steps.
-    ("crates/deid-engine/src/posthoc.rs", "output_quality_of"),
-    // Not yet split into steps.
     ("crates/deid-engine/src/output.rs", "of"),
-    // Not yet split into steps.
-    ("crates/deid-engine/src/problem/mod.rs", "restrict"),
 ];
 
 /// Functions of this many lines or more need `Long because` in their doc comment.

@@ -1,0 +1,445 @@
+//! Verification of released data (`docs/definitions.md` §3.8): reads an output as a reader sees
+//! it — CSV as deid writes it, or its frequency table — groups the released rows by the text of
+//! their quasi-identifiers, and checks every privacy model of the job on these classes from
+//! scratch.
+//!
+//! Independence: the grouping, the suppressed block, the research subset's population counts
+//! (pcount) and the table-wide distributions are built here from the released text and the
+//! job's input; nothing is taken from a search, a check, a plan or a report, and no code of the
+//! engine's grouping or check path (`problem::grouping`, `check`, `output::OutputClasses`) is
+//! used. What is shared are the models' *definitions*, evaluated on the classes built here:
+//! the per-class functions of [`crate::privacy`] (entropy and recursive ℓ-diversity, the
+//! earth mover's distances, δ-disclosure, β-likeness, the sample-based conditions), k′ of
+//! estimated k-map ([`crate::population::k_prime`]) and the population-uniqueness estimators.
+//! From the input (a [`Problem`] built on the job's dataset) only facts of the data are read:
+//! its table, each row's released records, the encoded hierarchies and the population size.
+//!
+//! Memory follows the distinct released tuples (and their sensitive values), not the rows.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use serde::Serialize;
+
+use crate::cancel::CancelFlag;
+use crate::data::frequency::parse_count;
+use crate::data::{CsvOptions, CsvScanner, Record};
+use crate::error::{EngineError, Result};
+use crate::hash::BuildCodeHasher;
+use crate::output::SuppressedRecords;
+use crate::privacy::PrivacyModel;
+
+/// The name of the released data in error messages.
+pub const SOURCE: &str = "released data";
+
+/// Violating classes listed per model (the count covers all of them).
+pub const MAX_LISTED: usize = 100;
+
+/// What to verify: the job's attributes, models and suppression settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifyConfig {
+    /// The quasi-identifying columns (microaggregated ones included).
+    pub quasi_identifiers: Vec<String>,
+    /// The sensitive columns.
+    pub sensitive: Vec<String>,
+    /// Every privacy model of the job.
+    pub models: Vec<PrivacyModel>,
+    /// How suppressed records were written.
+    pub suppressed: SuppressedRecords,
+    /// The text of suppressed values.
+    pub marker: String,
+    /// The count column of released data that is a frequency table.
+    pub count_column: Option<String>,
+    /// List the quasi-identifier values of violating classes.
+    pub show_values: bool,
+}
+
+impl VerifyConfig {
+    /// Whether a model needs the job's input: the table-wide distribution (t-closeness,
+    /// δ-disclosure, β-likeness), the population (population uniqueness, estimated k-map) or
+    /// the whole table of a research subset (δ-presence, k-map without α).
+    pub fn needs_input(&self) -> bool {
+        self.models.iter().any(|m| {
+            !matches!(
+                m,
+                PrivacyModel::KAnonymity { .. }
+                    | PrivacyModel::DistinctLDiversity { .. }
+                    | PrivacyModel::EntropyLDiversity { .. }
+                    | PrivacyModel::RecursiveCLDiversity { .. }
+                    | PrivacyModel::AverageRisk { .. }
+                    | PrivacyModel::SampleUniqueness { .. }
+            )
+        })
+    }
+}
+
+/// Texts ↔ ids of one column.
+#[derive(Debug, Default)]
+struct Interner {
+    ids: HashMap<String, u32, BuildCodeHasher>,
+    texts: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, text: &str) -> u32 {
+        if let Some(&id) = self.ids.get(text) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.ids.insert(text.to_string(), id);
+        self.texts.push(text.to_string());
+        id
+    }
+}
+
+/// One class as a reader sees it: its records and, per sensitive column, (value id, records)
+/// (few per class: searched linearly, small in memory).
+#[derive(Debug, Default, Clone)]
+struct Class {
+    records: u64,
+    values: Vec<Vec<(u32, u64)>>,
+}
+
+/// The positions of the configured columns in the released data's header.
+struct Columns {
+    qi: Vec<usize>,
+    sensitive: Vec<usize>,
+    count: Option<usize>,
+}
+
+impl Columns {
+    /// Locates every configured column; a missing one is an error naming it.
+    fn locate(config: &VerifyConfig, header: &[String]) -> Result<Columns> {
+        let find = |name: &str, field: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .ok_or_else(|| EngineError::UnknownColumn {
+                    name: name.to_string(),
+                    field: field.to_string(),
+                    available: header.join(", "),
+                })
+        };
+        let qi = (config.quasi_identifiers.iter())
+            .map(|c| find(c, "the quasi-identifiers of the job"))
+            .collect::<Result<_>>()?;
+        let sensitive = (config.sensitive.iter())
+            .map(|c| find(c, "the sensitive attributes of the job"))
+            .collect::<Result<_>>()?;
+        let count = (config.count_column.as_deref())
+            .map(|c| find(c, "count_column"))
+            .transpose()?;
+        Ok(Columns {
+            qi,
+            sensitive,
+            count,
+        })
+    }
+}
+
+/// The released data grouped into the classes a reader sees.
+#[derive(Debug)]
+pub struct Released {
+    config: VerifyConfig,
+    labels: Vec<Interner>,
+    values: Vec<Interner>,
+    index: HashMap<Box<[u32]>, u32, BuildCodeHasher>,
+    keys: Vec<Box<[u32]>>,
+    classes: Vec<Class>,
+    /// The suppressed block (every quasi-identifier the marker; in `mask` mode every sensitive
+    /// value too).
+    block: Class,
+    rows: u64,
+}
+
+impl Released {
+    /// Reads released data (the CSV rules of [`CsvScanner::table`], with a header) and groups
+    /// its rows. Errors name the column missing from the header, or the 1-based data row and
+    /// the value of a bad count.
+    pub fn read<R: Read>(
+        config: VerifyConfig,
+        input: R,
+        delimiter: u8,
+        cancel: &CancelFlag,
+    ) -> Result<Released> {
+        let options = CsvOptions {
+            delimiter,
+            has_header: true,
+        };
+        let mut scanner = CsvScanner::table(input, options, SOURCE)?;
+        let columns = Columns::locate(&config, scanner.columns())?;
+        let mut released = Released {
+            labels: (0..columns.qi.len()).map(|_| Interner::default()).collect(),
+            values: (0..columns.sensitive.len())
+                .map(|_| Interner::default())
+                .collect(),
+            block: Class::new(columns.sensitive.len()),
+            config,
+            index: HashMap::default(),
+            keys: Vec::new(),
+            classes: Vec::new(),
+            rows: 0,
+        };
+        let mut key = vec![0u32; columns.qi.len()];
+        let mut values = vec![0u32; columns.sensitive.len()];
+        while let Some(record) = scanner.next_record()? {
+            released.rows += 1;
+            if released.rows.is_multiple_of(65_536) && cancel.is_cancelled() {
+                return Err(EngineError::Cancelled);
+            }
+            released.add(&columns, &record, &mut key, &mut values)?;
+        }
+        Ok(released)
+    }
+
+    /// Adds one released row (its cells) to its class or to the suppressed block.
+    fn add(
+        &mut self,
+        columns: &Columns,
+        record: &Record<'_>,
+        key: &mut [u32],
+        values: &mut [u32],
+    ) -> Result<()> {
+        let cell = |c: usize| record.get(c).unwrap_or_default();
+        let records = match columns.count {
+            None => 1,
+            Some(c) => match parse_count(cell(c)) {
+                Some(n) => u64::from(n),
+                None => return Err(bad_count(&self.config, cell(c), self.rows)),
+            },
+        };
+        if records == 0 {
+            return Ok(());
+        }
+        let marker = self.config.marker.as_str();
+        let masked = |cols: &[usize]| cols.iter().all(|&c| cell(c) == marker);
+        let suppressed = !columns.qi.is_empty()
+            && masked(&columns.qi)
+            && match self.config.suppressed {
+                SuppressedRecords::Mask => masked(&columns.sensitive),
+                SuppressedRecords::KeepSensitive => true,
+                SuppressedRecords::Remove => false,
+            };
+        for ((v, &c), interner) in values
+            .iter_mut()
+            .zip(&columns.sensitive)
+            .zip(&mut self.values)
+        {
+            *v = interner.id(cell(c));
+        }
+        let class = if suppressed {
+            &mut self.block
+        } else {
+            for ((k, &c), interner) in key.iter_mut().zip(&columns.qi).zip(&mut self.labels) {
+                *k = interner.id(cell(c));
+            }
+            let next = self.classes.len() as u32;
+            let id = *self.index.entry(Box::from(&*key)).or_insert(next);
+            if id == next {
+                self.keys.push(Box::from(&*key));
+                self.classes.push(Class::new(values.len()));
+            }
+            &mut self.classes[id as usize]
+        };
+        class.add(records, values);
+        Ok(())
+    }
+
+    /// Released records (suppressed block included).
+    fn records(&self) -> u64 {
+        self.block.records + self.classes.iter().map(|c| c.records).sum::<u64>()
+    }
+}
+
+/// A bad count of released data that is a frequency table.
+fn bad_count(config: &VerifyConfig, value: &str, row: u64) -> EngineError {
+    EngineError::config(
+        "count_column",
+        format!(
+            "{SOURCE}: row {row} of column '{}' holds '{value}': expected a whole number of \
+             records in decimal digits, 0 to {}",
+            config.count_column.as_deref().unwrap_or_default(),
+            u32::MAX
+        ),
+    )
+}
+
+impl Class {
+    fn new(sensitive: usize) -> Class {
+        Class {
+            records: 0,
+            values: vec![Vec::new(); sensitive],
+        }
+    }
+
+    fn add(&mut self, records: u64, values: &[u32]) {
+        self.records += records;
+        for (hist, &v) in self.values.iter_mut().zip(values) {
+            match hist.iter_mut().find(|(id, _)| *id == v) {
+                Some((_, n)) => *n += records,
+                None => hist.push((v, records)),
+            }
+        }
+    }
+}
+
+/// The verdict on released data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerifyReport {
+    /// Whether every model holds.
+    pub passed: bool,
+    /// Data rows of the released data.
+    pub released_rows: u64,
+    /// Records of the released data (the sum of the counts of a frequency table), suppressed
+    /// records shown as such included.
+    pub released_records: u64,
+    /// Records shown as suppressed (every quasi-identifier the marker; with `mask` every
+    /// sensitive value too).
+    pub suppressed_records: u64,
+    /// With `remove` and the input read: the input's released records missing from the
+    /// released data (the removed suppressed records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed_records: Option<u64>,
+    /// Published classes (the suppressed block not counted).
+    pub classes: u64,
+    /// One verdict per privacy model, in the job's order.
+    pub models: Vec<ModelVerdict>,
+    /// The class-size histogram of the published classes (non-empty buckets).
+    pub class_sizes: Vec<SizeBucket>,
+}
+
+/// The verdict on one privacy model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelVerdict {
+    /// The model in the text syntax.
+    pub model: String,
+    /// Whether it holds.
+    pub passed: bool,
+    /// Classes that violate it (the suppressed block included when it does).
+    pub violating_classes: u64,
+    /// Records in those classes.
+    pub violating_records: u64,
+    /// Sample-based models: the measured value (average risk, share of sample uniques,
+    /// estimated share of population uniques); estimated k-map: k′.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<f64>,
+    /// Why the model fails as a whole, when no class is to blame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The first [`MAX_LISTED`] violating classes, smallest first.
+    pub violations: Vec<Violation>,
+}
+
+/// A violating class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// Its records.
+    pub size: u64,
+    /// Whether it is the suppressed block (`keep_sensitive` shows its sensitive values).
+    pub suppressed_block: bool,
+    /// Its quasi-identifier values, in the job's order (only when asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<String>>,
+}
+
+/// A bucket of the class-size histogram.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeBucket {
+    /// Smallest class size of the bucket.
+    pub min_size: u64,
+    /// Largest class size of the bucket (`None`: unbounded).
+    pub max_size: Option<u64>,
+    /// Classes in the bucket.
+    pub classes: u64,
+    /// Records in those classes.
+    pub records: u64,
+}
+
+/// The class-size histogram: sizes 1 to 10 one by one, then 11–100, 101–1,000, … up to
+/// 1,000,000 and above (Google DLP's buckets); empty buckets left out.
+pub fn size_histogram(sizes: impl IntoIterator<Item = u64>) -> Vec<SizeBucket> {
+    let mut bounds: Vec<(u64, Option<u64>)> = (1..=10).map(|s| (s, Some(s))).collect();
+    let mut low = 11;
+    for high in [100, 1_000, 10_000, 100_000, 1_000_000] {
+        bounds.push((low, Some(high)));
+        low = high + 1;
+    }
+    bounds.push((low, None));
+    let mut buckets: Vec<SizeBucket> = (bounds.iter())
+        .map(|&(min_size, max_size)| SizeBucket {
+            min_size,
+            max_size,
+            classes: 0,
+            records: 0,
+        })
+        .collect();
+    for size in sizes {
+        let b = buckets
+            .iter()
+            .rposition(|b| b.min_size <= size)
+            .unwrap_or(0);
+        buckets[b].classes += 1;
+        buckets[b].records += size;
+    }
+    buckets.retain(|b| b.classes > 0);
+    buckets
+}
+
+mod models;
+
+pub use models::verify;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_histogram_has_dlps_buckets() {
+        let h = size_histogram([1, 1, 2, 10, 11, 100, 101, 5_000, 2_000_000]);
+        let got: Vec<(u64, Option<u64>, u64, u64)> = h
+            .iter()
+            .map(|b| (b.min_size, b.max_size, b.classes, b.records))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, Some(1), 2, 2),
+                (2, Some(2), 1, 2),
+                (10, Some(10), 1, 10),
+                (11, Some(100), 2, 111),
+                (101, Some(1_000), 1, 101),
+                (1_001, Some(10_000), 1, 5_000),
+                (1_000_001, None, 1, 2_000_000),
+            ]
+        );
+    }
+
+    #[test]
+    fn suppressed_rows_follow_the_mode() {
+        let config = |suppressed| VerifyConfig {
+            quasi_identifiers: vec!["q".into()],
+            sensitive: vec!["s".into()],
+            models: vec![PrivacyModel::KAnonymity { k: 2 }],
+            suppressed,
+            marker: "*".into(),
+            count_column: None,
+            show_values: false,
+        };
+        let text = "q,s\n*,*\n*,x\na,y\na,z\n";
+        let read =
+            |mode| Released::read(config(mode), text.as_bytes(), b',', &CancelFlag::new()).unwrap();
+        // mask: only the fully masked row is suppressed; `*,x` is a published class of one.
+        let mask = read(SuppressedRecords::Mask);
+        assert_eq!((mask.block.records, mask.classes.len()), (1, 2));
+        let keep = read(SuppressedRecords::KeepSensitive);
+        assert_eq!((keep.block.records, keep.classes.len()), (2, 1));
+        let remove = read(SuppressedRecords::Remove);
+        assert_eq!((remove.block.records, remove.classes.len()), (0, 2));
+        let report = verify(&mask, None).unwrap();
+        assert!(!report.passed);
+        assert_eq!(report.models[0].violating_classes, 1);
+        // keep_sensitive: the block of two (values x and *) is checked as one more class.
+        let report = verify(&keep, None).unwrap();
+        assert!(report.passed, "{report:?}");
+    }
+}
