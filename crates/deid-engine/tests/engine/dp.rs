@@ -652,3 +652,19 @@ fn utility_optimum_on_adult() {
         println!("ε = {eps}: optimum {best:.3} over {count}");
     }
 }
+
+#[test]
+fn no_plan_expresses_the_sample() {
+    // Applying a plan to the input would release every record, not the sample: refused, for a
+    // frequency table (its sample is released counts) and for plain records alike.
+    let (ds, grouped, expanded, _) = adult_grouped();
+    let model = dp(1.0, 1e-6, 5);
+    for (table, grouped) in [(grouped, true), (expanded, false)] {
+        let problem = Problem::new(table, config(&ds, model.clone(), grouped)).unwrap();
+        let (levels, _) = run(&problem);
+        let eval = deid_engine::Checker::new(&problem).evaluate(&levels);
+        let err = deid_engine::plan::Plan::of(&problem, &eval, &Default::default(), b';')
+            .expect_err("no plan of a differentially private output");
+        assert!(err.to_string().contains("differential privacy"), "{err}");
+    }
+}
