@@ -95,6 +95,17 @@ fn in_table_order(mut config: ProblemConfig, table: &Table) -> ProblemConfig {
     config
 }
 
+/// Replaces differential privacy by k-anonymity with k = 1: it was checked against the
+/// dataset's records; its k would not fit the small table of distinct values, which is built
+/// for the rest of the checks.
+fn without_dp(config: &mut ProblemConfig) {
+    for model in &mut config.privacy {
+        if matches!(model, PrivacyModel::DifferentialPrivacy(_)) {
+            *model = PrivacyModel::KAnonymity { k: 1 };
+        }
+    }
+}
+
 /// ℓ-diversity needs ℓ distinct values of its attribute in every class: a dataset with fewer
 /// (counted from the stored distinct values) cannot satisfy it, so the job is refused here
 /// instead of failing after its search.
@@ -184,6 +195,8 @@ pub fn validate_generalization(
         .map(|m| m.population_size(facts.rows))
         .transpose()
         .map_err(|e| SpecError::from(e.within("population")))?;
+    deid_engine::problem::check_dp_columns(facts.columns.iter().map(String::as_str), &config)
+        .map_err(|e| engine_error(Frontend::Service, e))?;
     let has_subset = config.research_subset.is_some() || config.subset_count_column.is_some();
     config
         .validate_models(facts.rows, population, has_subset)
@@ -206,6 +219,7 @@ pub fn validate_generalization(
     if has_subset {
         config.research_subset = Some(ResearchSubset::Rows((1..=table.rows() as u64).collect()));
     }
+    without_dp(&mut config);
     match Problem::new(table, config) {
         Ok(problem) => {
             spec.output_options()

@@ -179,6 +179,10 @@ pub struct EvaluationReport {
     /// (`rows` counts the released ones); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub research_subset: Option<SubsetReport>,
+    /// (ε, δ)-differential privacy: its parameters, what they imply and the sample; absent
+    /// without it. Quality and risk then measure the released sample.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub differential_privacy: Option<DpReport>,
     /// Quality measured on the output's records (post-hoc measures, comparable between global
     /// and local outputs; `docs/definitions.md` §4.7).
     pub output_quality: OutputQuality,
@@ -208,6 +212,61 @@ impl SubsetReport {
                 records,
                 population_records,
             })
+    }
+}
+
+/// (ε, δ)-differential privacy as configured and derived for one output: everything needed to
+/// reproduce it (`docs/definitions.md` §3.9).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DpReport {
+    /// The whole privacy budget ε.
+    pub epsilon: f64,
+    /// δ.
+    pub delta: f64,
+    /// ε spent by the search over the transformations (0 when the levels were given): ¼
+    /// over the steps, ¾ on the final choice among the pivots.
+    pub epsilon_search: f64,
+    /// ε spent by sampling and suppression.
+    pub epsilon_anonymization: f64,
+    /// Steps of the search (absent when the levels were given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u32>,
+    /// The seed of the sample and of the search.
+    pub seed: u64,
+    /// The derived least class size: classes of fewer sampled records are suppressed.
+    pub k: u32,
+    /// The sampling probability of every record.
+    pub beta: f64,
+    /// Records of the input.
+    pub input_records: usize,
+    /// Records drawn into the sample.
+    pub sampled_records: usize,
+    /// Sampled records released (in classes of at least k).
+    pub released_records: usize,
+    /// What the report's quality and risks measure.
+    pub measured_on: &'static str,
+}
+
+impl DpReport {
+    /// The report of `problem`'s differential privacy, `suppressed` of its sampled records
+    /// suppressed; `None` without it.
+    pub fn of(problem: &Problem, suppressed: usize) -> Option<DpReport> {
+        let dp = problem.dp()?;
+        Some(DpReport {
+            epsilon: dp.model.epsilon,
+            delta: dp.model.delta,
+            epsilon_search: dp.params.epsilon_search,
+            epsilon_anonymization: dp.params.epsilon_anon,
+            steps: dp.model.data_dependent.then_some(dp.model.steps),
+            seed: dp.model.seed,
+            k: dp.params.k,
+            beta: dp.params.beta,
+            input_records: dp.rows,
+            sampled_records: dp.sampled,
+            released_records: dp.sampled.saturating_sub(suppressed),
+            measured_on: "the released sample: rows, quality and risks count the sampled \
+                          records only (suppressed ones are not written)",
+        })
     }
 }
 
@@ -286,7 +345,8 @@ impl EvaluationReport {
             },
             warnings: problem_warnings(problem),
             suppression: None,
-            research_subset: SubsetReport::of(problem),
+            research_subset: SubsetReport::of(problem).filter(|_| problem.dp().is_none()),
+            differential_privacy: DpReport::of(problem, eval.result.suppressed),
             output_quality: output_quality(problem, eval),
             job: None,
             timings: None,
@@ -366,6 +426,7 @@ impl EvaluationReport {
             warnings: problem_warnings(problem),
             suppression: None,
             research_subset: SubsetReport::of(problem),
+            differential_privacy: None,
             output_quality: measured,
             job: None,
             timings: None,

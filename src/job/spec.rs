@@ -1102,6 +1102,29 @@ impl JobSpec {
         Ok(spec)
     }
 
+    /// Completes a differential-privacy model (`privacy[i]`) from the rest of the
+    /// specification: its seed (the job's, else a fresh unpredictable one, reported), whether
+    /// the search chooses the levels (not when `levels` are given); refuses local
+    /// generalization, which would release data-dependent steps the guarantee does not cover.
+    fn differential_privacy(
+        &self,
+        i: usize,
+        dp: &mut deid_engine::privacy::DpModel,
+    ) -> Result<(), SpecError> {
+        if self.local.is_some() {
+            return Err(SpecError::new(
+                "local",
+                format!(
+                    "differential-privacy (privacy[{i}]) cannot be combined with local \
+                     generalization: expected a global transformation (leave out \"local\")"
+                ),
+            ));
+        }
+        dp.seed = self.seed.unwrap_or_else(fresh_seed);
+        dp.data_dependent = self.levels.is_none();
+        Ok(())
+    }
+
     /// Builds the engine configuration. `load` resolves each hierarchy source for a column
     /// (files for the CLI, stored hierarchies for the API); quasi-identifiers without a source
     /// call `load` with `None`.
@@ -1154,7 +1177,11 @@ impl JobSpec {
             }
         }
         for (i, p) in self.privacy.iter().enumerate() {
-            config.privacy.push(p.parse(&super::field::privacy(i))?);
+            let mut model = p.parse(&super::field::privacy(i))?;
+            if let PrivacyModel::DifferentialPrivacy(dp) = &mut model {
+                self.differential_privacy(i, dp)?;
+            }
+            config.privacy.push(model);
         }
         config.suppression_limit = self.suppression_limit.unwrap_or(0.0);
         config.quality = self.quality.clone().unwrap_or_default().parse()?;
@@ -1168,6 +1195,20 @@ impl JobSpec {
         config.subset_count_column = self.subset_count_column.clone();
         Ok(config)
     }
+}
+
+/// An unpredictable seed below 2⁵³ (exact in every JSON reader; from the standard library's
+/// randomly keyed hasher): differential privacy's sample must not be guessable from a default
+/// seed.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish() & ((1 << 53) - 1)
 }
 
 #[cfg(test)]

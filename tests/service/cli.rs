@@ -1303,3 +1303,111 @@ fn formulas_are_neutralized_with_the_flag() {
         .collect();
     assert_eq!(names, ["'=1+2", "'-3", "'@x", "plain"]);
 }
+
+/// `deid anonymize` of examples/adult with differential privacy (all nine columns generalized).
+fn anonymize_adult_dp(dir: &Path, model: &str, extra: &[&str]) -> (i32, String, String) {
+    anonymize_adult_dp_task(dir, "anonymize", model, extra)
+}
+
+/// `deid <task>` of examples/adult with differential privacy (all nine columns generalized).
+fn anonymize_adult_dp_task(
+    dir: &Path,
+    task: &str,
+    model: &str,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let adult = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adult");
+    let input = adult.join("adult.csv");
+    let mut args: Vec<String> = vec![
+        task.into(),
+        "--input".into(),
+        input.display().to_string(),
+        "--delimiter".into(),
+        ";".into(),
+        "--privacy".into(),
+        model.into(),
+    ];
+    for c in [
+        "age",
+        "education",
+        "marital-status",
+        "native-country",
+        "occupation",
+        "race",
+        "salary-class",
+        "sex",
+        "workclass",
+    ] {
+        let file = adult.join(format!("adult_hierarchy_{c}.csv"));
+        args.push("--hierarchy".into());
+        args.push(format!("{c}={}", file.display()));
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    deid(&args, dir)
+}
+
+#[test]
+fn anonymize_with_differential_privacy_reports_the_sample() {
+    let dir = tmp_dir("dp");
+    let model = "differential-privacy(epsilon=1,delta=1e-6)";
+    let run = |out: &str| anonymize_adult_dp(&dir, model, &["--seed", "9", "--output", out]);
+    let (code, stdout, stderr) = run("a.csv");
+    assert_eq!(code, 0, "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let dp = &r["differential_privacy"];
+    assert_eq!(dp["k"], 74, "{dp}");
+    assert_eq!(dp["seed"], 9);
+    assert_eq!(dp["steps"], 200);
+    assert_eq!(dp["input_records"], 30162);
+    assert!((dp["beta"].as_f64().unwrap() - 0.5934).abs() < 1e-3);
+    assert!((dp["epsilon_search"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+    let sampled = dp["sampled_records"].as_u64().unwrap();
+    let released = dp["released_records"].as_u64().unwrap();
+    assert_eq!(r["rows"], sampled);
+    assert_eq!(released + r["suppressed_rows"].as_u64().unwrap(), sampled);
+    // The output: the released records only, every class of at least k = 74 of them.
+    let out = std::fs::read_to_string(dir.join("a.csv")).unwrap();
+    let mut classes: std::collections::HashMap<&str, u64> = Default::default();
+    for line in out.lines().skip(1) {
+        *classes.entry(line).or_default() += 1;
+    }
+    assert_eq!(classes.values().sum::<u64>(), released);
+    assert!(classes.values().all(|&n| n >= 74), "{classes:?}");
+    // The same seed gives the same output.
+    let (code, _, stderr) = run("b.csv");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out, std::fs::read_to_string(dir.join("b.csv")).unwrap());
+    // Given levels (data-independent generalization): the whole ε goes to the anonymization.
+    let mut args: Vec<String> = vec!["--levels".into(), "age=3,education=3,marital-status=2,native-country=2,occupation=2,race=1,salary-class=1,sex=1,workclass=2".into()];
+    args.extend(["--output", "c.csv"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = anonymize_adult_dp_task(&dir, "evaluate", model, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let dp = &r["differential_privacy"];
+    assert_eq!(dp["epsilon_search"], 0.0, "{dp}");
+    // Without a seed, an unpredictable one is drawn and reported (exact in JSON).
+    assert!(dp["seed"].as_u64().unwrap() < 1 << 53);
+    assert!(dp["steps"].is_null());
+    assert!((dp["beta"].as_f64().unwrap() - (1.0 - (-1.0f64).exp())).abs() < 1e-9);
+    assert_eq!(r["anonymous"], true);
+    // Bad parameters and local generalization: the CLI's error names them.
+    for (model, extra, needle) in [
+        (
+            "differential-privacy(epsilon=0,delta=1e-6)",
+            vec![],
+            "epsilon",
+        ),
+        (
+            "differential-privacy(epsilon=1,delta=1e-6,steps=0)",
+            vec![],
+            "steps",
+        ),
+        (model, vec!["--local-iterations", "4"], "local"),
+    ] {
+        let (code, _, stderr) = anonymize_adult_dp(&dir, model, &extra);
+        assert_eq!(code, 2, "{model}: {stderr}");
+        assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
+    }
+}

@@ -326,6 +326,70 @@ async fn job_spec_errors() {
         "privacy[0].threshold",
     )
     .await;
+    // Differential privacy: its parameters, a δ no k reaches with 4 records, and what it cannot
+    // be combined with.
+    let dp_attributes = json!({
+        "age": {"type": "quasi_identifying"},
+        "sex": {"type": "identifying"},
+        "zip": {"type": "identifying"},
+        "disease": {"type": "identifying"},
+    });
+    let dp = |model: serde_json::Value, f: &dyn Fn(&mut serde_json::Value)| {
+        with(&|s| {
+            s["attributes"] = dp_attributes.clone();
+            s["privacy"] = json!([model.clone()]);
+            f(s);
+        })
+    };
+    let none = |_: &mut serde_json::Value| {};
+    let model = |extra: serde_json::Value| {
+        let mut m = json!({"model": "differential-privacy", "epsilon": 1, "delta": 1e-6});
+        for (k, v) in extra.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        m
+    };
+    for (extra, field) in [
+        (json!({"epsilon": 0}), "privacy[0].epsilon"),
+        (json!({"epsilon": -1}), "privacy[0].epsilon"),
+        (json!({"delta": 1}), "privacy[0].delta"),
+        (json!({"search_share": 1.5}), "privacy[0].search_share"),
+        (json!({"steps": 0}), "privacy[0].steps"),
+        (json!({}), "privacy[0].delta"),
+    ] {
+        field_error(dp(model(extra), &none), "invalid_spec", field).await;
+    }
+    let dp_text = json!("differential-privacy(epsilon=1,delta=1e-6)");
+    field_error(
+        dp(dp_text.clone(), &|s| s["local"] = json!({"iterations": 5})),
+        "invalid_spec",
+        "local",
+    )
+    .await;
+    field_error(
+        dp(dp_text.clone(), &|s| {
+            s["privacy"] = json!([dp_text.clone(), "sample-uniqueness(threshold=0.1)"])
+        }),
+        "invalid_spec",
+        "privacy[1]",
+    )
+    .await;
+    field_error(
+        dp(dp_text.clone(), &|s| {
+            s["attributes"]["disease"] = json!({"type": "sensitive"})
+        }),
+        "invalid_spec",
+        "attributes.disease",
+    )
+    .await;
+    field_error(
+        dp(dp_text.clone(), &|s| {
+            s["attributes"].as_object_mut().unwrap().remove("sex");
+        }),
+        "invalid_spec",
+        "attributes.sex",
+    )
+    .await;
     // The suppression marker must not occur in a quasi-identifier or sensitive column.
     field_error(
         with(&|s| s["suppression_marker"] = json!("a")),

@@ -587,3 +587,7 @@ def test_delta_presence_and_k_map_with_a_research_subset(client: Client, adult: 
     assert e.value.field == "research_subset.rows[0]"
     assert str(DeltaPresence(0.1, 0.5)) == "delta-presence(delta_min=0.1,delta_max=0.5)"
     assert str(KMap(5)) == "k-map(k=5)"
+    from deid_client import DifferentialPrivacy
+
+    assert str(DifferentialPrivacy(1, 1e-06, steps=50)) == "differential-privacy(epsilon=1,delta=1e-06,steps=50)"
+    assert DifferentialPrivacy(0.5, 1e-6).to_json() == {"model": "differential-privacy", "epsilon": 0.5, "delta": 1e-6}

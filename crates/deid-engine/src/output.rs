@@ -539,7 +539,10 @@ impl<'a, R: Recoding + ?Sized> CsvOutput<'a, R> {
         let group = problem.row_groups()[row] as usize;
         let recoded = self.recoding.recode(group);
         let suppressed = recoded.is_none();
-        if suppressed && self.options.suppressed == SuppressedRecords::Remove {
+        // Differential privacy never writes suppressed records: with the unsampled ones left out,
+        // they would tell how many records were sampled (`docs/definitions.md` §3.9).
+        let remove = self.options.suppressed == SuppressedRecords::Remove || problem.dp().is_some();
+        if suppressed && remove {
             written.removed += records as usize;
             return false;
         }

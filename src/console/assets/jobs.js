@@ -81,6 +81,7 @@ export async function jobPage(main, [id], signal) {
     improvements: h("div", { id: "improvements" }),
     transformation: h("div", { id: "transformation" }),
     risk: h("div", { id: "risk" }),
+    dp: h("p", { id: "dp-summary", hidden: true }),
     raw: h("pre", { id: "report-json" }),
   };
   main.append(
@@ -95,7 +96,7 @@ export async function jobPage(main, [id], signal) {
         h("dt", null, "Elapsed"), el.elapsed, h("dt", null, "Best utility"), el.utility)),
       h("div", { class: "panel" }, h("label", { for: "explored" }, "Explored share of the solution space"), el.explored, el.exploredText)),
     h("h2", null, "Utility over time"), el.chart, el.improvements,
-    h("h2", null, "Best transformation"), el.transformation,
+    h("h2", null, "Best transformation"), el.dp, el.transformation,
     h("h2", null, "Risk before and after"), el.risk,
     h("details", null, h("summary", null, "Report (JSON)"), el.raw));
 
@@ -149,6 +150,7 @@ export async function jobPage(main, [id], signal) {
     const sample = await head(job.links.result_csv, 64 * 1024).catch(() => "");
     showTransformation(el.transformation, r.transformation, r.per_attribute, dataset, sample);
     showRisk(el.risk, r.risk);
+    showDp(el.dp, r.differential_privacy);
     fill(el.raw, JSON.stringify(r, null, 2));
   };
 
@@ -238,6 +240,16 @@ function flatten(obj, prefix, out) {
     else if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, key, out);
   }
   return out;
+}
+
+/** Differential privacy of a report: its parameters, k, β and the sample it measures. */
+function showDp(target, dp) {
+  if (!dp) return;
+  target.hidden = false;
+  fill(target, `Differential privacy: ε = ${dp.epsilon} (search ${dp.epsilon_search}), δ = ${dp.delta}, ` +
+    `k = ${dp.k}, β = ${dp.beta.toFixed(4)}, seed ${dp.seed}: ${dp.sampled_records} of ` +
+    `${dp.input_records} records sampled, ${dp.released_records} released. ` +
+    "Quality and risks below measure the released sample.");
 }
 
 /** Risk measures before/after as bars and a table; histograms as bars when the report has them. */

@@ -55,7 +55,7 @@ export async function newJob(main, [datasetId], signal) {
     h("fieldset", { "data-field": "attributes" }, h("legend", null, "Columns: role and hierarchy"), columns,
       h("div", { class: "field-error", id: "attributes-error", role: "alert" })),
     field("privacy", "Privacy models (one per line: compact text or a JSON object)", privacy,
-      "e.g. k-anonymity(k=5), distinct-l-diversity(attribute=disease,l=2)"),
+      "e.g. k-anonymity(k=5), distinct-l-diversity(attribute=disease,l=2), differential-privacy(epsilon=1,delta=1e-6)"),
     h("div", { class: "grid" },
       field("suppression_limit", "Suppression limit (share of records)", suppression),
       field("quality", "Quality model", quality),

@@ -49,6 +49,7 @@ __all__ = [
     "SampleUniqueness",
     "KMap",
     "DeltaPresence",
+    "DifferentialPrivacy",
     "Quality",
     "GeneticParams",
     "JobSpec",
@@ -421,6 +422,20 @@ class DeltaPresence(PrivacyModel):
     delta_min: float
     delta_max: float
     model = "delta-presence"
+
+
+@dataclass
+class DifferentialPrivacy(PrivacyModel):
+    """(ε, δ)-differential privacy (SafePub): a sample of the records (probability
+    β = 1 − e^(−ε_anon)), generalized, classes of fewer than the derived k sampled records
+    suppressed. ``search_share`` of ``epsilon`` goes to the search over ``steps`` steps (none
+    when the job gives ``levels``). Set the job's ``seed`` to reproduce a release."""
+
+    epsilon: float
+    delta: float
+    search_share: float | None = None
+    steps: int | None = None
+    model = "differential-privacy"
 
 
 @dataclass

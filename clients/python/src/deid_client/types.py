@@ -42,6 +42,7 @@ __all__ = [
     "Risk",
     "Suppression",
     "SubsetReport",
+    "DpReport",
     "Timings",
     "TraceEntry",
     "Report",
@@ -384,6 +385,28 @@ class SubsetReport:
 
 
 @dataclass
+class DpReport:
+    """(ε, δ)-differential privacy of a job: the parameters, the split of ε, the derived ``k``
+    and ``beta``, the ``seed`` (keep it private) and the input, sampled and released records.
+    The report's rows, quality and risks measure the released sample."""
+
+    SCHEMA: ClassVar[str] = "DpReport"
+    epsilon: float
+    delta: float
+    epsilon_search: float
+    epsilon_anonymization: float
+    seed: int
+    k: int
+    beta: float
+    input_records: int
+    sampled_records: int
+    released_records: int
+    measured_on: str
+    steps: int | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
 class Timings:
     SCHEMA: ClassVar[str] = "Report.timings"
     load_ms: float | None = None
@@ -513,6 +536,7 @@ class Report:
     time_limit_ms: int | None = None
     suppression: Suppression | None = None
     research_subset: SubsetReport | None = None
+    differential_privacy: DpReport | None = None
     timings: Timings | None = None
     output_quality: OutputQuality | None = None
     local: LocalReport | None = None
@@ -543,6 +567,7 @@ class Evaluation:
     time_limit_ms: int | None = None
     suppression: Suppression | None = None
     research_subset: SubsetReport | None = None
+    differential_privacy: DpReport | None = None
     timings: Timings | None = None
     warnings: list[str] = field(default_factory=list)
     raw: dict[str, Any] = _raw()

@@ -102,6 +102,13 @@ impl Frequencies {
         Frequencies::new(self.counts, Some(released))
     }
 
+    /// The same frequencies with `released[row]` released records per row (each at most the
+    /// row's count): differential privacy's sample (`problem::dp`).
+    pub(crate) fn with_released(self, released: Vec<u32>) -> Frequencies {
+        debug_assert!(released.iter().zip(&self.counts).all(|(r, c)| r <= c));
+        Frequencies::new(self.counts, Some(released))
+    }
+
     /// The frequencies of the rows with `keep[row]` set.
     pub fn retain(&self, keep: &[bool]) -> Frequencies {
         let pick = |v: &[u32]| -> Vec<u32> {

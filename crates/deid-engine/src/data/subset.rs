@@ -166,6 +166,22 @@ impl Subset {
         Ok(subset)
     }
 
+    /// The subset of the rows for which `rows` yields true (one item per row of the table).
+    pub(crate) fn from_rows(rows: impl ExactSizeIterator<Item = bool>) -> Subset {
+        let n = rows.len();
+        let mut subset = Subset {
+            bits: vec![0; n.div_ceil(64)],
+            rows: n,
+            len: 0,
+        };
+        for (r, selected) in rows.enumerate() {
+            if selected {
+                subset.insert(r);
+            }
+        }
+        subset
+    }
+
     fn insert(&mut self, row: usize) {
         let (w, b) = (row / 64, row % 64);
         if self.bits[w] & (1 << b) == 0 {

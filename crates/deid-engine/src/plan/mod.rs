@@ -181,14 +181,22 @@ pub struct PlanAudit {
 impl Plan {
     /// The plan of `output` — the [`CsvOutput`] of `recoding` on `problem` (the whole problem)
     /// with its options — for input and output with `delimiter`, checked against the output's
-    /// classes ([`Plan::check_reproduces`]). Refuses a research subset given by records (which
-    /// records are released is not a function of their values).
+    /// classes ([`Plan::check_reproduces`]). Refuses a research subset given by records and
+    /// differential privacy's sample (which records are released is not a function of their
+    /// values).
     pub fn of<R: Stepped + ?Sized>(
         problem: &Problem,
         recoding: &R,
         options: &OutputOptions,
         delimiter: u8,
     ) -> Result<Plan> {
+        if problem.dp().is_some() {
+            return Err(EngineError::config(
+                "privacy",
+                "a plan cannot express differential privacy: which records are released is \
+                 drawn at random, not a function of their values",
+            ));
+        }
         if problem.subset().is_some() {
             return Err(EngineError::config(
                 "research_subset",

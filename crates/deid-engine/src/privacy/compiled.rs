@@ -133,9 +133,10 @@ impl PreparedModel {
         let sensitive = || sensitive_attribute(model, slot, domain);
         Ok(match model {
             // Estimated k-map holds as k′-anonymity (k′ from the problem's rows and population).
-            PrivacyModel::KAnonymity { .. } | PrivacyModel::KMap { .. } => {
-                PreparedModel::MinClassSize
-            }
+            // Differential privacy's k is the problem's (from its sample, `Problem::dp`).
+            PrivacyModel::KAnonymity { .. }
+            | PrivacyModel::KMap { .. }
+            | PrivacyModel::DifferentialPrivacy(_) => PreparedModel::MinClassSize,
             PrivacyModel::KMapSubset { k } => {
                 PreparedModel::Presence(PresenceModel::KMap { k: *k })
             }

@@ -74,6 +74,7 @@ use crate::error::{EngineError, Result};
 pub use crate::population::{Estimator, KMapEstimator};
 
 mod compiled;
+pub mod dp;
 pub mod ldiversity;
 pub mod likeness;
 #[cfg(test)]
@@ -86,6 +87,7 @@ mod testutil;
 
 pub use compiled::SensitiveDomain;
 pub(crate) use compiled::{PreparedClassModel, PreparedModel, PresenceModel};
+pub use dp::{DpModel, DpParameters};
 
 /// How entropy ℓ-diversity estimates the entropy of a class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -265,6 +267,9 @@ pub enum PrivacyModel {
         /// The estimator (default Dankar et al.'s rule, as ARX).
         estimator: Estimator,
     },
+    /// (ε, δ)-differential privacy (SafePub): a β-sample of the records, generalized, with every
+    /// class of fewer than k sampled records suppressed ([`dp`], `docs/definitions.md` §3.9).
+    DifferentialPrivacy(DpModel),
 }
 
 /// Whether a property is inherited by generalizations, for the two ways of transforming data.
@@ -291,6 +296,7 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
     "population-uniqueness(threshold=…[,model=pitman|zayatz|snb|dankar])",
     "k-map(k=…[,alpha=…,estimator=poisson|zero-truncated-poisson])",
     "delta-presence(delta_min=…,delta_max=…)",
+    "differential-privacy(epsilon=…,delta=…[,search_share=…,steps=…])",
 ];
 
 impl PrivacyModel {
@@ -329,6 +335,7 @@ impl PrivacyModel {
             PrivacyModel::PopulationUniqueness { .. } => "population-uniqueness",
             PrivacyModel::KMap { .. } | PrivacyModel::KMapSubset { .. } => "k-map",
             PrivacyModel::DeltaPresence { .. } => "delta-presence",
+            PrivacyModel::DifferentialPrivacy(_) => "differential-privacy",
         }
     }
 
@@ -341,6 +348,7 @@ impl PrivacyModel {
             | PrivacyModel::KMap { .. }
             | PrivacyModel::KMapSubset { .. }
             | PrivacyModel::DeltaPresence { .. }
+            | PrivacyModel::DifferentialPrivacy(_)
             | PrivacyModel::PopulationUniqueness { .. } => None,
             PrivacyModel::DistinctLDiversity { attribute, .. }
             | PrivacyModel::EntropyLDiversity { attribute, .. }
@@ -370,9 +378,9 @@ impl PrivacyModel {
             | PrivacyModel::DeltaPresence { .. }
             | PrivacyModel::BasicBetaLikeness { .. }
             | PrivacyModel::EnhancedBetaLikeness { .. } => (true, false),
-            PrivacyModel::DeltaDisclosure { .. } | PrivacyModel::PopulationUniqueness { .. } => {
-                (false, false)
-            }
+            PrivacyModel::DeltaDisclosure { .. }
+            | PrivacyModel::PopulationUniqueness { .. }
+            | PrivacyModel::DifferentialPrivacy(_) => (false, false),
         };
         Monotonicity {
             generalization,
@@ -486,6 +494,7 @@ impl PrivacyModel {
                 }
                 Ok(())
             }
+            PrivacyModel::DifferentialPrivacy(dp) => dp.validate(),
             _ => Ok(()),
         }
     }

@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+use super::dp::{self, DpModel};
 use super::{
     EntropyEstimator, Estimator, KMapEstimator, MODEL_SYNTAX, PrivacyModel, TClosenessDistance,
 };
@@ -81,6 +82,15 @@ const SCHEMAS: &[Schema] = &[
     Schema {
         name: "delta-presence",
         keys: &[("delta_min", true), ("delta_max", true)],
+    },
+    Schema {
+        name: "differential-privacy",
+        keys: &[
+            ("epsilon", true),
+            ("delta", true),
+            ("search_share", false),
+            ("steps", false),
+        ],
     },
 ];
 
@@ -487,6 +497,16 @@ fn build(p: &Params<'_>) -> Result<PrivacyModel> {
             delta_min: p.number("delta_min")?,
             delta_max: p.number("delta_max")?,
         },
+        "differential-privacy" => PrivacyModel::DifferentialPrivacy(DpModel {
+            search_share: p
+                .optional_number("search_share")?
+                .unwrap_or(dp::DEFAULT_SEARCH_SHARE),
+            steps: match p.raw("steps") {
+                Some(_) => p.whole("steps")?,
+                None => dp::DEFAULT_STEPS,
+            },
+            ..DpModel::new(p.number("epsilon")?, p.number("delta")?)
+        }),
         _ => PrivacyModel::SampleUniqueness {
             threshold: p.number("threshold")?,
         },
@@ -552,6 +572,11 @@ pub(super) fn write(m: &PrivacyModel, f: &mut fmt::Formatter<'_>) -> fmt::Result
             delta_min,
             delta_max,
         } => write!(f, "delta_min={delta_min},delta_max={delta_max}")?,
+        PrivacyModel::DifferentialPrivacy(m) => write!(
+            f,
+            "epsilon={},delta={},search_share={},steps={}",
+            m.epsilon, m.delta, m.search_share, m.steps
+        )?,
     }
     f.write_str(")")
 }

@@ -20,8 +20,14 @@ use crate::privacy::risk::PreparedSampleModel;
 use crate::privacy::{PreparedClassModel, PresenceModel, PrivacyModel, SensitiveDomain};
 use crate::quality::{PreparedQuality, QualityConfig};
 
+mod dp;
 mod grouping;
 mod steps;
+
+pub use dp::{
+    DpSetup, check_combinations as check_dp_combinations,
+    check_released_columns as check_dp_columns, search_quality as dp_search_quality,
+};
 
 use grouping::base_groups;
 pub use grouping::{Groups, Histograms, RowWeights};
@@ -105,6 +111,8 @@ pub struct Problem {
     monotonicity: PrivacyMonotonicity,
     aggregates: Vec<MicroColumn>,
     population: Option<u64>,
+    /// Differential privacy's parameters and sample, if configured.
+    dp: Option<Arc<DpSetup>>,
 }
 
 /// A microaggregated column of a problem.
@@ -142,6 +150,8 @@ impl Problem {
         } = Roles::resolve(&table, &config)?;
         // 2. Records per row, research subset.
         let (table, frequencies, subset) = steps::frequencies(table, &config)?;
+        // Differential privacy: its sample becomes the released records.
+        let (frequencies, subset, dp) = dp::prepare(&table, &mut config, frequencies, subset)?;
         let weights = match (&frequencies, &subset) {
             (Some(f), _) => RowWeights::Counts(f),
             (None, Some(s)) => RowWeights::Subset(s),
@@ -181,8 +191,8 @@ impl Problem {
             },
         )?;
         let max_suppressed = (config.suppression_limit * n as f64).floor() as usize;
-        let monotonicity =
-            monotonicity_of(&config.privacy, max_suppressed, compiled.min_class_size);
+        let min_class_size = (compiled.min_class_size).max(dp.as_ref().map_or(1, |d| d.params.k));
+        let monotonicity = monotonicity_of(&config.privacy, max_suppressed, min_class_size);
         Ok(Problem {
             table: Arc::new(table),
             n,
@@ -202,13 +212,20 @@ impl Problem {
             presence_models: compiled.presence_models,
             subset: subset.map(Arc::new),
             frequencies: frequencies.map(Arc::new),
-            min_class_size: compiled.min_class_size,
+            min_class_size,
             max_suppressed,
             quality: compiled.quality,
             monotonicity,
             aggregates: slots.aggregates,
             population,
+            dp: dp.map(Arc::new),
         })
+    }
+
+    /// Differential privacy as derived for this problem (k, β, the split of ε, the sample's
+    /// size), if configured; its sample is the problem's released records.
+    pub fn dp(&self) -> Option<&DpSetup> {
+        self.dp.as_deref()
     }
 
     /// The input table (of a frequency table, the rows that count at least one record).
@@ -314,6 +331,7 @@ impl Problem {
             monotonicity,
             aggregates: self.aggregates.clone(),
             population: self.population,
+            dp: self.dp.clone(),
         }
     }
 

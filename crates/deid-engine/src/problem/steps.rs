@@ -204,6 +204,13 @@ impl ProblemConfig {
             ));
         }
         self.quality.validate().map_err(|e| e.within("quality"))?;
+        super::dp::check_combinations(self)?;
+        // Before the data are read (no subset yet): k must exist for n records. When the
+        // problem is built, the sample is the subset and k was derived for the whole table.
+        if let (Some((i, dp)), false) = (super::dp::dp_model(self)?, has_subset) {
+            dp.derive(n)
+                .map_err(|e| e.within(&format!("privacy[{i}]")))?;
+        }
         self.validate_floors()?;
         for (i, model) in self.privacy.iter().enumerate() {
             let field = format!("privacy[{i}]");

@@ -50,6 +50,7 @@ pub mod genetic;
 pub mod greedy;
 pub mod lightning;
 pub mod portfolio;
+pub mod safepub;
 
 mod config;
 mod context;
@@ -152,7 +153,13 @@ pub(crate) fn search_in<'p>(
             work: 0,
             cache: (algorithm == Algorithm::Auto).then(HashMap::new),
         };
-        let complete = run_algorithm(&mut ctx, algorithm);
+        // Differential privacy with levels to choose: SafePub's search instead (safepub.rs).
+        let safepub = problem.dp().is_some_and(|d| d.model.data_dependent);
+        let complete = if safepub {
+            safepub::run(&mut ctx)
+        } else {
+            run_algorithm(&mut ctx, algorithm)
+        };
         shared.set_phase(Phase::Finished);
         shared.finish();
         let _ = ticker.join();

@@ -204,6 +204,7 @@ fn rule(model: &PrivacyModel, released: &Released, facts: Option<&Facts<'_>>) ->
         PrivacyModel::PopulationUniqueness { .. } | PrivacyModel::KMap { .. } => {
             population_rule(model, facts)
         }
+        PrivacyModel::DifferentialPrivacy(_) => dp_rule(facts),
         PrivacyModel::KMapSubset { k } => Rule::Presence(PresenceModel::KMap { k: *k }),
         PrivacyModel::DeltaPresence {
             delta_min,
@@ -237,6 +238,15 @@ fn population_rule(model: &PrivacyModel, facts: Option<&Facts<'_>>) -> Rule {
             Rule::MinSize(u64::from(k_prime(*k, *alpha, *estimator, n, population).k))
         }
         other => Rule::Fails(format!("{} needs no population", other.name())),
+    }
+}
+
+/// Differential privacy: every published class holds at least the k derived from ε, δ and
+/// the input's records (the sampling itself cannot be seen in released data).
+fn dp_rule(facts: Option<&Facts<'_>>) -> Rule {
+    match facts.and_then(|f| f.problem.dp()) {
+        Some(setup) => Rule::MinSize(u64::from(setup.params.k)),
+        None => Rule::Fails("the job's differential privacy could not be derived".into()),
     }
 }
 
@@ -335,7 +345,10 @@ fn judge(
                 .filter(|&c| released.classes[c].records < *k)
                 .collect();
             block_bad = block_shown && block.records < *k;
-            if matches!(model, PrivacyModel::KMap { .. }) {
+            if matches!(
+                model,
+                PrivacyModel::KMap { .. } | PrivacyModel::DifferentialPrivacy(_)
+            ) {
                 verdict.measured = Some(*k as f64);
             }
         }

@@ -7,6 +7,7 @@ mod adult_optimum;
 mod builder_props;
 mod builder_spec;
 mod common;
+mod dp;
 mod fixtures;
 mod floor;
 mod frequency;
