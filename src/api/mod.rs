@@ -69,59 +69,8 @@ pub const ROUTES: &[(&str, &str)] = &[
 
 /// Builds the router.
 pub fn router(state: AppState) -> Router {
-    let quick = state.config.request_timeout;
-    let upload = state.config.upload_timeout;
-
-    let list: MethodRouter<AppState> = with_timeout(get(datasets::list_datasets), quick);
-    let create: MethodRouter<AppState> =
-        with_timeout(post(datasets::create_dataset), upload).layer(DefaultBodyLimit::disable());
-    let v1 = Router::new()
-        .route("/v1/datasets", list.merge(create))
-        .route(
-            "/v1/datasets/{id}",
-            with_timeout(
-                get(datasets::get_dataset).delete(datasets::delete_dataset),
-                quick,
-            ),
-        )
-        .route(
-            "/v1/datasets/{id}/hierarchies/{column}",
-            with_timeout(
-                get(hierarchies::get_hierarchy).put(hierarchies::put_hierarchy),
-                quick,
-            ),
-        )
-        .route(
-            "/v1/datasets/{id}/hierarchies/{column}/preview",
-            with_timeout(post(hierarchies::preview_hierarchy), quick),
-        )
-        .route(
-            "/v1/datasets/{id}/risk",
-            with_timeout(post(datasets::dataset_risk), upload),
-        )
-        .route(
-            "/v1/jobs",
-            with_timeout(get(jobs::list_jobs).post(jobs::create_job), quick),
-        )
-        .route("/v1/jobs/{id}", with_timeout(get(jobs::get_job), quick))
-        .route("/v1/jobs/{id}/events", get(jobs::job_events))
-        .route(
-            "/v1/jobs/{id}/cancel",
-            with_timeout(post(jobs::cancel_job), quick),
-        )
-        .route(
-            "/v1/jobs/{id}/result",
-            with_timeout(get(jobs::get_result), quick),
-        )
-        .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
-        .route(
-            "/v1/jobs/{id}/verify",
-            with_timeout(post(verify::verify_job), upload).layer(DefaultBodyLimit::disable()),
-        )
-        .route(
-            "/v1/jobs/{id}/plan",
-            with_timeout(get(jobs::get_plan), quick),
-        )
+    let v1 = dataset_routes(&state)
+        .merge(job_routes(&state))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,
@@ -150,6 +99,69 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The routes of `/v1/datasets` (behind the API key).
+fn dataset_routes(state: &AppState) -> Router<AppState> {
+    let quick = state.config.request_timeout;
+    let upload = state.config.upload_timeout;
+    let list: MethodRouter<AppState> = with_timeout(get(datasets::list_datasets), quick);
+    let create: MethodRouter<AppState> =
+        with_timeout(post(datasets::create_dataset), upload).layer(DefaultBodyLimit::disable());
+    Router::new()
+        .route("/v1/datasets", list.merge(create))
+        .route(
+            "/v1/datasets/{id}",
+            with_timeout(
+                get(datasets::get_dataset).delete(datasets::delete_dataset),
+                quick,
+            ),
+        )
+        .route(
+            "/v1/datasets/{id}/hierarchies/{column}",
+            with_timeout(
+                get(hierarchies::get_hierarchy).put(hierarchies::put_hierarchy),
+                quick,
+            ),
+        )
+        .route(
+            "/v1/datasets/{id}/hierarchies/{column}/preview",
+            with_timeout(post(hierarchies::preview_hierarchy), quick),
+        )
+        .route(
+            "/v1/datasets/{id}/risk",
+            with_timeout(post(datasets::dataset_risk), upload),
+        )
+}
+
+/// The routes of `/v1/jobs` (behind the API key).
+fn job_routes(state: &AppState) -> Router<AppState> {
+    let quick = state.config.request_timeout;
+    let upload = state.config.upload_timeout;
+    Router::new()
+        .route(
+            "/v1/jobs",
+            with_timeout(get(jobs::list_jobs).post(jobs::create_job), quick),
+        )
+        .route("/v1/jobs/{id}", with_timeout(get(jobs::get_job), quick))
+        .route("/v1/jobs/{id}/events", get(jobs::job_events))
+        .route(
+            "/v1/jobs/{id}/cancel",
+            with_timeout(post(jobs::cancel_job), quick),
+        )
+        .route(
+            "/v1/jobs/{id}/result",
+            with_timeout(get(jobs::get_result), quick),
+        )
+        .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
+        .route(
+            "/v1/jobs/{id}/verify",
+            with_timeout(post(verify::verify_job), upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/v1/jobs/{id}/plan",
+            with_timeout(get(jobs::get_plan), quick),
+        )
 }
 
 /// Answers 503 `request_timeout` (a server-side timeout, with `Retry-After`) in the API's error

@@ -256,7 +256,8 @@ impl Store {
             .await)?)
     }
 
-    /// The result report JSON of a tenant's job (None if the job does not exist).
+    /// The result report JSON of a tenant's job, with its status (None if the job does not
+    /// exist).
     pub async fn job_result(
         &self,
         tenant: &TenantId,
@@ -264,17 +265,11 @@ impl Store {
     ) -> Result<Option<(JobStatus, Option<String>)>> {
         const SQL: &str = "SELECT j.status, d.result FROM jobs j LEFT JOIN job_documents d ON d.job_id = j.id \
              WHERE j.id = $1 AND j.tenant = $2";
-        let row = on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?;
-        row.map(|(status, result)| {
-            JobStatus::try_from(status)
-                .map(|s| (s, result))
-                .map_err(super::StoreError::Corrupt)
-        })
-        .transpose()
+        self.job_document(SQL, tenant, id).await
     }
 
-    /// The recoding plan JSON of a tenant's job, with its status and whether it has a result
-    /// CSV (None if the job does not exist).
+    /// The recoding plan JSON of a tenant's job, with its status (None if the job does not
+    /// exist).
     pub async fn job_plan(
         &self,
         tenant: &TenantId,
@@ -282,10 +277,21 @@ impl Store {
     ) -> Result<Option<(JobStatus, Option<String>)>> {
         const SQL: &str = "SELECT j.status, d.plan FROM jobs j LEFT JOIN job_documents d ON d.job_id = j.id \
              WHERE j.id = $1 AND j.tenant = $2";
-        let row = on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?;
-        row.map(|(status, plan)| {
+        self.job_document(SQL, tenant, id).await
+    }
+
+    /// A job's status and one of its documents, read by `sql` (status, document; binds the id
+    /// and the tenant).
+    async fn job_document(
+        &self,
+        sql: &'static str,
+        tenant: &TenantId,
+        id: &JobId,
+    ) -> Result<Option<(JobStatus, Option<String>)>> {
+        let row = on_pool!(self, pool => sqlx::query_as::<_, (String, Option<String>)>(sql).bind(id).bind(tenant).fetch_optional(pool).await)?;
+        row.map(|(status, document)| {
             JobStatus::try_from(status)
-                .map(|s| (s, plan))
+                .map(|s| (s, document))
                 .map_err(super::StoreError::Corrupt)
         })
         .transpose()
