@@ -8,7 +8,7 @@
 
 use axum::Extension;
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::{BodyDataStream, Bytes};
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -43,33 +43,60 @@ pub struct VerifyQuery {
     show_values: bool,
 }
 
-/// `POST /v1/jobs/{id}/verify` (see the module documentation). An error may be answered before
-/// the body is read to its end: it closes the connection (`Connection: close`), so that a
-/// client does not send its next request on a connection the server no longer reads.
+/// `POST /v1/jobs/{id}/verify` (see the module documentation). An error answered before the
+/// body was read to its end first reads (and drops) the rest of it, up to `--max-upload-bytes`,
+/// so that the client can finish sending and read the answer; beyond that limit (and after a
+/// 413) the connection is closed.
 pub async fn verify_job(
-    state: State<AppState>,
+    State(state): State<AppState>,
     tenant: Extension<TenantId>,
     id: Path<JobId>,
-    query: ApiQuery<VerifyQuery>,
+    query: std::result::Result<ApiQuery<VerifyQuery>, ApiError>,
     req: Request,
 ) -> Response {
-    match verify_released(state, tenant, id, query, req).await {
+    let mut body = req.into_body().into_data_stream();
+    let answer = match query {
+        Ok(query) => verify_released(&state, tenant, id, query, &mut body).await,
+        Err(e) => Err(e),
+    };
+    match answer {
         Ok(report) => report.into_response(),
         Err(e) => {
+            let drained = e.code != ErrorCode::PayloadTooLarge
+                && drain(&mut body, state.config.max_upload_bytes).await;
             let mut response = e.into_response();
-            (response.headers_mut()).insert(header::CONNECTION, HeaderValue::from_static("close"));
+            if !drained {
+                (response.headers_mut())
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             response
         }
     }
 }
 
+/// Reads and drops what is left of `body`; false if more than `limit` bytes were left or the
+/// body failed.
+async fn drain(body: &mut BodyDataStream, limit: u64) -> bool {
+    let mut size = 0u64;
+    while let Some(chunk) = body.next().await {
+        let Ok(chunk) = chunk else {
+            return false;
+        };
+        size += chunk.len() as u64;
+        if size > limit {
+            return false;
+        }
+    }
+    true
+}
+
 /// The verdict on the released data of the request's body.
 async fn verify_released(
-    State(state): State<AppState>,
+    state: &AppState,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<JobId>,
     ApiQuery(query): ApiQuery<VerifyQuery>,
-    req: Request,
+    body: &mut BodyDataStream,
 ) -> Result<Json<VerifyReport>> {
     let row =
         state.store.job(&tenant, &id).await?.ok_or_else(|| {
@@ -122,17 +149,20 @@ async fn verify_released(
             &cancel,
         )
     });
-    push_body(&state, req, tx).await?;
+    push_body(state, body, tx).await?;
     let report = work.await.map_err(ApiError::internal)?.map_err(api_error)?;
     Ok(Json(report))
 }
 
 /// Streams the request body into `tx` (at most `--max-upload-bytes`); stops early when the
 /// reader stopped (it answers with its error).
-async fn push_body(state: &AppState, req: Request, tx: mpsc::Sender<Bytes>) -> Result<()> {
+async fn push_body(
+    state: &AppState,
+    body: &mut BodyDataStream,
+    tx: mpsc::Sender<Bytes>,
+) -> Result<()> {
     let limit = state.config.max_upload_bytes;
     let mut size = 0u64;
-    let mut body = req.into_body().into_data_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| {
             ApiError::new(
