@@ -88,3 +88,19 @@ def test_the_code_runs_on_the_declared_minimum_python(tmp_path: Path) -> None:
     probe.write_text("import tomllib\n")
     result = vermin(target, "--violations", "--no-tips", str(probe))
     assert result.returncode != 0 and "'tomllib' module requires !2, 3.11" in result.stdout, result.stdout
+
+
+def test_the_sql_module_imports_without_its_engines() -> None:
+    """deid_client.sql needs psycopg or duckdb only when a connection of that kind is given;
+    another object is refused with a message naming the extras."""
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['duckdb'] = None\n"
+        "from deid_client import sql\n"
+        "try:\n"
+        "    sql.anonymize_table(None, object(), 't', 'u', {})\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "deid-client[postgres]" in result.stdout and "deid-client[duckdb]" in result.stdout

@@ -1,0 +1,396 @@
+"""deid_client.sql on real engines: PostgreSQL 15 (a database created and dropped for this module;
+$DEID_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres) and DuckDB (in memory).
+
+For each engine and table, the released table equals ``deid anonymize --output`` (the CLI at
+DEID_BIN) on the same data exported by deid's typed→text rule — as multisets — and deid's
+verification passes; a broken apply is caught by verification; rows the plan does not cover
+are suppressed and counted. The rule is written here again in Python (no code shared with the
+module's SQL)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import os
+import subprocess
+import unicodedata
+import uuid
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import pytest
+
+from deid_client import Client
+from deid_client import sql as dsql
+
+from conftest import ADULT, REPO
+
+psycopg = pytest.importorskip("psycopg")
+duckdb = pytest.importorskip("duckdb")
+
+PG_URL = os.environ.get("DEID_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+DEID_BIN = os.environ.get("DEID_BIN", str(REPO / "target" / "release" / "deid"))
+ADULT_QIS = ["age", "sex", "race", "marital-status", "education"]
+
+
+# ---------------------------------------------------------------- the rule, independently
+
+
+def rule(value: Any) -> str:
+    """deid's typed→text rule for the values these tests use."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%dT%H:%M:%S")
+        if value.microsecond:
+            text += "." + f"{value.microsecond:06d}".rstrip("0")
+        return text + "Z"
+    if isinstance(value, dt.date):
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    return str(value)
+
+
+# ---------------------------------------------------------------- engines
+
+
+class Engine:
+    """A database with a table loader, for one test module."""
+
+    name: str
+    conn: Any
+
+    def load(self, table: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def rows(self, table: str) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def exists(self, table: str) -> bool:
+        raise NotImplementedError
+
+
+class Postgres(Engine):
+    name = "postgres"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def load(self, table: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Sequence[Any]]) -> None:
+        from psycopg import sql
+
+        with self.conn.transaction():
+            cols = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(pg)) for n, pg, _ in columns)
+            self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+            self.conn.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(table), cols))
+            with self.conn.cursor().copy(sql.SQL("COPY {} FROM STDIN").format(sql.Identifier(table))) as copy:
+                for r in rows:
+                    copy.write_row(r)
+
+    def rows(self, table: str) -> list[tuple[Any, ...]]:
+        from psycopg import sql
+
+        with self.conn.transaction():
+            return list(self.conn.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(table))).fetchall())
+
+    def drop(self, table: str) -> None:
+        from psycopg import sql
+
+        with self.conn.transaction():
+            self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+
+    def exists(self, table: str) -> bool:
+        with self.conn.transaction():
+            return bool(self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", [f'"{table}"']).fetchone()[0])
+
+
+class DuckDB(Engine):
+    name = "duckdb"
+
+    def __init__(self) -> None:
+        self.conn = duckdb.connect()
+
+    def load(self, table: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Sequence[Any]]) -> None:
+        q = '"' + table + '"'
+        self.conn.execute(f"DROP TABLE IF EXISTS {q}")
+        self.conn.execute(f"CREATE TABLE {q} ({', '.join(f'{json.dumps(n)} {duck}' for n, _, duck in columns)})")
+        self.conn.executemany(f"INSERT INTO {q} VALUES ({', '.join('?' for _ in columns)})", [list(r) for r in rows])
+
+    def rows(self, table: str) -> list[tuple[Any, ...]]:
+        return list(self.conn.execute(f'SELECT * FROM "{table}"').fetchall())
+
+    def drop(self, table: str) -> None:
+        self.conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+    def exists(self, table: str) -> bool:
+        return bool(self.conn.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def pg_database() -> Iterator[str]:
+    """A database of its own for this module, dropped at the end."""
+    name = f"deid_sql_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = PG_URL.rsplit("/", 1)[0] + "/" + name
+    yield url
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["postgres", "duckdb"])
+def engine(request: pytest.FixtureRequest, pg_database: str) -> Iterator[Engine]:
+    if request.param == "postgres":
+        conn = psycopg.connect(pg_database)
+        yield Postgres(conn)
+        conn.close()
+    else:
+        e = DuckDB()
+        yield e
+        e.conn.close()
+
+
+# ---------------------------------------------------------------- the CLI on the exported data
+
+
+def cli_output(tmp: Path, header: Sequence[str], rows: Sequence[Sequence[Any]], spec: dict[str, Any]) -> Counter[tuple[str, ...]]:
+    data = tmp / "data.csv"
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        for r in rows:
+            w.writerow([rule(v) for v in r])
+    config = tmp / "job.json"
+    config.write_text(json.dumps({**spec, "input": str(data), "delimiter": ","}))
+    out = tmp / "out.csv"
+    run = subprocess.run([DEID_BIN, "anonymize", "--config", str(config), "--output", str(out), "--report", str(tmp / "r.json")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    with open(out, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        next(reader)
+        return Counter(tuple(r) for r in reader)
+
+
+def released(engine: Engine, table: str) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(rule(v) for v in r) for r in engine.rows(table))
+
+
+# ---------------------------------------------------------------- adult
+
+
+def adult_rows() -> tuple[list[str], list[list[Any]]]:
+    with open(ADULT / "adult.csv", newline="", encoding="utf-8") as f:
+        reader = csv.reader(f, delimiter=";")
+        header = next(reader)
+        rows = [[int(v) if header[i] == "age" else v for i, v in enumerate(r)] for r in reader]
+    return header, rows
+
+
+def adult_spec(**extra: Any) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        c: {"type": "quasi_identifying", "hierarchy": {"csv": (ADULT / f"adult_hierarchy_{c}.csv").read_text()}}
+        for c in ADULT_QIS
+    }
+    attributes["salary-class"] = {"type": "sensitive"}
+    attributes["native-country"] = {"type": "identifying"}
+    spec = {
+        "attributes": attributes,
+        "privacy": ["k-anonymity(k=5)", {"model": "distinct-l-diversity", "attribute": "salary-class", "l": 2}],
+        "suppression_limit": 0.02,
+        "algorithm": "flash",
+        "quality": "loss",
+    }
+    spec.update(extra)
+    return spec
+
+
+def load_adult(engine: Engine) -> tuple[list[str], list[list[Any]]]:
+    header, rows = adult_rows()
+    engine.load("adult", [(c, "integer" if c == "age" else "text", "INTEGER" if c == "age" else "VARCHAR") for c in header], rows)
+    return header, rows
+
+
+def test_adult_equals_the_cli(engine: Engine, client: Client, tmp_path: Path) -> None:
+    header, rows = load_adult(engine)
+    engine.drop("adult_out")
+    spec = adult_spec()
+    result = dsql.anonymize_table(client, engine.conn, "adult", "adult_out", spec, progress=False)
+    assert result.verification.passed
+    assert result.floor == {} and result.uncovered_rows == 0
+    assert result.report.rows == len(rows) and result.groups < len(rows)
+    expected = cli_output(tmp_path, header, rows, spec)
+    assert released(engine, "adult_out") == expected
+    assert result.rows_written == sum(expected.values())
+    assert all(len(r) == len(header) - 1 for r in engine.rows("adult_out"))  # the identifier dropped
+
+
+def test_adult_at_a_floor_equals_the_cli_with_min_levels(engine: Engine, client: Client, tmp_path: Path) -> None:
+    header, rows = load_adult(engine)
+    engine.drop("adult_floor")
+    spec = adult_spec()
+    result = dsql.anonymize_table(client, engine.conn, "adult", "adult_floor", spec, max_groups=400, progress=False)
+    assert result.floor and result.groups <= 400 < result.groups_level0
+    assert result.warnings and "floor" in result.warnings[0]
+    assert result.verification.passed
+    cli_spec = json.loads(json.dumps(spec))
+    for col, level in result.floor.items():
+        cli_spec["attributes"][col]["min_level"] = level
+    assert released(engine, "adult_floor") == cli_output(tmp_path, header, rows, cli_spec)
+
+
+def test_a_broken_apply_is_caught_by_verify(engine: Engine, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_adult(engine)
+    engine.drop("adult_broken")
+
+    def original_value(q: Any, i: int, key: str) -> str:  # the join with the classes dropped
+        return key
+
+    monkeypatch.setattr(dsql, "_qi_output", original_value)
+    with pytest.raises(dsql.VerificationFailedError) as e:
+        dsql.anonymize_table(client, engine.conn, "adult", "adult_broken", adult_spec(), progress=False)
+    assert not e.value.verification.passed
+    assert not engine.exists("adult_broken")  # rolled back: nothing written
+
+
+def test_uncovered_rows_are_suppressed_and_counted(engine: Engine, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    header, rows = load_adult(engine)
+    engine.drop("adult_uncovered")
+    real = Client.get_plan
+    ages = Counter(r[header.index("age")] for r in rows)
+
+    def without_age_90(self: Client, job_id: str) -> Any:  # a plan made on data without age 90
+        plan = real(self, job_id)
+        for step in plan.steps:
+            step.maps[plan.quasi_identifiers.index("age")].pop("90", None)
+        return plan
+
+    monkeypatch.setattr(Client, "get_plan", without_age_90)
+    result = dsql.anonymize_table(client, engine.conn, "adult", "adult_uncovered", adult_spec(), progress=False)
+    assert result.uncovered_rows == ages[90] > 0
+    assert result.verification.passed
+    out = engine.rows("adult_uncovered")
+    age = [c for c in header if c != "native-country"].index("age")
+    assert sum(1 for r in out if r[age] == "*") >= ages[90]
+
+
+# ---------------------------------------------------------------- generated types
+
+
+def generated() -> tuple[list[tuple[str, str, str]], list[list[Any]]]:
+    """300 rows: NULLs, NFC/NFD spellings, a value equal to the marker (in a copied column),
+    integers, decimals, dates, timestamps (with and without time zone), booleans, several
+    sensitive columns."""
+    import random
+
+    rng = random.Random(25)
+    cities = ["Zürich", unicodedata.normalize("NFD", "Zürich"), "Bern", "Genève", None]
+    utc = dt.timezone.utc
+    plus2 = dt.timezone(dt.timedelta(hours=2))
+    rows = []
+    for i in range(300):
+        birth = dt.date(1950 + rng.randrange(8), rng.randrange(1, 13), rng.randrange(1, 28)) if i % 37 else None
+        seen = dt.datetime(2024, 1, 1, rng.randrange(24), 30, 15, rng.choice([0, 500000, 123400]), tzinfo=rng.choice([utc, plus2]))
+        rows.append([
+            i + 1,
+            rng.choice(cities),
+            rng.randrange(-3, 40) if i % 29 else None,
+            birth,
+            Decimal(rng.randrange(100000, 900000)) / 100,
+            rng.choice(["flu", "asthma", "ulcer", None]),
+            rng.choice([True, False, None]),
+            seen,
+            dt.datetime(2023, 6, 1, 8, 0, 0, rng.choice([0, 250000])),
+            rng.choice(["*", "note", None]),
+        ])
+    columns = [
+        ("id", "integer", "INTEGER"),
+        ("city", "text", "VARCHAR"),
+        ("score", "smallint", "SMALLINT"),
+        ("birth", "date", "DATE"),
+        ("salary", "numeric(10,2)", "DECIMAL(10,2)"),
+        ("disease", "text", "VARCHAR"),
+        ("smoker", "boolean", "BOOLEAN"),
+        ("seen", "timestamptz", "TIMESTAMPTZ"),
+        ("visit", "timestamp", "TIMESTAMP"),
+        ("note", "text", "VARCHAR"),
+    ]
+    return columns, rows
+
+
+def hierarchy(values: Sequence[str], *levels: Callable[[str], str]) -> dict[str, str]:
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter=";", lineterminator="\n")
+    for v in sorted(set(values)):
+        w.writerow([v, *(f(v) for f in levels)])
+    return {"csv": buf.getvalue()}
+
+
+def generated_spec(rows: Sequence[Sequence[Any]], **extra: Any) -> dict[str, Any]:
+    text = [[rule(v) for v in r] for r in rows]
+    col = lambda i: [r[i] for r in text]  # noqa: E731
+    band = lambda v: "" if v == "" else f"{int(v) // 10 * 10}-{int(v) // 10 * 10 + 9}"  # noqa: E731
+    spec: dict[str, Any] = {
+        "attributes": {
+            "id": {"type": "identifying"},
+            "city": {"type": "quasi_identifying", "hierarchy": hierarchy(col(1), lambda v: "CH" if v else "", lambda v: "*")},
+            "score": {"type": "quasi_identifying", "hierarchy": hierarchy(col(2), band, lambda v: "*")},
+            "birth": {"type": "quasi_identifying", "hierarchy": hierarchy(col(3), lambda v: v[:4], lambda v: v[:3], lambda v: "*")},
+            "salary": {"type": "quasi_identifying", "microaggregation": {"function": "arithmetic_mean"}},
+            "disease": {"type": "sensitive"},
+            "smoker": {"type": "sensitive"},
+            "seen": {"type": "sensitive"},
+        },
+        "privacy": ["k-anonymity(k=3)", {"model": "distinct-l-diversity", "attribute": "disease", "l": 2}],
+        "suppression_limit": 0.1,
+        "algorithm": "flash",
+    }
+    spec.update(extra)
+    return spec
+
+
+@pytest.mark.parametrize("local", [False, True], ids=["global", "local"])
+def test_typed_columns_equal_the_cli(engine: Engine, client: Client, tmp_path: Path, local: bool) -> None:
+    columns, rows = generated()
+    engine.load("gen", columns, rows)
+    engine.drop("gen_out")
+    extra = {"local": {"iterations": 4}, "suppression_limit": 0.0} if local else {}
+    spec = generated_spec(rows, **extra)
+    result = dsql.anonymize_table(client, engine.conn, "gen", "gen_out", spec, progress=False)
+    assert result.verification.passed and result.uncovered_rows == 0
+    if local:
+        assert len(result.plan.steps) > 1
+    header = [c for c, _, _ in columns]
+    assert released(engine, "gen_out") == cli_output(tmp_path, header, rows, spec)
+
+
+def test_nfc_and_nfd_are_different_values(engine: Engine, client: Client) -> None:
+    columns, rows = generated()
+    engine.load("gen_nf", columns, rows)
+    engine.drop("gen_nf_out")
+    result = dsql.anonymize_table(client, engine.conn, "gen_nf", "gen_nf_out", generated_spec(rows), progress=False)
+    city = result.plan.quasi_identifiers.index("city")
+    keys = set(result.plan.steps[0].maps[city])
+    assert {"Zürich", unicodedata.normalize("NFD", "Zürich"), ""} <= keys and len(keys) == 5
+
+
+def test_bad_input_is_refused_before_any_upload(engine: Engine, client: Client) -> None:
+    columns, rows = generated()
+    engine.load("gen_bad", columns, rows)
+    with pytest.raises(ValueError, match="spec.attributes.nope"):
+        dsql.anonymize_table(client, engine.conn, "gen_bad", "x", {"attributes": {"nope": {"type": "sensitive"}}})
+    with pytest.raises(ValueError, match="spec.dataset_id"):
+        dsql.anonymize_table(client, engine.conn, "gen_bad", "x", {**generated_spec(rows), "dataset_id": "d"})
+    with pytest.raises(TypeError, match="psycopg 3 connection"):
+        dsql.anonymize_table(client, object(), "gen_bad", "x", generated_spec(rows))
