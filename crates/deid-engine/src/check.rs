@@ -8,7 +8,10 @@
 //! copied from the snapshot (projection); only the others are looked up in the hierarchy.
 //!
 //! A [`Checker`] may be shared between threads: each check borrows a private workspace (hash
-//! table, snapshot cache) from a pool. Results never depend on which snapshot was used.
+//! table, the thread's `last` result) from a pool, and all threads share one snapshot cache, so
+//! that a check on one thread rolls up from the result its parent had on another (with a cache
+//! per thread, two threads regrouped from coarser sources than one, and held the snapshots twice).
+//! Results never depend on which snapshot was used.
 //!
 //! Memory is bounded on large data (`docs/scale.md` §3): a regrouping that grows beyond the
 //! *large* size (millions of classes near the bottom of a lattice over millions of records) must
@@ -18,7 +21,7 @@
 //! shared by all threads. None of this changes a result, only when it is computed.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::hash::{hash_codes, mix};
 use crate::hierarchy::{CodeMap, EncodedHierarchy};
@@ -96,9 +99,13 @@ pub fn evaluate_all(problem: &Problem, evaluation: &Evaluation) -> Vec<(QualityM
 pub struct Checker<'p> {
     problem: &'p Problem,
     /// One workspace per rayon worker index (slot 0: callers outside rayon), so that each thread
-    /// keeps reusing its own snapshots.
+    /// keeps reusing its own buffers.
     workspaces: Vec<Mutex<Workspace>>,
+    /// The snapshots of all threads.
+    snapshots: Mutex<SnapshotCache>,
     checks: AtomicU64,
+    /// Source entries regrouped by all checks and evaluations.
+    regrouped: AtomicU64,
     /// The longest check so far, in nanoseconds (searches keep time for one more check and the
     /// evaluation of their result before their time limit).
     slowest_nanos: AtomicU64,
@@ -177,17 +184,23 @@ impl Drop for LargePermit<'_> {
 struct Snapshot {
     levels: Levels,
     groups: Groups,
-    last_used: u64,
+}
+
+/// The cached results every check may regroup from, least recently used evicted first.
+#[derive(Debug, Default)]
+struct SnapshotCache {
+    /// Each snapshot with the time it was last stored or picked.
+    entries: Vec<(Arc<Snapshot>, u64)>,
+    /// Words held by the entries.
+    words: usize,
+    clock: u64,
 }
 
 #[derive(Debug, Default)]
 struct Workspace {
-    snapshots: Vec<Snapshot>,
     /// The previous result when it was too large to cache: still a cheap roll-up source for a
     /// direct generalization.
     last: Option<Snapshot>,
-    words: usize,
-    clock: u64,
     /// Open-addressing table of classes (`EMPTY` = free); 4 bytes per slot.
     slots: Vec<u32>,
     /// Packed key (or hash) of every class of the regrouping in progress.
@@ -254,28 +267,28 @@ fn presized_groups(bound: usize, q: usize) -> Groups {
 }
 
 /// Where a check regroups from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 enum Source {
-    /// `ws.snapshots[i]`.
-    Cached(usize),
+    /// A snapshot of the shared cache.
+    Cached(Arc<Snapshot>),
     /// `ws.last`.
     Last,
 }
 
 impl<'p> Checker<'p> {
-    /// A checker with a snapshot cache of 8 Mi words (32 MiB) per worker thread; regroupings
+    /// A checker with a snapshot cache of 8 Mi words (32 MiB) shared by its threads; regroupings
     /// beyond 8 Mi words of classes are large (one at a time).
     pub fn new(problem: &'p Problem) -> Self {
         Self::with_snapshot_budget(problem, 8 << 20)
     }
 
-    /// A checker whose per-thread snapshot cache holds at most `words` 4-byte words (0 disables
-    /// snapshots: every check groups the base groups).
+    /// A checker whose snapshot cache (shared by its threads) holds at most `words` 4-byte words
+    /// (0 disables snapshots: every check groups the base groups).
     pub fn with_snapshot_budget(problem: &'p Problem, words: usize) -> Self {
         Self::with_budgets(problem, words, DEFAULT_LARGE_WORDS)
     }
 
-    /// A checker with a per-thread snapshot cache of `snapshot_words` 4-byte words whose
+    /// A checker with a snapshot cache of `snapshot_words` 4-byte words (shared) whose
     /// regroupings are *large* beyond `large_words` words of classes (codes, count,
     /// representative and key of each class): at most one large regrouping runs at a time, and
     /// a check's buffers larger than that are released after it. `usize::MAX` never limits.
@@ -286,7 +299,9 @@ impl<'p> Checker<'p> {
         Checker {
             problem,
             workspaces: (0..threads.max(9)).map(|_| Mutex::default()).collect(),
+            snapshots: Mutex::default(),
             checks: AtomicU64::new(0),
+            regrouped: AtomicU64::new(0),
             slowest_nanos: AtomicU64::new(0),
             snapshot_budget_words: snapshot_words,
             last_words: AtomicUsize::new(0),
@@ -318,6 +333,12 @@ impl<'p> Checker<'p> {
         self.checks.load(Ordering::Relaxed)
     }
 
+    /// Source entries (base groups or classes of a snapshot) regrouped by all checks so far: the
+    /// work of the checks.
+    pub fn regrouped_entries(&self) -> u64 {
+        self.regrouped.load(Ordering::Relaxed)
+    }
+
     /// The longest [`Checker::check`] or [`Checker::evaluate`] so far.
     pub fn slowest_check(&self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.slowest_nanos.load(Ordering::Relaxed))
@@ -343,13 +364,8 @@ impl<'p> Checker<'p> {
             // Held (if the regrouping grows large) until the result is judged and stored.
             let mut permit = None;
             let groups = match self.pick_snapshot(ws, levels) {
-                Some(Source::Cached(i)) => {
-                    // Take the snapshot out so that the workspace's buffers can be borrowed.
-                    let snap = std::mem::take(&mut ws.snapshots[i]);
-                    let out =
-                        self.group_from(ws, &snap.groups, Some(&snap.levels), levels, &mut permit);
-                    ws.snapshots[i] = snap;
-                    out
+                Some(Source::Cached(snap)) => {
+                    self.group_from(ws, &snap.groups, Some(&snap.levels), levels, &mut permit)
                 }
                 Some(Source::Last) => {
                     let snap = ws.last.take().expect("picked");
@@ -540,24 +556,39 @@ impl<'p> Checker<'p> {
         }
     }
 
+    /// The cache, also after a panic of another check (the cache is consistent between
+    /// statements).
+    fn cache(&self) -> std::sync::MutexGuard<'_, SnapshotCache> {
+        self.snapshots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The smallest earlier result that `levels` generalizes, if any.
-    fn pick_snapshot(&self, ws: &mut Workspace, levels: &[u8]) -> Option<Source> {
-        ws.clock += 1;
-        let mut best: Option<(Source, usize)> = None;
-        if let Some(last) = &ws.last
-            && Lattice::le(&last.levels, levels)
+    fn pick_snapshot(&self, ws: &Workspace, levels: &[u8]) -> Option<Source> {
+        let mut smallest = usize::MAX;
+        let mut last = false;
+        if let Some(l) = &ws.last
+            && Lattice::le(&l.levels, levels)
         {
-            best = Some((Source::Last, last.groups.len()));
+            smallest = l.groups.len();
+            last = true;
         }
-        for (i, s) in ws.snapshots.iter().enumerate() {
-            if best.is_none_or(|(_, len)| s.groups.len() < len) && Lattice::le(&s.levels, levels) {
-                best = Some((Source::Cached(i), s.groups.len()));
+        let mut cache = self.cache();
+        cache.clock += 1;
+        let clock = cache.clock;
+        let mut picked = None;
+        for (i, (s, _)) in cache.entries.iter().enumerate() {
+            if s.groups.len() < smallest && Lattice::le(&s.levels, levels) {
+                smallest = s.groups.len();
+                picked = Some(i);
             }
         }
-        if let Some((Source::Cached(i), _)) = best {
-            ws.snapshots[i].last_used = ws.clock;
+        match picked {
+            Some(i) => {
+                cache.entries[i].1 = clock;
+                Some(Source::Cached(Arc::clone(&cache.entries[i].0)))
+            }
+            None => last.then_some(Source::Last),
         }
-        best.map(|(s, _)| s)
     }
 
     /// Regroups `src` (the classes of transformation `src_levels`; `None` = the base groups,
@@ -582,6 +613,7 @@ impl<'p> Checker<'p> {
         let packed = product.is_some();
 
         let entries = src.len();
+        self.regrouped.fetch_add(entries as u64, Ordering::Relaxed);
         // At most min(entries, product of distinct values) classes; load factor ≤ 2/3.
         let bound = product.map_or(entries, |p| entries.min(p.min(usize::MAX as u64) as usize));
         let (shift, mask) = ws.reset_table(bound, entries, q);
@@ -725,11 +757,13 @@ impl<'p> Checker<'p> {
     /// bottom of a large dataset: kept per thread, those would multiply the memory of the check).
     fn store_snapshot(&self, ws: &mut Workspace, levels: &[u8], mut groups: Groups) {
         let words = groups.words();
+        let mut cache = self.cache();
         if self.snapshot_budget_words == 0
             || groups.len() * 5 > self.problem.base_groups().len() * 4
             || words > self.snapshot_budget_words
-            || ws.snapshots.iter().any(|s| s.levels == levels)
+            || cache.entries.iter().any(|(s, _)| s.levels == levels)
         {
+            drop(cache);
             if let Some(old) = ws.last.take() {
                 self.last_words
                     .fetch_sub(old.groups.words(), Ordering::Relaxed);
@@ -744,7 +778,6 @@ impl<'p> Checker<'p> {
                     ws.last = Some(Snapshot {
                         levels: levels.to_vec(),
                         groups,
-                        last_used: 0,
                     });
                 } else {
                     self.last_words.fetch_sub(words, Ordering::Relaxed);
@@ -753,27 +786,25 @@ impl<'p> Checker<'p> {
             return;
         }
         groups.shrink_to_fit();
-        while ws.words + words > self.snapshot_budget_words {
+        while cache.words + words > self.snapshot_budget_words {
             // Evict the least recently used snapshot.
-            let Some(i) = ws
-                .snapshots
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, s)| s.last_used)
+            let Some(i) = (cache.entries.iter().enumerate())
+                .min_by_key(|(_, (_, used))| *used)
                 .map(|(i, _)| i)
             else {
                 break;
             };
-            let s = ws.snapshots.swap_remove(i);
-            ws.words -= s.groups.words();
+            let (s, _) = cache.entries.swap_remove(i);
+            cache.words -= s.groups.words();
         }
-        ws.clock += 1;
-        ws.words += words;
-        ws.snapshots.push(Snapshot {
+        cache.clock += 1;
+        cache.words += words;
+        let clock = cache.clock;
+        let snapshot = Snapshot {
             levels: levels.to_vec(),
             groups,
-            last_used: ws.clock,
-        });
+        };
+        cache.entries.push((Arc::new(snapshot), clock));
     }
 }
 
@@ -811,6 +842,26 @@ mod tests {
                     .map_or(0, |l| l.groups.words())
             })
             .sum()
+    }
+
+    #[test]
+    fn threads_share_the_snapshots() {
+        let p = adult();
+        let checker = Checker::new(&p);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        // The parent on the caller's workspace, its generalization on a worker's.
+        let parent = checker.check(&[0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        let before = checker.regrouped_entries();
+        let child = pool.install(|| checker.check(&[0, 2, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(
+            checker.regrouped_entries() - before,
+            parent.classes as u64,
+            "the worker rolls up from the parent's classes, not the base groups"
+        );
+        assert_eq!(child, Checker::new(&p).check(&[0, 2, 0, 0, 0, 0, 0, 0, 0]));
     }
 
     #[test]

@@ -72,41 +72,87 @@ fn fraction(h: &ClassSizes, population: u64) -> f64 {
 // Pitman
 
 /// The likelihood equations of Pitman's model and their Jacobian at (θ, α), by the literal
-/// sums (cost O(u + n + largest class)).
+/// sums (cost O(u + n + largest class)). The terms are computed [`LANES`] at a time (the
+/// divisions run as vector instructions, each correctly rounded as a scalar one) and added one
+/// by one in the order of the sums, so the result is bit-identical to adding each term as it is
+/// computed.
 fn pitman_exact(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
     let (n, u) = (h.records(), h.classes());
-    let (mut s1, mut s3, mut q1, mut q3, mut q4) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for i in 1..u {
-        let i = i as f64;
-        let t = theta + i * alpha;
-        s1 += 1.0 / t;
-        s3 += i / t;
-        q1 += 1.0 / (t * t);
-        q3 += i / (t * t);
-        q4 += i * i / (t * t);
-    }
-    let (mut s2, mut q2) = (0.0, 0.0);
-    for i in 1..n {
-        let t = theta + i as f64;
-        s2 += 1.0 / t;
-        q2 += 1.0 / (t * t);
-    }
-    // Σ_j c_j Σ_{k<j} 1/(k−α) = Σ_k 1/(k−α) · (classes larger than k).
-    let (mut s4, mut q5) = (0.0, 0.0);
+    // [s1, s3, q1, q3, q4]
+    let mut a = [0.0; 5];
+    add_terms(1, u, &mut a, |i| {
+        let t = lanes(|l| theta + i[l] * alpha);
+        let tt = lanes(|l| t[l] * t[l]);
+        [
+            lanes(|l| 1.0 / t[l]),
+            lanes(|l| i[l] / t[l]),
+            lanes(|l| 1.0 / tt[l]),
+            lanes(|l| i[l] / tt[l]),
+            lanes(|l| i[l] * i[l] / tt[l]),
+        ]
+    });
+    let [s1, s3, q1, q3, q4] = a;
+    // [s2, q2]
+    let mut b = [0.0; 2];
+    add_terms(1, n, &mut b, |i| {
+        let t = lanes(|l| theta + i[l]);
+        [lanes(|l| 1.0 / t[l]), lanes(|l| 1.0 / (t[l] * t[l]))]
+    });
+    let [s2, q2] = b;
+    // Σ_j c_j Σ_{k<j} 1/(k−α) = Σ_k 1/(k−α) · (classes larger than k), in runs of k with the
+    // same number of larger classes.
+    let mut c = [0.0; 2];
     let pairs = h.pairs();
-    let mut larger = h.classes();
-    let mut p = 0;
     let largest = pairs.last().map_or(0, |x| x.0);
-    for k in 1..largest {
-        while p < pairs.len() && pairs[p].0 <= k {
-            larger -= pairs[p].1;
-            p += 1;
+    let mut larger = h.classes();
+    let mut k = 1;
+    for &(size, count) in pairs {
+        // Every class from this pair on is larger than the k in [k, size).
+        let end = size.min(largest);
+        if k < end {
+            let m = larger as f64;
+            add_terms(k, end, &mut c, |k| {
+                let t = lanes(|l| k[l] - alpha);
+                [lanes(|l| m / t[l]), lanes(|l| m / (t[l] * t[l]))]
+            });
+            k = end;
         }
-        let t = k as f64 - alpha;
-        s4 += larger as f64 / t;
-        q5 += larger as f64 / (t * t);
+        larger -= count;
     }
+    let [s4, q5] = c;
     ([s1 - s2, s3 - s4], [[-q1 + q2, -q3], [-q3, -q4 - q5]])
+}
+
+/// Terms computed together by [`add_terms`].
+const LANES: usize = 4;
+
+/// `[f(0), f(1), …]`: one operation on every lane (written out so that the compiler emits vector
+/// instructions).
+#[inline(always)]
+fn lanes(f: impl Fn(usize) -> f64) -> [f64; LANES] {
+    [f(0), f(1), f(2), f(3)]
+}
+
+/// Adds the `K` terms of x for x = first, first + 1, …, end − 1 (as floats) to `acc`, in that
+/// order; `terms` computes them for [`LANES`] consecutive values at once (lane l: the l-th).
+#[inline(always)]
+fn add_terms<const K: usize>(
+    first: u64,
+    end: u64,
+    acc: &mut [f64; K],
+    terms: impl Fn([f64; LANES]) -> [[f64; LANES]; K],
+) {
+    let mut x = first;
+    while x < end {
+        let block = terms(lanes(|l| (x + l as u64) as f64));
+        let live = (end - x).min(LANES as u64) as usize;
+        for l in 0..live {
+            for (a, t) in acc.iter_mut().zip(&block) {
+                *a += t[l];
+            }
+        }
+        x += LANES as u64;
+    }
 }
 
 /// The same equations in closed form with digamma and trigamma (cost O(distinct sizes)).

@@ -332,3 +332,54 @@ fn pitman_roots_outside_the_model_fail() {
     assert!(pitman_in_domain(&hist(&[(1, 3)]), 1.0, 1.5));
     assert!(!pitman_in_domain(&h, f64::NAN, 0.5));
 }
+
+/// The literal sums one term at a time (the definition [`pitman_exact`] computes in blocks).
+fn pitman_one_term_at_a_time(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
+    let (n, u) = (h.records(), h.classes());
+    let (mut s1, mut s3, mut q1, mut q3, mut q4) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for i in 1..u {
+        let i = i as f64;
+        let t = theta + i * alpha;
+        s1 += 1.0 / t;
+        s3 += i / t;
+        q1 += 1.0 / (t * t);
+        q3 += i / (t * t);
+        q4 += i * i / (t * t);
+    }
+    let (mut s2, mut q2) = (0.0, 0.0);
+    for i in 1..n {
+        let t = theta + i as f64;
+        s2 += 1.0 / t;
+        q2 += 1.0 / (t * t);
+    }
+    let (mut s4, mut q5) = (0.0, 0.0);
+    for k in 1..h.pairs().last().map_or(0, |x| x.0) {
+        let larger: u64 = h.pairs().iter().filter(|p| p.0 > k).map(|p| p.1).sum();
+        let t = k as f64 - alpha;
+        s4 += larger as f64 / t;
+        q5 += larger as f64 / (t * t);
+    }
+    ([s1 - s2, s3 - s4], [[-q1 + q2, -q3], [-q3, -q4 - q5]])
+}
+
+#[test]
+fn pitman_literal_sums_are_bit_identical_to_one_term_at_a_time() {
+    let cases = [
+        hist(&[(1, 1)]),
+        hist(&[(2, 1)]),
+        hist(&[(1, 3), (2, 1)]),
+        hist(&[(1, 7), (2, 4), (3, 2), (5, 1)]),
+        hist(&[(3, 5), (4, 1), (11, 2), (12, 1), (40, 3)]),
+        census_like(),
+    ];
+    for h in &cases {
+        for (theta, alpha) in [(0.0, 0.0), (0.5, 0.33), (12.25, 0.9), (1e4, 0.01)] {
+            let (f, j) = pitman_exact(h, theta, alpha);
+            let (g, k) = pitman_one_term_at_a_time(h, theta, alpha);
+            let bits = |e: [f64; 2]| e.map(f64::to_bits);
+            assert_eq!(bits(f), bits(g), "{h:?} at ({theta}, {alpha})");
+            assert_eq!(bits(j[0]), bits(k[0]));
+            assert_eq!(bits(j[1]), bits(k[1]));
+        }
+    }
+}
