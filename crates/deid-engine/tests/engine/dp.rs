@@ -457,14 +457,20 @@ fn the_result_is_chosen_over_the_whole_lattice_by_the_exponential_mechanism() {
     let epsilon_search = 2.0 * 0.5;
     // Lattice ids: [0, 0], [0, 1], [1, 0], [1, 1].
     let p = selection_probabilities(&[7.0, 4.0, 3.0, 2.0], epsilon_search);
-    let total: f64 = [7.0f64, 4.0, 3.0, 2.0].iter().map(|s| (s / 2.0).exp()).sum();
+    let total: f64 = [7.0f64, 4.0, 3.0, 2.0]
+        .iter()
+        .map(|s| (s / 2.0).exp())
+        .sum();
     assert!((p[0] - (3.5f64).exp() / total).abs() < 1e-12);
     // Chi-square goodness of fit with 3 degrees of freedom (the 0.999 quantile is 16.27).
     let chi2: f64 = [[0u8, 0], [0, 1], [1, 0], [1, 1]]
         .iter()
         .zip(&p)
         .map(|(levels, q)| {
-            let (o, e) = (counts.get(&levels.to_vec()).copied().unwrap_or(0) as f64, q * draws as f64);
+            let (o, e) = (
+                counts.get(&levels.to_vec()).copied().unwrap_or(0) as f64,
+                q * draws as f64,
+            );
             (o - e).powi(2) / e
         })
         .sum();
@@ -548,7 +554,11 @@ fn the_ramp_below_k_bounds_the_loss_sensitivity_by_d() {
 fn seventeen_columns(model: DpModel) -> Problem {
     let names: Vec<String> = (0..17).map(|i| format!("q{i}")).collect();
     let rows: Vec<Vec<String>> = (0..600u32)
-        .map(|r| (0..17).map(|i| format!("v{}", (r >> (i % 5)) & 1)).collect())
+        .map(|r| {
+            (0..17)
+                .map(|i| format!("v{}", (r >> (i % 5)) & 1))
+                .collect()
+        })
         .collect();
     let header: Vec<&str> = names.iter().map(String::as_str).collect();
     let table = Table::from_rows(&header, &rows).unwrap();

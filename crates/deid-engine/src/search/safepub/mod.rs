@@ -1,28 +1,29 @@
 //! SafePub's differentially private search (Bild, Kuhn, Prasser, PoPETs 2018;
-//! `docs/definitions.md` §3.9): starting at the top of the lattice, each of `steps` steps adds
-//! the predecessors of the current pivot to the candidates, removes the pivot and draws the next
-//! pivot from the candidates with the exponential mechanism (ε_search / (4 · steps) per step)
-//! over a score of bounded sensitivity; one more exponential mechanism (¾ ε_search) on the
-//! same score chooses the result among the pivots visited. ARX returns the pivot with the best
-//! exact score, a data-dependent choice no ε covers; deid does not.
+//! `docs/definitions.md` §3.9). On a lattice of at most [`MAX_SCANNED`] transformations one
+//! exponential mechanism with the whole ε_search draws the result among all of them (scored by
+//! `scan`). On larger lattices (and for the entropy score) a walk from the top: each of `steps`
+//! steps adds the predecessors of the current pivot to the candidates, removes the pivot and
+//! draws the next pivot with the exponential mechanism (ε_search / (4 · steps) per step); one
+//! more (¾ ε_search) on the same score chooses the result among the pivots visited. ARX returns
+//! the pivot with the best exact score, a data-dependent choice no ε covers; deid does not.
 //!
-//! Scores are measured on the whole input: records not drawn into the sample and records of
-//! suppressed classes count as suppressed. Higher is better. With d quasi-identifiers, k the
-//! least class size, n the input's records:
+//! Scores are measured on the whole input: records not drawn into the sample count as
+//! suppressed. Higher is better. With d quasi-identifiers, k the least class size, n the
+//! input's records, w the ramp of [`kept_weight`]:
 //!
 //! | quality model | score | sensitivity |
 //! |---|---|---|
-//! | `loss` | −(Σ over kept records and QIs of the normalized domain share + d · suppressed) | d · max(k − 1, 1) |
-//! | `precision` | −(Σ over kept records and QIs of level/(height − 1) + d · suppressed) | d · max(k − 1, 1) |
-//! | `discernibility` | −(Σ kept classes |E|² + n · suppressed) | n · (5 if k = 1, else k²/(k − 1) + 1) |
+//! | `loss` | −Σ_E (w(\|E\|) · L_E + (\|E\| − w(\|E\|)) · d) − d · unsampled, L_E = Σ over QIs of the normalized domain share | d · max(min(2, k) − 1, 1) |
+//! | `precision` | as `loss`, L_E = Σ over QIs of level/(height − 1) | the same |
+//! | `discernibility` | −(Σ kept classes \|E\|² + n · suppressed) | n · (5 if k = 1, else k²/(k − 1) + 1) |
 //! | `aecs` | kept classes + 1 if any record is suppressed | 1 |
 //! | `entropy` | −Σ over QIs of Σ over sampled records of −log₂ P(x \| y) | d · (2k − 1) · (log₂(n + 2) + log₂ e) |
 //!
-//! Loss and precision: a record joining a class changes that class's records only, by at most
-//! 1 per QI each; a class reaching k turns k − 1 suppressed records (d each) into kept ones
-//! (at least 0 each) while the new one costs at most d, and every record of a class has the
-//! same generalized values — so the change is at most d · max(k − 1, 1). Discernibility treats
-//! n as public, as ARX does.
+//! Loss and precision: a record joining or leaving a class E changes that class's cost only
+//! (every record of a class has the same generalized values), by d − Δw · (d − L_E) with Δw, the
+//! change of w, in [0, min(2, k)] and d − L_E in [0, d]: so by at most d · max(min(2, k) − 1,
+//! 1). An unsampled record changes the cost by d. Discernibility treats n as public, as ARX
+//! does.
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, SeedableRng};
@@ -359,7 +360,11 @@ fn classes_of(problem: &Problem, e: &crate::check::Evaluation, levels: &[u8]) ->
 
 /// The domain share of a generalized value normalized between the share of one value
 /// (1/domain size: no loss) and 1, as ARX's Loss and granularity normalize it (in [0, 1]).
-pub(super) fn normalized_share(h: &crate::hierarchy::EncodedHierarchy, level: usize, code: u32) -> f64 {
+pub(super) fn normalized_share(
+    h: &crate::hierarchy::EncodedHierarchy,
+    level: usize,
+    code: u32,
+) -> f64 {
     let min = 1.0 / h.domain_size.max(1) as f64;
     if min >= 1.0 {
         return 0.0;
@@ -440,7 +445,9 @@ fn choose_from_lattice(
     let scores: Vec<f64> = raw.iter().map(|s| s / sensitivity).collect();
     ctx.set_explored(scores.len() as u64);
     ctx.set_algorithm_progress(1.0);
-    problem.lattice().levels_of(select(&scores, epsilon, rng) as u128)
+    problem
+        .lattice()
+        .levels_of(select(&scores, epsilon, rng) as u128)
 }
 
 /// The walk of `steps` steps from the top and the final choice among its pivots (`None` if no

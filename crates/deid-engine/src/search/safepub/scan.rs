@@ -44,7 +44,11 @@ impl Layout {
                 return None;
             }
             shift.push(at.min(63));
-            mask.push(if bits == 0 { 0 } else { u64::MAX >> (64 - bits) });
+            mask.push(if bits == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - bits)
+            });
             at += bits;
         }
         Some(Layout { shift, mask })
@@ -72,6 +76,17 @@ struct Classes {
 struct Merger {
     slots: Vec<u32>,
     shift: u32,
+}
+
+impl Classes {
+    /// Empty, with room for `n` classes.
+    fn with_capacity(n: usize) -> Classes {
+        Classes {
+            keys: Vec::with_capacity(n),
+            counts: Vec::with_capacity(n),
+            loss: Vec::with_capacity(n),
+        }
+    }
 }
 
 impl Merger {
@@ -152,7 +167,9 @@ impl<'p> Scan<'p> {
             function,
             unsampled: n - problem.rows() as u64,
             n,
-            scores: (0..size).map(|_| AtomicU64::new(f64::NAN.to_bits())).collect(),
+            scores: (0..size)
+                .map(|_| AtomicU64::new(f64::NAN.to_bits()))
+                .collect(),
         })
     }
 
@@ -203,7 +220,7 @@ impl<'p> Scan<'p> {
     fn roll_up(&self, from: &Classes, i: usize, level: usize) -> Classes {
         let map = self.problem.hierarchies()[i].generalize(level, level + 1);
         let (below, above) = (&self.shares[i][level], &self.shares[i][level + 1]);
-        let mut out = Classes::default();
+        let mut out = Classes::with_capacity(from.keys.len());
         let mut merger = Merger::new(from.keys.len());
         for c in 0..from.keys.len() {
             let old = self.layout.code(from.keys[c], i);
