@@ -468,7 +468,7 @@ fn the_result_is_chosen_over_the_whole_lattice_by_the_exponential_mechanism() {
         .zip(&p)
         .map(|(levels, q)| {
             let (o, e) = (
-                counts.get(&levels.to_vec()).copied().unwrap_or(0) as f64,
+                counts.get(levels.as_slice()).copied().unwrap_or(0) as f64,
                 q * draws as f64,
             );
             (o - e).powi(2) / e

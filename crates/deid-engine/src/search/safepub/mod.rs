@@ -372,8 +372,8 @@ pub(super) fn normalized_share(
     ((h.share(level, code) - min) / (1.0 - min)).clamp(0.0, 1.0)
 }
 
-/// The share of ε_search spent on the final choice among the visited pivots; the steps share
-/// the rest equally (¾ kept the most utility on adult among ½, ¾ and 9/10).
+/// The share of ε_search a walk spends on the final choice among the visited pivots; the steps
+/// share the rest equally (¾ kept the most utility of adult's walk among ½, ¾ and 9/10).
 pub const FINAL_SELECTION_SHARE: f64 = 0.75;
 
 /// How the search spends ε_search over `steps` steps: (ε of each step's exponential mechanism,
