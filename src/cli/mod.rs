@@ -257,6 +257,10 @@ pub struct EvaluateArgs {
     /// status still says so).
     #[arg(long)]
     pub force: bool,
+    /// Seed of differential privacy's sample (default: the configuration's, else an
+    /// unpredictable one; the report gives it).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 /// Exit statuses of the command line (README, "Exit statuses").
@@ -677,6 +681,7 @@ fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     }
     // The levels make it an evaluation, whatever the configuration's task says.
     spec.task = Some(Task::Evaluate);
+    spec.seed = args.seed.or(spec.seed);
     let outcome = run_task(
         &spec,
         Outputs {

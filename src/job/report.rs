@@ -223,12 +223,13 @@ pub struct DpReport {
     pub epsilon: f64,
     /// δ.
     pub delta: f64,
-    /// ε spent by the search over the transformations (0 when the levels were given): ¼
-    /// over the steps, ¾ on the final choice among the pivots.
+    /// ε spent by the search over the transformations (0 when the levels were given): all on
+    /// one exponential mechanism over every transformation of a lattice of at most 100,000;
+    /// else ¼ over the steps of a walk, ¾ on the final choice among its pivots.
     pub epsilon_search: f64,
     /// ε spent by sampling and suppression.
     pub epsilon_anonymization: f64,
-    /// Steps of the search (absent when the levels were given).
+    /// Steps of the search (absent when the levels were given; used only by a walk).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
     /// The seed of the sample and of the search.

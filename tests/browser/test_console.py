@@ -300,3 +300,40 @@ def test_a_risk_analysis_job_shows_its_risks_and_no_csv(browser, server, dataset
     row = [r for r in browser.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr") if job["id"] in r.text][0]
     assert [td.text for td in row.find_elements(By.TAG_NAME, "td")][3] == "risk"
     assert not severe_logs(browser)
+
+
+def test_a_differentially_private_job_from_the_form(browser, server, dataset):
+    dp = "differential-privacy(epsilon=1,delta=1e-6)"
+    # Every column must be generalized or removed: a column left as it is is refused, next to it.
+    fill_job_form(browser, server, dataset["id"], QIS, privacy=dp, algorithm="auto", time_limit="30s")
+    browser.find_element(By.ID, "submit-job").click()
+    wait(browser, lambda d: "attributes.disease" in d.find_element(By.ID, "job-form").text,
+         message="no error next to the column left as it is")
+    assert "#/new" in browser.current_url
+
+    fill_job_form(browser, server, dataset["id"], dict(QIS, disease="identifying"), privacy=dp,
+                  algorithm="auto", time_limit="30s")
+    shown = json.loads(browser.find_element(By.ID, "job-json").text)
+    assert shown["privacy"] == [dp]
+    assert shown["attributes"]["disease"]["type"] == "identifying"
+    job_id = submit_job(browser)
+    wait(browser, lambda d: "succeeded" in text(d, "#job-status"), message="the job did not succeed")
+    report = json.loads(server.get(f"/v1/jobs/{job_id}/result"))
+    r = report["differential_privacy"]
+    assert r["epsilon"] == 1 and r["delta"] == 1e-6
+    assert r["epsilon_search"] == pytest.approx(0.1) and r["epsilon_anonymization"] == pytest.approx(0.9)
+    # The page shows the configuration that reproduces the sample: ε split, δ, k, β, seed.
+    wait(browser, lambda d: d.find_element(By.ID, "dp-summary").is_displayed())
+    summary = text(browser, "#dp-summary")
+    for part in (f"k = {r['k']}", f"β = {r['beta']:.4f}", f"seed {r['seed']}",
+                 f"{r['sampled_records']} of {r['input_records']} records sampled",
+                 f"{r['released_records']} released"):
+        assert part in summary, (part, summary)
+    # The result: the released records only, every class (all columns) of at least k of them.
+    rows = list(csv.reader(io.StringIO(server.get(f"/v1/jobs/{job_id}/result.csv").decode())))
+    classes = {}
+    for row in rows[1:]:
+        classes[tuple(row)] = classes.get(tuple(row), 0) + 1
+    assert "disease" not in rows[0]
+    assert sum(classes.values()) == r["released_records"] <= r["sampled_records"] < r["input_records"]
+    assert all(n >= r["k"] for n in classes.values()), classes

@@ -1348,6 +1348,38 @@ fn anonymize_adult_dp_task(
 }
 
 #[test]
+fn evaluate_with_differential_privacy_takes_a_seed() {
+    // Given levels: `--seed` fixes the sample, and the report gives the whole configuration
+    // (seed, ε split, k, β) needed to reproduce it.
+    let dir = tmp_dir("dp-evaluate-seed");
+    let model = "differential-privacy(epsilon=1,delta=1e-6)";
+    let levels = "age=3,education=3,marital-status=2,native-country=2,occupation=2,race=1,\
+                  salary-class=1,sex=1,workclass=2";
+    let run = |seed: &str, out: &str| {
+        let args = ["--levels", levels, "--seed", seed, "--output", out];
+        let (code, stdout, stderr) = anonymize_adult_dp_task(&dir, "evaluate", model, &args);
+        assert_eq!(code, 0, "{stderr}");
+        let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        (r, std::fs::read_to_string(dir.join(out)).unwrap())
+    };
+    let (r, a) = run("17", "a.csv");
+    let dp = &r["differential_privacy"];
+    assert_eq!(dp["seed"], 17, "{dp}");
+    assert_eq!(dp["epsilon"], 1.0);
+    assert_eq!(dp["delta"], 1e-6);
+    assert_eq!(dp["epsilon_search"], 0.0);
+    assert_eq!(dp["epsilon_anonymization"], 1.0);
+    assert!(dp["k"].as_u64().unwrap() > 1);
+    assert!((dp["beta"].as_f64().unwrap() - (1.0 - (-1.0f64).exp())).abs() < 1e-9);
+    let (r2, b) = run("17", "b.csv");
+    assert_eq!(a, b, "the same seed gives the same output");
+    assert_eq!(r2["differential_privacy"], r["differential_privacy"]);
+    let (r3, c) = run("18", "c.csv");
+    assert_ne!(a, c, "another seed draws another sample");
+    assert_eq!(r3["differential_privacy"]["seed"], 18);
+}
+
+#[test]
 fn anonymize_with_differential_privacy_reports_the_sample() {
     let dir = tmp_dir("dp");
     let model = "differential-privacy(epsilon=1,delta=1e-6)";

@@ -12,7 +12,8 @@ use common::independent::{Model, Output, verify};
 use deid_engine::dataset::ArxDataset;
 use deid_engine::privacy::{DpModel, PrivacyModel};
 use deid_engine::search::safepub::{
-    ClassScore, ScoreFunction, entropy_score, select, selection_probabilities,
+    ClassScore, RAMP_SLOPE, ScoreFunction, entropy_score, kept_weight, lattice_scores, select,
+    selection_probabilities,
 };
 use deid_engine::search::{CancelFlag, NoObserver, SearchConfig, search};
 use deid_engine::{EngineError, Problem, ProblemConfig, Table};
@@ -397,17 +398,25 @@ fn exponential_mechanism_matches_its_definition() {
     assert!(chi2 < 18.47, "χ² = {chi2}, counts {counts:?}, p {p:?}");
 }
 
-/// One quasi-identifier `a` of three values, 400 records each, generalized to `*` at level 1:
-/// the lattice is the top [1] and the bottom [0].
-fn three_classes(model: DpModel) -> Problem {
-    let rows: Vec<Vec<String>> = (0..1200).map(|i| vec![format!("a{}", i % 3)]).collect();
-    let table = Table::from_rows(&["a"], &rows).unwrap();
-    let hierarchy = (0..3).map(|v| vec![format!("a{v}"), "*".into()]).collect();
+/// Two quasi-identifiers: `a` of three values and `b` of two, 300 records per pair, each
+/// generalized to `*` at level 1: the lattice has four transformations with 6, 2, 3 and 1
+/// classes.
+fn four_transformations(model: DpModel) -> Problem {
+    let rows: Vec<Vec<String>> = (0..1800)
+        .map(|i| vec![format!("a{}", i % 3), format!("b{}", (i / 3) % 2)])
+        .collect();
+    let table = Table::from_rows(&["a", "b"], &rows).unwrap();
+    let qi = |name: &str, values: usize| {
+        let rows = (0..values)
+            .map(|v| vec![format!("{name}{v}"), "*".into()])
+            .collect();
+        deid_engine::QuasiIdentifier::new(
+            name,
+            deid_engine::Hierarchy::from_rows(rows, name).unwrap(),
+        )
+    };
     let config = ProblemConfig {
-        quasi_identifiers: vec![deid_engine::QuasiIdentifier::new(
-            "a",
-            deid_engine::Hierarchy::from_rows(hierarchy, "a").unwrap(),
-        )],
+        quasi_identifiers: vec![qi("a", 3), qi("b", 2)],
         privacy: vec![PrivacyModel::DifferentialPrivacy(model)],
         quality: deid_engine::QualityConfig {
             model: deid_engine::QualityModel::Aecs,
@@ -419,44 +428,168 @@ fn three_classes(model: DpModel) -> Problem {
 }
 
 #[test]
-fn the_result_is_chosen_among_the_pivots_by_the_exponential_mechanism() {
-    // One step visits the top and the bottom (the top's only specialization). ε = 2 split
-    // evenly: ε_anon = 1 gives k < 100 while every value has about 250 sampled records, so
-    // nothing sampled is suppressed and the AECS scores (sensitivity 1) differ by 2 whatever the
-    // sample: 1 class at the top, 3 at the bottom (+ 1 each for the unsampled records). The
-    // bottom is the better pivot; the result must still be the top with the probability the
-    // final exponential mechanism (¾ ε_search) gives it (the best pivot by exact score is
-    // never the top).
+fn the_result_is_chosen_over_the_whole_lattice_by_the_exponential_mechanism() {
+    // ε = 2 split evenly: ε_anon = 1 gives k < 100 while every pair has about 190 sampled
+    // records, so nothing sampled is suppressed and the AECS scores (sensitivity 1) are the
+    // classes + 1 (the unsampled records) whatever the sample: 7, 3, 4 and 2. The result must be
+    // each transformation with the probability the exponential mechanism with the whole
+    // ε_search gives it — the best one by exact score (the bottom) far from always.
     let draws = 4000u64;
-    let mut tops = 0u64;
+    let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     for seed in 0..draws {
         let mut m = dp(2.0, 1e-6, seed);
         m.search_share = 0.5;
-        m.steps = 1;
-        let problem = three_classes(m);
+        let problem = four_transformations(m);
         let setup = problem.dp().unwrap();
         assert!(setup.params.k <= 100, "k = {}", setup.params.k);
         let (levels, csv) = run(&problem);
-        // The classes of the output, counted from the CSV: 1 (top) or 3 (bottom).
+        // The classes of the output, counted from the CSV, are those of the chosen levels.
         let out = Output::parse(&csv, b';');
         let mut classes: HashMap<&Vec<String>, usize> = HashMap::new();
         for r in &out.rows {
             *classes.entry(r).or_default() += 1;
         }
         assert_eq!(out.rows.len(), setup.sampled, "seed {seed}");
-        match (levels.as_slice(), classes.len()) {
-            ([1], 1) => tops += 1,
-            ([0], 3) => {}
-            other => panic!("seed {seed}: {other:?}"),
-        }
+        let expected = [6, 3, 2, 1][usize::from(levels[0]) * 2 + usize::from(levels[1])];
+        assert_eq!(classes.len(), expected, "seed {seed}: {levels:?}");
+        *counts.entry(levels).or_default() += 1;
     }
     let epsilon_search = 2.0 * 0.5;
-    let p = selection_probabilities(&[1.0, 3.0], 0.75 * epsilon_search)[0];
-    assert!((p - 1.0 / (1.0 + 0.75f64.exp())).abs() < 1e-12);
-    // Chi-square goodness of fit with 1 degree of freedom (the 0.999 quantile is 10.83).
-    let (o, e) = (tops as f64, p * draws as f64);
-    let chi2 = (o - e).powi(2) / e + (o - e).powi(2) / (draws as f64 - e);
-    assert!(chi2 < 10.83, "χ² = {chi2}: {tops} tops of {draws}, p = {p}");
+    // Lattice ids: [0, 0], [0, 1], [1, 0], [1, 1].
+    let p = selection_probabilities(&[7.0, 4.0, 3.0, 2.0], epsilon_search);
+    let total: f64 = [7.0f64, 4.0, 3.0, 2.0]
+        .iter()
+        .map(|s| (s / 2.0).exp())
+        .sum();
+    assert!((p[0] - (3.5f64).exp() / total).abs() < 1e-12);
+    // Chi-square goodness of fit with 3 degrees of freedom (the 0.999 quantile is 16.27).
+    let chi2: f64 = [[0u8, 0], [0, 1], [1, 0], [1, 1]]
+        .iter()
+        .zip(&p)
+        .map(|(levels, q)| {
+            let (o, e) = (
+                counts.get(levels.as_slice()).copied().unwrap_or(0) as f64,
+                q * draws as f64,
+            );
+            (o - e).powi(2) / e
+        })
+        .sum();
+    assert!(chi2 < 16.27, "χ² = {chi2}: {counts:?}, p = {p:?}");
+}
+
+/// The Loss score of a transformation from its classes as the checker groups them (all
+/// classes, suppressed ones included): the definition the whole-lattice scan must equal.
+fn loss_score_of(problem: &Problem, levels: &[u8]) -> f64 {
+    let e = deid_engine::Checker::new(problem).evaluate(levels);
+    let d = levels.len();
+    let classes: Vec<ClassScore> = (0..e.groups.len())
+        .map(|c| {
+            let codes = &e.groups.codes[c * d..(c + 1) * d];
+            let loss = (codes.iter().zip(levels).enumerate())
+                .map(|(i, (&code, &l))| {
+                    let h = &problem.hierarchies()[i];
+                    let min = 1.0 / h.domain_size as f64;
+                    ((h.share(l as usize, code) - min) / (1.0 - min)).clamp(0.0, 1.0)
+                })
+                .sum();
+            ClassScore {
+                count: u64::from(e.groups.counts[c]),
+                loss,
+                precision: 0.0,
+            }
+        })
+        .collect();
+    let dp = problem.dp().unwrap();
+    let unsampled = (dp.rows - dp.sampled) as u64;
+    let k = problem.min_class_size();
+    ScoreFunction::Loss.score(classes, unsampled, dp.rows as u64, d, k)
+}
+
+#[test]
+fn the_whole_lattice_scan_scores_as_the_checker_groups() {
+    // Every 97th transformation of adult's 12,960, the bottom and the top: the scan's rolled-up
+    // classes give the score the checker's classes give.
+    let problem = adult_dp(dp(1.0, 1e-6, 3)).unwrap();
+    let scores = lattice_scores(&problem).expect("adult's lattice is scanned");
+    let lattice = problem.lattice();
+    assert_eq!(scores.len() as u128, lattice.size().unwrap());
+    let mut ids: Vec<usize> = (0..scores.len()).step_by(97).collect();
+    ids.push(scores.len() - 1);
+    for id in ids {
+        let levels = lattice.levels_of(id as u128).unwrap();
+        let want = loss_score_of(&problem, &levels);
+        assert!(
+            (scores[id] - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{levels:?}: scan {} ≠ {want}",
+            scores[id]
+        );
+    }
+    // The same seed scores the same.
+    assert_eq!(lattice_scores(&problem), Some(scores));
+}
+
+#[test]
+fn the_ramp_below_k_bounds_the_loss_sensitivity_by_d() {
+    // The kept weight rises by at most min(slope, k) per record, is 0 up to k (1 − 1/slope)
+    // and the class itself from k on; with slope 2 the Loss and precision sensitivity is d.
+    for k in 1..60u64 {
+        let mut last = 0.0;
+        for c in 0..=2 * k {
+            let w = kept_weight(c, k);
+            assert!(w - last <= RAMP_SLOPE.min(k as f64) + 1e-12, "k {k}, c {c}");
+            assert!(w >= last);
+            if c >= k {
+                assert_eq!(w, c as f64);
+            }
+            if (c as f64) <= k as f64 * (1.0 - 1.0 / RAMP_SLOPE) {
+                assert_eq!(w, 0.0, "k {k}, c {c}");
+            }
+            last = w;
+        }
+        assert_eq!(ScoreFunction::Loss.sensitivity(1000, 9, k as u32), 9.0);
+    }
+}
+
+/// A table of 17 two-valued quasi-identifiers (2¹⁷ transformations, more than the scan takes).
+fn seventeen_columns(model: DpModel) -> Problem {
+    let names: Vec<String> = (0..17).map(|i| format!("q{i}")).collect();
+    let rows: Vec<Vec<String>> = (0..600u32)
+        .map(|r| {
+            (0..17)
+                .map(|i| format!("v{}", (r >> (i % 5)) & 1))
+                .collect()
+        })
+        .collect();
+    let header: Vec<&str> = names.iter().map(String::as_str).collect();
+    let table = Table::from_rows(&header, &rows).unwrap();
+    let qis = (names.iter())
+        .map(|name| {
+            let rows = vec![vec!["v0".into(), "*".into()], vec!["v1".into(), "*".into()]];
+            deid_engine::QuasiIdentifier::new(
+                name,
+                deid_engine::Hierarchy::from_rows(rows, name).unwrap(),
+            )
+        })
+        .collect();
+    let config = ProblemConfig {
+        quasi_identifiers: qis,
+        privacy: vec![PrivacyModel::DifferentialPrivacy(model)],
+        ..Default::default()
+    };
+    Problem::new(table, config).unwrap()
+}
+
+#[test]
+fn a_lattice_too_large_to_scan_is_walked() {
+    let mut m = dp(2.0, 1e-6, 9);
+    m.steps = 20;
+    let problem = seventeen_columns(m.clone());
+    assert!(problem.lattice().size().unwrap() > deid_engine::search::safepub::MAX_SCANNED);
+    assert!(lattice_scores(&problem).is_none());
+    let (levels, csv) = run(&problem);
+    let k = problem.dp().unwrap().params.k as usize;
+    verify_k(&problem, &csv, k);
+    assert_eq!(run(&seventeen_columns(m)), (levels, csv));
 }
 
 /// A random table of records: each has a class key and an original value per QI; every class
@@ -469,7 +602,7 @@ struct Records {
     classes: Vec<[(u8, f64, f64); 3]>,
 }
 
-fn classes_of(r: &Records, k: u64) -> (Vec<ClassScore>, u64) {
+fn classes_of(r: &Records) -> (Vec<ClassScore>, u64) {
     let mut counts: HashMap<u8, u64> = HashMap::new();
     let mut unsampled = 0;
     for &(key, _, sampled) in &r.records {
@@ -485,7 +618,6 @@ fn classes_of(r: &Records, k: u64) -> (Vec<ClassScore>, u64) {
             let c = &r.classes[key as usize];
             ClassScore {
                 count,
-                kept: count >= k,
                 loss: c.iter().map(|q| q.1).sum(),
                 precision: c.iter().map(|q| q.2).sum(),
             }
@@ -534,14 +666,14 @@ proptest! {
     fn scores_change_by_at_most_their_sensitivity(
         r in records_strategy(),
         extra in (0u8..6, prop::array::uniform3(0u8..4), any::<bool>()),
-        k in 1u32..8,
+        k in 1u32..12,
     ) {
         let d = 3;
         let mut bigger = r.clone();
         bigger.records.push(extra);
         let n = bigger.records.len() as u64;
-        let (a, ua) = classes_of(&r, k as u64);
-        let (b, ub) = classes_of(&bigger, k as u64);
+        let (a, ua) = classes_of(&r);
+        let (b, ub) = classes_of(&bigger);
         for f in [
             ScoreFunction::Loss,
             ScoreFunction::Precision,
@@ -553,7 +685,7 @@ proptest! {
                 ScoreFunction::Entropy => {
                     (entropy_of(&bigger, k as u64) - entropy_of(&r, k as u64)).abs()
                 }
-                _ => (f.score(&b, ub, n, d) - f.score(&a, ua, n, d)).abs(),
+                _ => (f.score(b.clone(), ub, n, d, k) - f.score(a.clone(), ua, n, d, k)).abs(),
             };
             let s = f.sensitivity(n, d, k);
             prop_assert!(delta <= s * (1.0 + 1e-12), "{f:?}: Δ = {delta} > {s} (k = {k})");
@@ -593,8 +725,9 @@ fn granularity(problem: &Problem, levels: &[u8]) -> f64 {
     1.0 - normalized / d as f64
 }
 
-/// `DEID_DP_STEPS=… cargo test --release -p deid-engine --test engine dp::utility -- --ignored
-/// --nocapture`: the median utility over seeds 1–7 at ε = 0.5, 1, 2 (docs/benchmarks.md).
+/// `cargo test --release -p deid-engine --test engine dp::utility_on_adult -- --ignored
+/// --nocapture`: the median utility over seeds 1–7 and over seeds 11–17 at ε = 0.5, 1, 2
+/// (adult's lattice is scanned whole; `DEID_DP_STEPS` sets the steps of a walk).
 #[test]
 #[ignore]
 fn utility_on_adult() {
@@ -602,9 +735,9 @@ fn utility_on_adult() {
         .map_or(deid_engine::privacy::dp::DEFAULT_STEPS, |s| {
             s.parse().unwrap()
         });
-    for eps in [0.5, 1.0, 2.0] {
+    for (eps, first) in [0.5, 1.0, 2.0].iter().flat_map(|&e| [(e, 1u64), (e, 11)]) {
         let started = std::time::Instant::now();
-        let mut u: Vec<f64> = (1..=7u64)
+        let mut u: Vec<f64> = (first..first + 7)
             .map(|seed| {
                 let mut m = dp(eps, 1e-6, seed);
                 m.steps = steps;
@@ -613,7 +746,9 @@ fn utility_on_adult() {
             .collect();
         u.sort_by(f64::total_cmp);
         println!(
-            "ε = {eps}, steps {steps}: median {:.3} (range {:.3}–{:.3}), {:.2} s per run",
+            "ε = {eps}, seeds {first}–{}, steps {steps}: median {:.3} (range {:.3}–{:.3}), {:.2} s \
+             per run",
+            first + 6,
             u[3],
             u[0],
             u[6],

@@ -1,31 +1,36 @@
 //! SafePub's differentially private search (Bild, Kuhn, Prasser, PoPETs 2018;
-//! `docs/definitions.md` §3.9): starting at the top of the lattice, each of `steps` steps adds
-//! the predecessors of the current pivot to the candidates, removes the pivot and draws the next
-//! pivot from the candidates with the exponential mechanism (ε_search / (4 · steps) per step)
-//! over a score of bounded sensitivity; one more exponential mechanism (¾ ε_search) on the
-//! same score chooses the result among the pivots visited. ARX returns the pivot with the best
-//! exact score, a data-dependent choice no ε covers; deid does not.
+//! `docs/definitions.md` §3.9). On a lattice of at most [`MAX_SCANNED`] transformations one
+//! exponential mechanism with the whole ε_search draws the result among all of them (scored by
+//! `scan`). On larger lattices (and for the entropy score) a walk from the top: each of `steps`
+//! steps adds the predecessors of the current pivot to the candidates, removes the pivot and
+//! draws the next pivot with the exponential mechanism (ε_search / (4 · steps) per step); one
+//! more (¾ ε_search) on the same score chooses the result among the pivots visited. ARX returns
+//! the pivot with the best exact score, a data-dependent choice no ε covers; deid does not.
 //!
-//! Scores are measured on the whole input: records not drawn into the sample and records of
-//! suppressed classes count as suppressed. Higher is better. With d quasi-identifiers, k the
-//! least class size, n the input's records:
+//! Scores are measured on the whole input: records not drawn into the sample count as
+//! suppressed. Higher is better. With d quasi-identifiers, k the least class size, n the
+//! input's records, w the ramp of [`kept_weight`]:
 //!
 //! | quality model | score | sensitivity |
 //! |---|---|---|
-//! | `loss` | −(Σ over kept records and QIs of the normalized domain share + d · suppressed) | d · max(k − 1, 1) |
-//! | `precision` | −(Σ over kept records and QIs of level/(height − 1) + d · suppressed) | d · max(k − 1, 1) |
-//! | `discernibility` | −(Σ kept classes |E|² + n · suppressed) | n · (5 if k = 1, else k²/(k − 1) + 1) |
+//! | `loss` | −Σ_E (w(\|E\|) · L_E + (\|E\| − w(\|E\|)) · d) − d · unsampled, L_E = Σ over QIs of the normalized domain share | d · max(min(2, k) − 1, 1) |
+//! | `precision` | as `loss`, L_E = Σ over QIs of level/(height − 1) | the same |
+//! | `discernibility` | −(Σ kept classes \|E\|² + n · suppressed) | n · (5 if k = 1, else k²/(k − 1) + 1) |
 //! | `aecs` | kept classes + 1 if any record is suppressed | 1 |
 //! | `entropy` | −Σ over QIs of Σ over sampled records of −log₂ P(x \| y) | d · (2k − 1) · (log₂(n + 2) + log₂ e) |
 //!
-//! Loss and precision: a record joining a class changes that class's records only, by at most
-//! 1 per QI each; a class reaching k turns k − 1 suppressed records (d each) into kept ones
-//! (at least 0 each) while the new one costs at most d, and every record of a class has the
-//! same generalized values — so the change is at most d · max(k − 1, 1). Discernibility treats
-//! n as public, as ARX does.
+//! Loss and precision: a record joining or leaving a class E changes that class's cost only
+//! (every record of a class has the same generalized values), by d − Δw · (d − L_E) with Δw, the
+//! change of w, in [0, min(2, k)] and d − L_E in [0, d]: so by at most d · max(min(2, k) − 1,
+//! 1). An unsampled record changes the cost by d. Discernibility treats n as public, as ARX
+//! does.
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, SeedableRng};
+
+mod scan;
+
+pub use scan::MAX_SCANNED;
 
 use super::Ctx;
 use crate::error::Result;
@@ -67,7 +72,9 @@ impl ScoreFunction {
     pub fn sensitivity(self, n: u64, d: usize, k: u32) -> f64 {
         let k = k.max(1) as f64;
         match self {
-            ScoreFunction::Loss | ScoreFunction::Precision => d as f64 * (k - 1.0).max(1.0),
+            ScoreFunction::Loss | ScoreFunction::Precision => {
+                d as f64 * (RAMP_SLOPE.min(k) - 1.0).max(1.0)
+            }
             ScoreFunction::Discernibility => {
                 let c = if k == 1.0 {
                     5.0
@@ -83,33 +90,68 @@ impl ScoreFunction {
         }
     }
 
-    /// The score (higher = better) of classes measured on the whole input: `unsampled` records
-    /// were not drawn, `n` is the input's records and `d` the number of quasi-identifiers.
-    /// Entropy is not a function of the classes alone (NaN here): see [`entropy_score`].
-    pub fn score(self, classes: &[ClassScore], unsampled: u64, n: u64, d: usize) -> f64 {
+    /// The score (higher = better) of the sample's classes at one transformation measured on
+    /// the whole input: `unsampled` records were not drawn, `n` is the input's records, `d`
+    /// the number of quasi-identifiers and `k` the least class size (smaller classes are
+    /// suppressed). Entropy is not a function of the classes alone (NaN here): see
+    /// [`entropy_score`].
+    pub fn score<I>(self, classes: I, unsampled: u64, n: u64, d: usize, k: u32) -> f64
+    where
+        I: IntoIterator<Item = ClassScore>,
+        I::IntoIter: Clone,
+    {
+        let classes = classes.into_iter();
+        let k = u64::from(k.max(1));
+        let d_f = d as f64;
+        let kept = |c: &ClassScore| c.count >= k;
         let suppressed: u64 = unsampled
-            + classes
-                .iter()
-                .filter(|c| !c.kept)
+            + (classes.clone())
+                .filter(|c| c.count < k)
                 .map(|c| c.count)
                 .sum::<u64>();
-        let kept = classes.iter().filter(|c| c.kept);
         match self {
-            ScoreFunction::Loss => {
-                -(kept.map(|c| c.count as f64 * c.loss).sum::<f64>()
-                    + (d as u64 * suppressed) as f64)
-            }
-            ScoreFunction::Precision => {
-                -(kept.map(|c| c.count as f64 * c.precision).sum::<f64>()
-                    + (d as u64 * suppressed) as f64)
+            ScoreFunction::Loss | ScoreFunction::Precision => {
+                let loss = |c: &ClassScore| match self {
+                    ScoreFunction::Loss => c.loss,
+                    _ => c.precision,
+                };
+                let cost: f64 = classes
+                    .map(|c| {
+                        let w = kept_weight(c.count, k);
+                        w * loss(&c) + (c.count as f64 - w) * d_f
+                    })
+                    .sum();
+                -(cost + unsampled as f64 * d_f)
             }
             ScoreFunction::Discernibility => {
-                -(kept.map(|c| (c.count * c.count) as f64).sum::<f64>() + (n * suppressed) as f64)
+                let kept: f64 = (classes.filter(kept))
+                    .map(|c| (c.count * c.count) as f64)
+                    .sum();
+                -(kept + (n * suppressed) as f64)
             }
-            ScoreFunction::Aecs => kept.count() as f64 + if suppressed > 0 { 1.0 } else { 0.0 },
+            ScoreFunction::Aecs => {
+                classes.filter(kept).count() as f64 + if suppressed > 0 { 1.0 } else { 0.0 }
+            }
             // Not a function of the classes alone (see `entropy_score`).
             ScoreFunction::Entropy => f64::NAN,
         }
+    }
+}
+
+/// The slope of the Loss and precision scores' ramp below k ([`kept_weight`]): the scores'
+/// sensitivity is d · max(min(slope, k) − 1, 1).
+pub const RAMP_SLOPE: f64 = 2.0;
+
+/// How many of a class's `count` records the Loss and precision scores count as kept (the
+/// others cost d, as suppressed): all from k on; below k, max(0, k − s · (k − count)) with s
+/// = [`RAMP_SLOPE`], so that one record more or less changes the weight by at most
+/// min(s, k) (by 1 from k on) — a ramp instead of the step at k, whose height k makes the
+/// sensitivity of the exact suppression d · (k − 1).
+pub fn kept_weight(count: u64, k: u64) -> f64 {
+    if count >= k {
+        count as f64
+    } else {
+        (k as f64 - RAMP_SLOPE * (k - count) as f64).max(0.0)
     }
 }
 
@@ -118,8 +160,6 @@ impl ScoreFunction {
 pub struct ClassScore {
     /// Sampled records in the class.
     pub count: u64,
-    /// False if the class is suppressed.
-    pub kept: bool,
     /// Σ over the quasi-identifiers of the domain share of the class's value, normalized
     /// between 1/domain size and 1 (each in [0, 1]).
     pub loss: f64,
@@ -226,10 +266,11 @@ impl<'p> Scorer<'p> {
             f => {
                 let d = levels.len();
                 f.score(
-                    &classes_of(self.problem, &e, levels),
+                    classes_of(self.problem, &e, levels),
                     self.unsampled,
                     self.n,
                     d,
+                    self.problem.min_class_size(),
                 )
             }
         };
@@ -310,7 +351,6 @@ fn classes_of(problem: &Problem, e: &crate::check::Evaluation, levels: &[u8]) ->
             }
             ClassScore {
                 count: e.groups.counts[c] as u64,
-                kept: !e.suppressed[c],
                 loss,
                 precision,
             }
@@ -320,7 +360,11 @@ fn classes_of(problem: &Problem, e: &crate::check::Evaluation, levels: &[u8]) ->
 
 /// The domain share of a generalized value normalized between the share of one value
 /// (1/domain size: no loss) and 1, as ARX's Loss and granularity normalize it (in [0, 1]).
-fn normalized_share(h: &crate::hierarchy::EncodedHierarchy, level: usize, code: u32) -> f64 {
+pub(super) fn normalized_share(
+    h: &crate::hierarchy::EncodedHierarchy,
+    level: usize,
+    code: u32,
+) -> f64 {
     let min = 1.0 / h.domain_size.max(1) as f64;
     if min >= 1.0 {
         return 0.0;
@@ -328,8 +372,8 @@ fn normalized_share(h: &crate::hierarchy::EncodedHierarchy, level: usize, code: 
     ((h.share(level, code) - min) / (1.0 - min)).clamp(0.0, 1.0)
 }
 
-/// The share of ε_search spent on the final choice among the visited pivots; the steps share
-/// the rest equally (¾ kept the most utility on adult among ½, ¾ and 9/10).
+/// The share of ε_search a walk spends on the final choice among the visited pivots; the steps
+/// share the rest equally (¾ kept the most utility of adult's walk among ½, ¾ and 9/10).
 pub const FINAL_SELECTION_SHARE: f64 = 0.75;
 
 /// How the search spends ε_search over `steps` steps: (ε of each step's exponential mechanism,
@@ -346,10 +390,12 @@ pub fn search_epsilons(epsilon_search: f64, steps: u32) -> (f64, f64) {
     (per_step, final_choice)
 }
 
-/// Runs the search on a problem with data-dependent differential privacy: `steps` steps of the
-/// exponential mechanism, then one more choosing the result among the pivots visited (the top
-/// included) on the same scores, so the choice of the result is private too ([`search_epsilons`]).
-/// Returns false (the result is not a proven optimum).
+/// Runs the search on a problem with data-dependent differential privacy: one exponential
+/// mechanism with the whole ε_search over every transformation when the lattice is small
+/// ([`scan::MAX_SCANNED`]); otherwise `steps` steps of the exponential mechanism from the top,
+/// then one more choosing the result among the pivots visited on the same scores
+/// ([`search_epsilons`]). Either way the result is chosen privately. Returns false (the result
+/// is not a proven optimum).
 pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     let problem = ctx.problem;
     let Some(dp) = problem.dp() else {
@@ -358,10 +404,64 @@ pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
     let Ok(function) = ScoreFunction::of(problem.quality_config().model) else {
         return false;
     };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(dp.model.seed ^ SEARCH_STREAM);
+    let chosen = match scan::Scan::new(problem, function, dp.rows as u64) {
+        Some(scan) => choose_from_lattice(ctx, scan, function, dp.params.epsilon_search, &mut rng),
+        None => walk(ctx, function, &mut rng),
+    };
+    if let Some(chosen) = chosen {
+        let r = ctx.checker.check(&chosen);
+        ctx.offer(&r);
+    }
+    false
+}
+
+/// The raw score (not divided by the sensitivity) of every transformation of a differentially
+/// private problem by lattice id, as the exponential mechanism over the whole lattice sees
+/// them; `None` when the search walks instead (a lattice larger than [`scan::MAX_SCANNED`],
+/// packed keys beyond 64 bits, or the entropy score).
+pub fn lattice_scores(problem: &Problem) -> Option<Vec<f64>> {
+    let dp = problem.dp()?;
+    let function = ScoreFunction::of(problem.quality_config().model).ok()?;
+    scan::Scan::new(problem, function, dp.rows as u64)?.run(None, false, &|| false)
+}
+
+/// The exponential mechanism with `epsilon` over every transformation of the lattice, scored
+/// by `scan` (`None` if the search was stopped first).
+fn choose_from_lattice(
+    ctx: &mut Ctx<'_, '_>,
+    scan: scan::Scan<'_>,
+    function: ScoreFunction,
+    epsilon: f64,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Option<Levels> {
+    let problem = ctx.problem;
+    let d = problem.quasi_identifiers().len();
+    let n = problem.dp()?.rows as u64;
+    let sensitivity = function.sensitivity(n, d, problem.min_class_size());
+    let this = &*ctx;
+    let stop = || this.interrupted();
+    let raw = scan.run(ctx.pool, ctx.parallel, &stop)?;
+    let scores: Vec<f64> = raw.iter().map(|s| s / sensitivity).collect();
+    ctx.set_explored(scores.len() as u64);
+    ctx.set_algorithm_progress(1.0);
+    problem
+        .lattice()
+        .levels_of(select(&scores, epsilon, rng) as u128)
+}
+
+/// The walk of `steps` steps from the top and the final choice among its pivots (`None` if no
+/// pivot was scored).
+fn walk(
+    ctx: &mut Ctx<'_, '_>,
+    function: ScoreFunction,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Option<Levels> {
+    let problem = ctx.problem;
+    let dp = problem.dp()?;
     let scorer = Scorer::new(problem, function, dp.rows as u64);
     let steps = dp.model.steps;
     let (epsilon, epsilon_final) = search_epsilons(dp.params.epsilon_search, steps);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(dp.model.seed ^ SEARCH_STREAM);
     let lattice = problem.lattice();
     let mut pivot: Levels = lattice.top();
     let top_score = scorer.score(ctx.checker, &pivot);
@@ -388,17 +488,14 @@ pub(super) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
             break;
         }
         let scores: Vec<f64> = candidates.iter().map(|(_, s)| *s).collect();
-        let next = candidates[select(&scores, epsilon, &mut rng)].clone();
+        let next = candidates[select(&scores, epsilon, rng)].clone();
         pivot = next.0.clone();
         pivots.push(next);
         ctx.add_expansions(1);
         ctx.set_algorithm_progress(step as f64 / steps as f64);
     }
     let scores: Vec<f64> = pivots.iter().map(|(_, s)| *s).collect();
-    let chosen = &pivots[select(&scores, epsilon_final, &mut rng)].0;
-    let r = ctx.checker.check(chosen);
-    ctx.offer(&r);
-    false
+    Some(pivots[select(&scores, epsilon_final, rng)].0.clone())
 }
 
 #[cfg(test)]
