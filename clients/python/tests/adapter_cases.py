@@ -38,7 +38,7 @@ def rule(value: Any) -> str:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        text = value.strftime("%Y-%m-%dT%H:%M:%S")
+        text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
         if value.microsecond:
             text += "." + f"{value.microsecond:06d}".rstrip("0")
         return text + "Z"

@@ -14,8 +14,6 @@ import ast
 import datetime as dt
 import json
 import shutil
-import subprocess
-import sys
 import unicodedata
 from collections import Counter
 from decimal import Decimal
@@ -49,6 +47,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "Europe/Zurich")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
@@ -66,10 +65,18 @@ def released(df: DataFrame) -> Counter[tuple[str, ...]]:
 # ---------------------------------------------------------------- adult
 
 
+def stored(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str) -> DataFrame:
+    """The rows as a Parquet table of the session (read by the JVM alone in every test)."""
+    name = f"src_{abs(hash(schema))}_{len(rows)}"
+    if not spark.catalog.tableExists(name):
+        spark.createDataFrame([tuple(r) for r in rows], schema).write.saveAsTable(name)
+    return spark.table(name)
+
+
 def adult_df(spark: SparkSession) -> tuple[list[str], list[list[Any]], DataFrame]:
     header, rows = adult_rows()
     schema = ", ".join(f"`{c}` {'INT' if c == 'age' else 'STRING'}" for c in header)
-    return header, rows, spark.createDataFrame(rows, schema)
+    return header, rows, stored(spark, rows, schema)
 
 
 def test_adult_equals_the_cli(spark: SparkSession, client: Client, tmp_path: Path) -> None:
@@ -93,8 +100,8 @@ def test_adult_at_a_floor_written_as_parquet_equals_the_cli_with_min_levels(
     header, rows, df = adult_df(spark)
     spec = adult_spec()
     out = str(tmp_path / "adult.parquet")
-    result = dspark.anonymize(client, df, spec, max_groups=400, path=out, progress=False)
-    assert result.floor and result.groups < result.groups_level0
+    result = dspark.anonymize(client, df, spec, max_groups=2000, path=out, progress=False)
+    assert result.floor and result.groups < 2000 < result.groups_level0
     assert result.warnings and "floor" in result.warnings[0]
     assert result.verification.passed
     cli_spec = json.loads(json.dumps(spec))
@@ -113,12 +120,10 @@ def test_a_broken_apply_is_caught_by_verify(
         return F.col(key)
 
     monkeypatch.setattr(dspark, "_qi_output", original_value)
-    with pytest.raises(dspark.VerificationFailedError) as e:
-        dspark.anonymize(client, df, adult_spec(), progress=False)
-    assert not e.value.verification.passed
     out = str(tmp_path / "broken.parquet")
-    with pytest.raises(dspark.VerificationFailedError):
+    with pytest.raises(dspark.VerificationFailedError) as e:
         dspark.anonymize(client, df, adult_spec(), path=out, progress=False)
+    assert not e.value.verification.passed
     assert spark.read.parquet(out).count() == 0  # erased: nothing released
     with pytest.raises(dspark.VerificationFailedError):
         dspark.anonymize(client, df, adult_spec(), table="adult_broken", progress=False)
@@ -153,7 +158,7 @@ def generated_df(spark: SparkSession) -> tuple[list[str], list[list[Any]], DataF
     columns, rows = generated()
     header = [c for c, _, _ in columns]
     schema = ", ".join(f"{c} {SPARK_TYPES[c]}" for c in header)
-    return header, rows, spark.createDataFrame(rows, schema)
+    return header, rows, stored(spark, rows, schema)
 
 
 @pytest.mark.parametrize("local", [False, True], ids=["global", "local"])
@@ -202,7 +207,7 @@ def test_the_rule_in_spark_sql_equals_the_rule_in_python(spark: SparkSession, ty
 
 def test_bad_input_is_refused_before_any_upload(spark: SparkSession, client: Client) -> None:
     _, rows, df = generated_df(spark)
-    before = len(client.list_datasets())
+    before = len(client.list_datasets(limit=100).items)
     with pytest.raises(ValueError, match="spec.attributes.nope"):
         dspark.anonymize(client, df, {"attributes": {"nope": {"type": "sensitive"}}})
     with pytest.raises(ValueError, match="spec.dataset_id"):
@@ -214,7 +219,7 @@ def test_bad_input_is_refused_before_any_upload(spark: SparkSession, client: Cli
         dspark.anonymize(client, far, {"attributes": {"d": {"type": "quasi_identifying"}}})
     with pytest.raises(ValueError, match="path, table"):
         dspark.anonymize(client, df, generated_spec(rows), path="p", table="t")
-    assert len(client.list_datasets()) == before
+    assert len(client.list_datasets(limit=100).items) == before
 
 
 # ---------------------------------------------------------------- the module itself
@@ -239,9 +244,3 @@ def test_the_module_uses_no_rdd_no_udf_and_never_collects() -> None:
     assert not used & FORBIDDEN
     assert "toLocalIterator" in used  # the tables stream
 
-
-def test_the_module_imports_without_pyspark() -> None:
-    code = "import sys; sys.modules['pyspark'] = None; import deid_client.spark as s; print(s.anonymize.__name__)"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "anonymize"
