@@ -219,6 +219,8 @@ def test_bad_input_is_refused_before_any_upload(spark: SparkSession, client: Cli
         dspark.anonymize(client, far, {"attributes": {"d": {"type": "quasi_identifying"}}})
     with pytest.raises(ValueError, match="path, table"):
         dspark.anonymize(client, df, generated_spec(rows), path="p", table="t")
+    with pytest.raises(ValueError, match="mode: expected"):
+        dspark.anonymize(client, df, generated_spec(rows), table="t", mode="append")
     assert len(client.list_datasets(limit=100).items) == before
 
 

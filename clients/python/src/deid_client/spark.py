@@ -461,7 +461,7 @@ def anonymize(
     *,
     path: str | None = None,
     table: str | None = None,
-    mode: str = "errorifexists",
+    mode: str = "error",
     max_groups: int = DEFAULT_MAX_GROUPS,
     timeout: float | None = None,
     progress: bool | None = None,
@@ -476,7 +476,7 @@ def anonymize(
     named are copied as they are); quasi-identifiers whose hierarchy is an inline CSV table
     (``{"csv": …}``) can be sent at a floor when the frequency table has more than
     ``max_groups`` rows (estimated). The released data are written as Parquet at ``path`` or as
-    the table ``table`` (``mode`` as Spark's writer's), then verified as read back; with
+    the table ``table`` (``mode``: ``error`` or ``overwrite``), then verified as read back; with
     neither, they are verified and returned lazily (``SparkResult.df``: every action on it
     reads the source again). ``timeout`` bounds the wait for the job (the job's own
     ``time_limit`` bounds its search); Ctrl-C cancels the job. The uploaded frequency table is
@@ -487,6 +487,10 @@ def anonymize(
     """
     if path is not None and table is not None:
         raise ValueError("path, table: give at most one target")
+    if mode not in ("errorifexists", "error", "overwrite"):
+        # Appending would mix released data with what the target holds, and verify both.
+        raise ValueError(f"mode: expected 'error' or 'overwrite', got {mode!r}")
+    mode = "error" if mode == "errorifexists" else mode  # Spark Connect knows only "error"
     raw = raw_spec(spec)
     cols = columns(raw, list(df.columns), "anonymize")
     types = {f.name: f.dataType for f in df.schema.fields}
