@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import json
+import os
 import shutil
+import sys
 import unicodedata
 from collections import Counter
 from decimal import Decimal
@@ -41,6 +43,8 @@ MODULE = Path(dspark.__file__)
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    # The tests' own createDataFrame runs Python workers: this interpreter (the module runs none).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
         SparkSession.builder.master("local[2]")
         .appName("deid-tests")
