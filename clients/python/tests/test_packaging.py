@@ -104,3 +104,11 @@ def test_the_sql_module_imports_without_its_engines() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "deid-client[postgres]" in result.stdout and "deid-client[duckdb]" in result.stdout
+
+
+def test_the_spark_module_imports_without_pyspark() -> None:
+    """deid_client.spark imports pyspark only when it runs."""
+    code = "import sys; sys.modules['pyspark'] = None; import deid_client.spark as s; print(s.anonymize.__name__)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "anonymize"

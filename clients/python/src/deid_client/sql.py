@@ -26,15 +26,34 @@ module imports without them and names the extra when a connection of the other k
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
-from .builders import JobSpec, to_json
+from ._adapter import (
+    DEFAULT_MAX_GROUPS,
+    END_EPOCH_SECOND,
+    FETCH_ROWS,
+    FIRST_DATE,
+    FIRST_EPOCH_SECOND,
+    LAST_DATE,
+    PREFIX,
+    Columns,
+    VerificationFailedError,
+    body,
+    check_plan,
+    choose_floor,
+    columns,
+    count_name,
+    floor_warning,
+    forget,
+    out_of_range,
+    raw_spec,
+    run_job,
+    unsupported,
+)
+from .builders import JobSpec
 from .client import Client
-from .errors import DeidError
 from .types import Job, Plan, Report, Verification
 
 __all__ = [
@@ -46,25 +65,6 @@ __all__ = [
 
 #: A table: a name, or (schema, name). Names are quoted, never parsed: ``"a.b"`` is one name.
 TableName = Union[str, tuple[str, str]]
-
-#: Rows fetched from the database per round trip while streaming a frequency table.
-FETCH_ROWS = 10_000
-#: Default largest frequency table sent to deid before a floor is chosen.
-DEFAULT_MAX_GROUPS = 1_000_000
-#: Prefix of the names this module gives to temporary tables and helper columns.
-PREFIX = "deid_"
-
-
-class VerificationFailedError(DeidError):
-    """The released table failed deid's verification; nothing was written (the transaction was
-    rolled back). ``verification`` holds the verdict per model."""
-
-    def __init__(self, verification: Verification, job_id: str) -> None:
-        failed = [m.model for m in verification.models if not m.passed]
-        super().__init__(f"verification of job {job_id} failed for: {', '.join(failed) or '?'}")
-        self.verification = verification
-        self.job_id = job_id
-
 
 @dataclass
 class SqlResult:
@@ -89,99 +89,6 @@ class SqlResult:
     rows_written: int
     #: Notes for the user (e.g. a floor was chosen).
     warnings: list[str] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------- the specification
-
-
-@dataclass
-class _Hierarchy:
-    """A hierarchy table: level-0 value → its row (level j at index j)."""
-
-    rows: dict[str, list[str]]
-    height: int
-
-
-@dataclass
-class _Columns:
-    """The roles of the source's columns, from the specification."""
-
-    qis: list[str]
-    sensitive: list[str]
-    micro: list[str]
-    identifying: list[str]
-    hierarchies: dict[str, _Hierarchy]
-    max_level: dict[str, int]
-
-    @property
-    def sent(self) -> list[str]:
-        """The columns of the frequency table (without the count), in its order."""
-        return self.qis + self.sensitive + self.micro
-
-
-def _parse_hierarchy(column: str, source: Any) -> _Hierarchy | None:
-    """The table of an inline CSV hierarchy (``{"csv": …, "delimiter": …}``); None for other
-    sources (builders, stored: usable at level 0 only)."""
-    if not isinstance(source, Mapping) or "csv" not in source:
-        return None
-    text = source["csv"]
-    delimiter = source.get("delimiter") or ";"
-    rows: dict[str, list[str]] = {}
-    height = 0
-    for row in csv.reader(io.StringIO(text), delimiter=delimiter):
-        if not row:
-            continue
-        height = max(height, len(row))
-        if rows.get(row[0], row) != row:
-            raise ValueError(
-                f"attributes.{column}.hierarchy: a value is listed twice with different generalizations"
-            )
-        rows[row[0]] = row
-    return _Hierarchy(rows, height)
-
-
-def _highest_floor(h: _Hierarchy, max_level: int | None, marker: str) -> int:
-    """The highest level a floor may use: at most ``max_level``, and below the first level with
-    a label equal to the suppression marker (deid refuses data holding the marker)."""
-    top = h.height - 1 if max_level is None else min(h.height - 1, max_level)
-    for level in range(1, top + 1):
-        if any(len(r) > level and r[level] == marker for r in h.rows.values()):
-            return level - 1
-    return top
-
-
-def _columns(spec: Mapping[str, Any], names: Sequence[str]) -> _Columns:
-    attributes = spec.get("attributes")
-    if not isinstance(attributes, Mapping) or not attributes:
-        raise ValueError("spec.attributes: expected an object naming the columns' roles")
-    cols = _Columns([], [], [], [], {}, {})
-    for name, attr in attributes.items():
-        if name not in names:
-            raise ValueError(f"spec.attributes.{name}: no such column in the source (columns: {', '.join(names)})")
-        kind = attr.get("type") if isinstance(attr, Mapping) else None
-        if kind == "quasi_identifying" and attr.get("microaggregation") is not None:
-            cols.micro.append(name)
-        elif kind == "quasi_identifying":
-            cols.qis.append(name)
-            h = _parse_hierarchy(name, attr.get("hierarchy"))
-            if h is not None:
-                cols.hierarchies[name] = h
-                cols.max_level[name] = _highest_floor(h, attr.get("max_level"), spec.get("suppression_marker") or "*")
-        elif kind == "sensitive":
-            cols.sensitive.append(name)
-        elif kind == "identifying":
-            cols.identifying.append(name)
-        elif kind not in ("insensitive", None):
-            raise ValueError(f"spec.attributes.{name}.type: unknown role {kind!r}")
-    if not cols.qis and not cols.micro:
-        raise ValueError("spec.attributes: no quasi-identifier")
-    for key in ("dataset_id", "input", "count_column"):
-        if spec.get(key) is not None:
-            raise ValueError(f"spec.{key}: set by anonymize_table; leave it out")
-    order = {n: i for i, n in enumerate(names)}
-    for group in (cols.qis, cols.sensitive, cols.micro):
-        group.sort(key=order.__getitem__)
-    return cols
 
 
 # ---------------------------------------------------------------- dialects
@@ -262,14 +169,14 @@ class _Postgres(_Dialect):
                 f"(to_char({ts}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN {frac} = 0 THEN '' "
                 f"ELSE '.' || rtrim(lpad({frac}::text, 6, '0'), '0') END || 'Z')"
             )
-        raise _unsupported(column, typ)
+        raise unsupported(column, typ)
 
     def out_of_range(self, expr: str, typ: str) -> str | None:
         if typ == "date":
-            return f"NOT ({expr} >= DATE '0001-01-01' AND {expr} <= DATE '9999-12-31')"
+            return f"NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
         if typ in ("timestamp", "timestamptz"):
             ts = f"({expr} AT TIME ZONE 'UTC')" if typ == "timestamptz" else f"({expr})"
-            return f"NOT ({ts} >= TIMESTAMP '0001-01-01' AND {ts} < TIMESTAMP '10000-01-01')"
+            return f"NOT ({ts} >= TIMESTAMP '{FIRST_DATE}' AND {ts} < TIMESTAMP '10000-01-01')"
         return None
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -329,14 +236,14 @@ class _DuckDB(_Dialect):
                 f"(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S') || CASE WHEN {frac} = 0 THEN '' "
                 f"ELSE '.' || rtrim(lpad(CAST({frac} AS VARCHAR), {digits}, '0'), '0') END || 'Z')"
             )
-        raise _unsupported(column, typ)
+        raise unsupported(column, typ)
 
     def out_of_range(self, expr: str, typ: str) -> str | None:
         if typ == "DATE":
-            return f"NOT isfinite({expr}) OR NOT ({expr} >= DATE '0001-01-01' AND {expr} <= DATE '9999-12-31')"
+            return f"NOT isfinite({expr}) OR NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
         if typ in _DUCK_TIMESTAMPS:
             unit, scale = ("epoch_ns", 10**9) if typ == "TIMESTAMP_NS" else ("epoch_us", 10**6)
-            lo, hi = -62135596800 * scale, 253402300800 * scale  # 0001-01-01, 10000-01-01 UTC
+            lo, hi = FIRST_EPOCH_SECOND * scale, END_EPOCH_SECOND * scale
             return f"NOT isfinite({expr}) OR NOT ({unit}({expr}) >= {lo} AND {unit}({expr}) < {hi})"
         return None
 
@@ -373,13 +280,6 @@ class _DuckDB(_Dialect):
         return f"count(DISTINCT [{', '.join(exprs)}])"
 
 
-def _unsupported(column: str, typ: str) -> ValueError:
-    return ValueError(
-        f"column {column!r} has type {typ}, which deid's typed→text rule does not cover "
-        "(integers, decimals, booleans, dates, timestamps, text); cast it in a view"
-    )
-
-
 def _dialect(conn: Any) -> _Dialect:
     module = type(conn).__module__
     if module.startswith("psycopg"):
@@ -402,7 +302,7 @@ class _Query:
 
     d: _Dialect
     source: str
-    cols: _Columns
+    cols: Columns
     types: dict[str, str]
     floor: dict[str, int]
     key: list[str] = field(default_factory=list)
@@ -448,7 +348,7 @@ def _check_ranges(q: _Query) -> None:
     counts = q.d.execute(f"SELECT {', '.join(e for _, e in checks)} FROM {q.source} AS s")[0]
     for (c, _), n in zip(checks, counts):
         if n:
-            raise ValueError(f"column {c!r}: {n} value(s) outside the years 1–9999, which deid's rule refuses")
+            raise out_of_range(c, n)
 
 
 def _load_hierarchies(q: _Query) -> None:
@@ -465,75 +365,21 @@ def _load_hierarchies(q: _Query) -> None:
 
 
 def _profile(q: _Query, max_groups: int) -> tuple[int, int, dict[str, int]]:
-    """(groups at level 0, groups at the floor, the floor)."""
-    level0 = q.d.execute(f"SELECT {q.d.distinct_tuples(q.keys({}))} FROM {q.from_clause({})}")[0][0]
-    floor: dict[str, int] = {}
-    groups = int(level0)
-    if groups <= max_groups:
-        return int(level0), groups, floor
+    """(groups at level 0, groups at the floor, the floor): exact distinct counts, one scan per
+    round of the floor's choice."""
+    level0 = int(q.d.execute(f"SELECT {q.d.distinct_tuples(q.keys({}))} FROM {q.from_clause({})}")[0][0])
+    if level0 <= max_groups:
+        return level0, level0, {}
     _load_hierarchies(q)
-    while groups > max_groups:
-        candidates = [c for c in q.cols.qis if c in q.cols.hierarchies and floor.get(c, 0) < q.cols.max_level[c]]
-        if not candidates:
-            raise ValueError(
-                f"the frequency table has {groups} rows at the highest floor the hierarchies allow, more "
-                f"than max_groups={max_groups}: raise max_groups or give hierarchies (inline CSV) for more "
-                "quasi-identifiers"
-            )
-        trials = [{**floor, c: floor.get(c, 0) + 1} for c in candidates]
+
+    def count(trials: Sequence[dict[str, int]]) -> Sequence[int]:
         top = {c: max(t.get(c, 0) for t in trials) for c in q.cols.qis}
-        counts = q.d.execute(
+        return q.d.execute(
             "SELECT " + ", ".join(q.d.distinct_tuples(q.keys(t)) for t in trials) + f" FROM {q.from_clause(top)}"
         )[0]
-        best = min(range(len(trials)), key=lambda j: (counts[j], j))
-        floor, groups = trials[best], int(counts[best])
-    return int(level0), groups, {c: lvl for c, lvl in floor.items() if lvl > 0}
 
-
-# ---------------------------------------------------------------- upload (one switchable format)
-
-
-class _ChunkReader(io.RawIOBase):
-    """A binary file object over an iterator of byte chunks (a streamed request body)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buffer = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self._buffer:
-            try:
-                self._buffer = next(self._chunks)
-            except StopIteration:
-                return 0
-        n = min(len(b), len(self._buffer))
-        b[:n] = self._buffer[:n]
-        self._buffer = self._buffer[n:]
-        return n
-
-
-def _csv_chunks(header: Sequence[str], rows: Iterable[Sequence[Any]], rows_per_chunk: int = FETCH_ROWS) -> Iterator[bytes]:
-    """The frequency table as CSV (``,``, LF, quoted where needed), a chunk at a time."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, delimiter=",", lineterminator="\n")
-    writer.writerow(header)
-    for n, row in enumerate(rows, 1):
-        writer.writerow(row)
-        if n % rows_per_chunk == 0:
-            yield buf.getvalue().encode("utf-8")
-            buf.seek(0)
-            buf.truncate()
-    yield buf.getvalue().encode("utf-8")
-
-
-def _body(header: Sequence[str], rows: Iterable[Sequence[Any]], upload_format: str) -> Any:
-    """The request body of a frequency table in ``upload_format`` (today ``csv``)."""
-    if upload_format != "csv":
-        raise ValueError(f"upload_format: expected 'csv', got {upload_format!r}")
-    return io.BufferedReader(_ChunkReader(_csv_chunks(header, rows)))
+    groups, floor = choose_floor(q.cols, level0, max_groups, count)
+    return level0, groups, floor
 
 
 # ---------------------------------------------------------------- apply
@@ -618,7 +464,7 @@ def _outputs(q: _Query, plan: Plan, names: Sequence[str], state: str) -> list[st
 
 def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[int, int]:
     """Creates the target; (rows written, rows not covered)."""
-    _check_plan(q, plan)
+    check_plan(q.cols, plan)
     _apply_tables(q, plan)
     d = q.d
     keys = q.keys(q.floor)
@@ -642,13 +488,6 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
     return rows, uncovered
 
 
-def _check_plan(q: _Query, plan: Plan) -> None:
-    if sorted(plan.quasi_identifiers) != sorted(q.cols.qis) or sorted(plan.microaggregated) != sorted(q.cols.micro):
-        raise DeidError("the plan's quasi-identifiers are not the job's: was the specification changed?")
-    if not plan.steps:
-        raise DeidError("the plan has no step")
-
-
 # ---------------------------------------------------------------- verify
 
 
@@ -658,8 +497,8 @@ def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: s
     exprs = [f"COALESCE(CAST({d.ident(c)} AS {'text' if isinstance(d, _Postgres) else 'VARCHAR'}), '')" for c in cols]
     group = ", ".join(str(i + 1) for i in range(len(exprs)))
     query = f"SELECT {', '.join(exprs)}, count(*) FROM {target} GROUP BY {group}"
-    body = _body([*cols, count_column], d.stream(query), "csv")
-    return client.verify_job(job_id, body, count_column=count_column)
+    released = body([*cols, count_column], d.stream(query), "csv")
+    return client.verify_job(job_id, released, count_column=count_column)
 
 
 # ---------------------------------------------------------------- the whole
@@ -696,23 +535,6 @@ def _transaction(d: _Dialect) -> Any:
     return pg() if isinstance(d, _Postgres) else duck()
 
 
-def _count_name(names: Sequence[str]) -> str:
-    name, i = "count", 0
-    while name in names:
-        i += 1
-        name = f"count_{i}"
-    return name
-
-
-def _wait(client: Client, job: Job, timeout: float | None, progress: bool | None) -> Job:
-    try:
-        return client.wait(job, timeout=timeout, progress=progress)
-    except KeyboardInterrupt:
-        with contextlib.suppress(DeidError):
-            client.cancel_job(job.id)
-        raise
-
-
 def anonymize_table(
     client: Client,
     connection: Any,
@@ -741,36 +563,26 @@ def anonymize_table(
     the job fails, ValueError for a specification or data the rule refuses.
     """
     d = _dialect(connection)
-    raw: dict[str, Any] = dict(to_json(spec) if isinstance(spec, JobSpec) else spec)
-    if isinstance(spec, JobSpec):
-        raw.pop("dataset_id", None)
+    raw = raw_spec(spec)
     src, dst = d.table(source), d.table(target)
     with _transaction(d):
         types = dict(d.columns(source))
         names = list(types)
-        cols = _columns(raw, names)
-        if any(n.startswith(PREFIX) for n in names):
-            raise ValueError(f"source column names may not start with {PREFIX!r}")
+        cols = columns(raw, names, "anonymize_table")
         q = _Query(d, src, cols, types, {})
         for c in cols.sent:
             d.text("x", c, types[c])  # refuses unsupported types before any scan
         _check_ranges(q)
         level0, groups, floor = _profile(q, max_groups)
         q.floor = floor
-        count_column = _count_name(cols.sent)
+        count_column = count_name(cols.sent)
         keys = q.keys(floor)
         group = ", ".join(str(i + 1) for i in range(len(keys)))
         freq = f"SELECT {', '.join(keys)}, count(*) FROM {q.from_clause(floor)} GROUP BY {group}"
-        ds = client.upload_dataset(_body([*cols.sent, count_column], d.stream(freq), upload_format),
+        ds = client.upload_dataset(body([*cols.sent, count_column], d.stream(freq), upload_format),
                                    name=f"{PREFIX}frequencies", delimiter=",", count_column=count_column)
         try:
-            job_spec = _job_spec(raw, cols, ds.id, floor)
-            job = client.submit_job(job_spec)
-            job = _wait(client, job, timeout, progress)
-            if job.status != "succeeded":
-                from .errors import JobFailedError
-
-                raise JobFailedError(job)
+            job = run_job(client, raw, cols, ds.id, floor, timeout, progress)
             report, plan = client.get_result(job.id), client.get_plan(job.id)
             rows, uncovered = _apply(q, plan, names, dst)
             verification = _verify(client, q, dst, job.id, count_column, names)
@@ -778,38 +590,13 @@ def anonymize_table(
                 raise VerificationFailedError(verification, job.id)
         finally:
             if not keep_dataset:
-                _forget(client, ds.id)
+                forget(client, ds.id)
         _drop_temporary(d, cols, plan)
-    warnings = []
-    if floor:
-        warnings.append(
-            f"the frequency table had {level0} rows at level 0, more than max_groups={max_groups}: sent at the "
-            f"floor {floor} ({groups} rows)"
-        )
+    warnings = floor_warning(level0, max_groups, floor, groups)
     return SqlResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, warnings)
 
 
-def _job_spec(raw: Mapping[str, Any], cols: _Columns, dataset_id: str, floor: Mapping[str, int]) -> dict[str, Any]:
-    """The job on the frequency table: the attributes of its columns only (identifiers and
-    copied columns stay in the database), ``data_level`` for the floor."""
-    spec = dict(raw)
-    spec["dataset_id"] = dataset_id
-    attributes = {k: dict(v) for k, v in raw["attributes"].items() if k in cols.sent}
-    for col, lvl in floor.items():
-        attributes[col]["data_level"] = lvl
-    spec["attributes"] = attributes
-    return spec
-
-
-def _forget(client: Client, dataset_id: str) -> None:
-    """Deletes the uploaded frequency table (regulated data); a job still using it keeps it."""
-    try:
-        client.delete_dataset(dataset_id)
-    except DeidError:
-        pass
-
-
-def _drop_temporary(d: _Dialect, cols: _Columns, plan: Plan) -> None:
+def _drop_temporary(d: _Dialect, cols: Columns, plan: Plan) -> None:
     names = [_htable(i) for i in range(len(cols.qis))] + [f"{PREFIX}m{i}" for i in range(len(plan.quasi_identifiers))]
     names += [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")]
     for n in names:

@@ -1,0 +1,545 @@
+"""Anonymize a Spark DataFrame inside Spark: only the frequency table of the columns the job
+needs leaves Spark (docs/engines.md).
+
+:func:`anonymize` uses the DataFrame API only — no RDD, no Python UDF — so it runs on Spark
+Connect and on shared clusters as well as on a classic session:
+
+1. *profile*: one aggregation: approximate distinct counts (``approx_count_distinct``) of the
+   tuple of the quasi-identifiers, sensitive and microaggregated columns, the rows, and the
+   dates the typed→text rule refuses; when the estimate exceeds ``max_groups``, a *floor* — a
+   level per quasi-identifier, from the hierarchy tables given inline in the specification —
+   that brings it below, greedily raising the quasi-identifier that helps most (one
+   aggregation per round, the hierarchies as broadcast joins);
+2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
+   Spark SQL), streamed partition by partition (``toLocalIterator``) to deid as a CSV upload
+   with a count column — the driver holds one partition of the table, never the rows;
+3. the *job* on deid (``data_level`` set for the floor), waited for with progress; Ctrl-C
+   cancels it;
+4. *apply*: per quasi-identifier one broadcast join with its maps (a column per step), per
+   step one join with the classes it publishes, one join with the suppressed tuples, one with
+   the classes' values and aggregates; rows the plan does not cover are suppressed and
+   counted (an ``Observation``: fail closed);
+5. *verify*: a ``groupBy`` of the released data posted to ``POST /v1/jobs/{id}/verify``; a
+   failure raises :class:`VerificationFailedError` and leaves no released data (the target is
+   erased when it was written).
+
+pyspark is optional (``deid-client[spark]``): this module imports without it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+from ._adapter import (
+    DEFAULT_MAX_GROUPS,
+    END_EPOCH_SECOND,
+    FIRST_EPOCH_SECOND,
+    PREFIX,
+    Columns,
+    VerificationFailedError,
+    body,
+    check_plan,
+    choose_floor,
+    columns,
+    count_name,
+    floor_warning,
+    forget,
+    out_of_range,
+    raw_spec,
+    run_job,
+    unsupported,
+)
+from .builders import JobSpec
+from .client import Client
+from .types import Job, Plan, Report, Verification
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["SparkResult", "VerificationFailedError", "anonymize"]
+
+#: Relative standard deviation of the profile's ``approx_count_distinct``.
+PROFILE_RSD = 0.01
+#: Tables of the plan with at most this many rows are broadcast (the maps always are).
+BROADCAST_ROWS = 500_000
+
+_DAY_MICROS = 86_400_000_000
+
+
+@dataclass
+class SparkResult:
+    """What :func:`anonymize` did."""
+
+    #: The released data: lazy (a plan over the source) or, when written, read from the target.
+    df: DataFrame
+    #: The finished job (its id finds the report, plan and verification again).
+    job: Job
+    #: The job's report (records, not frequency rows: ``report.rows`` is the DataFrame's rows).
+    report: Report
+    #: The plan applied in Spark.
+    plan: Plan
+    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
+    floor: dict[str, int]
+    #: Estimated rows of the frequency table at level 0 (``approx_count_distinct``).
+    groups_level0: int
+    #: Rows of the frequency table sent (exact).
+    groups: int
+    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
+    uncovered_rows: int
+    #: deid's verdict on the released data.
+    verification: Verification
+    #: Rows released (suppressed ones included unless the mode is ``remove``).
+    rows_written: int
+    #: Seconds per phase: profile, group (frequency table and upload), search, apply_verify
+    #: (apply, write when asked, verification).
+    timings: dict[str, float] = field(default_factory=dict)
+    #: Notes for the user (e.g. a floor was chosen).
+    warnings: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- the rule in Spark SQL
+
+
+def _q(name: str) -> str:
+    """A Spark SQL identifier: backquotes, a backquote inside doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _text(expr: str, column: str, dtype: Any) -> str:
+    """The Spark SQL text of a typed value by deid's rule (NULL stays NULL)."""
+    kind = type(dtype).__name__
+    if kind in ("ByteType", "ShortType", "IntegerType", "LongType", "DecimalType", "StringType",
+                "VarcharType", "CharType", "BooleanType", "DateType"):
+        # Spark writes these as the rule does: digits, plain decimals with the scale's fraction
+        # digits, true/false, yyyy-MM-dd (years 1–9999: checked by _out_of_range).
+        return f"CAST({expr} AS STRING)"
+    if kind == "TimestampNTZType":
+        # Spark writes a timestamp without time zone as "yyyy-MM-dd HH:mm:ss" and the fraction
+        # without trailing zeros, converting nothing (its arithmetic and date_format would go
+        # through the session's time zone): its wall time taken as UTC.
+        return f"concat(replace(CAST({expr} AS STRING), ' ', 'T'), 'Z')"
+    if kind == "TimestampType":
+        # Through microseconds since the epoch: independent of the session's time zone.
+        micros = f"unix_micros({expr})"
+        rem = f"pmod({micros}, {_DAY_MICROS})"
+        day = f"CAST(date_from_unix_date(CAST(({micros} - {rem}) DIV {_DAY_MICROS} AS INT)) AS STRING)"
+        secs = f"({rem} DIV 1000000)"
+        clock = (
+            f"lpad(CAST({secs} DIV 3600 AS STRING), 2, '0'), ':', lpad(CAST(({secs} DIV 60) % 60 AS STRING), 2, '0'), "
+            f"':', lpad(CAST({secs} % 60 AS STRING), 2, '0')"
+        )
+        return f"concat({day}, 'T', {clock}, {_fraction(f'({rem} % 1000000)')}, 'Z')"
+    raise unsupported(column, dtype.simpleString())
+
+
+def _fraction(micros: str) -> str:
+    """'' for 0 microseconds, else '.' and the six digits without trailing zeros."""
+    return f"CASE WHEN {micros} = 0 THEN '' ELSE concat('.', TRIM(TRAILING '0' FROM lpad(CAST({micros} AS STRING), 6, '0'))) END"
+
+
+def _out_of_range(expr: str, dtype: Any) -> str | None:
+    """A condition true for a value the rule refuses (years outside 1–9999)."""
+    kind = type(dtype).__name__
+    if kind in ("DateType", "TimestampNTZType"):
+        return f"(year({expr}) < 1 OR year({expr}) > 9999)"
+    if kind == "TimestampType":
+        lo, hi = FIRST_EPOCH_SECOND * 1_000_000, END_EPOCH_SECOND * 1_000_000
+        return f"(unix_micros({expr}) < {lo} OR unix_micros({expr}) >= {hi})"
+    return None
+
+
+# ---------------------------------------------------------------- the source with its keys
+
+
+@dataclass
+class _Source:
+    """The source with the text of every column sent (``deid_x{j}``, NULL as ''), and the
+    broadcast hierarchy tables of the quasi-identifiers that have one."""
+
+    spark: SparkSession
+    df: DataFrame
+    cols: Columns
+    names: list[str]
+    hierarchies: dict[int, DataFrame] = field(default_factory=dict)
+
+    def x(self, column: str) -> str:
+        """The helper column holding ``column``'s text."""
+        return f"{PREFIX}x{self.cols.sent.index(column)}"
+
+    def with_levels(self, levels: Mapping[str, int]) -> DataFrame:
+        """The source joined with the hierarchy table of every quasi-identifier raised above
+        level 0 in ``levels`` (left joins: a value the table lacks keeps its own text)."""
+        from pyspark.sql import functions as F
+
+        df = self.df
+        for i, q in enumerate(self.cols.qis):
+            if levels.get(q, 0) > 0:
+                h = F.broadcast(self.hierarchies[i])
+                df = df.join(h, F.col(self.x(q)) == F.col(f"{PREFIX}h{i}_v"), "left")
+        return df
+
+    def keys(self, levels: Mapping[str, int]) -> list[Column]:
+        """The frequency table's key columns (``deid_k{j}``): a quasi-identifier at level L > 0
+        is its hierarchy's label (its own text when the table lacks it: deid then names it)."""
+        from pyspark.sql import functions as F
+
+        out = []
+        for j, c in enumerate(self.cols.sent):
+            lvl = levels.get(c, 0)
+            col = F.col(self.x(c))
+            if lvl:
+                col = F.coalesce(F.col(f"{PREFIX}h{self.cols.qis.index(c)}_l{lvl}"), col)
+            out.append(col.alias(f"{PREFIX}k{j}"))
+        return out
+
+
+def _source(df: DataFrame, cols: Columns) -> _Source:
+    """The source with its text columns; ValueError for a type the rule does not cover."""
+    from pyspark.sql import functions as F
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    texts = [
+        F.coalesce(F.expr(_text(_q(c), c, types[c])), F.lit("")).alias(f"{PREFIX}x{j}")
+        for j, c in enumerate(cols.sent)
+    ]
+    return _Source(df.sparkSession, df.select("*", *texts), cols, list(df.columns))
+
+
+def _load_hierarchies(src: _Source) -> None:
+    """The inline hierarchies as DataFrames: ``deid_h{i}_v`` and one column per level."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    for i, col in enumerate(src.cols.qis):
+        h = src.cols.hierarchies.get(col)
+        if h is None:
+            continue
+        names = [f"{PREFIX}h{i}_v"] + [f"{PREFIX}h{i}_l{j}" for j in range(1, h.height)]
+        schema = StructType([StructField(n, StringType(), True) for n in names])
+        rows = [tuple(r[j] if j < len(r) else None for j in range(h.height)) for r in h.rows.values()]
+        src.hierarchies[i] = src.spark.createDataFrame(rows, schema)
+
+
+# ---------------------------------------------------------------- profile and frequency table
+
+
+def _profile(src: _Source, max_groups: int, original: Any) -> tuple[int, int, dict[str, int]]:
+    """(estimated groups at level 0, at the floor, the floor); ValueError for dates the rule
+    refuses — all in the first aggregation."""
+    from pyspark.sql import functions as F
+
+    checks = [(c, _out_of_range(_q(c), original[c])) for c in src.cols.sent]
+    aggs = [F.approx_count_distinct(F.struct(*src.keys({})), PROFILE_RSD).alias("level0")]
+    aggs += [F.expr(f"count_if({cond})").alias(f"oor{j}") for j, (_, cond) in enumerate(checks) if cond]
+    first = src.df.agg(*aggs).first()
+    assert first is not None
+    for j, (c, cond) in enumerate(checks):
+        if cond and first[f"oor{j}"]:
+            raise out_of_range(c, int(first[f"oor{j}"]))
+    level0 = int(first["level0"])
+    if level0 <= max_groups:
+        return level0, level0, {}
+    _load_hierarchies(src)
+
+    def count(trials: Sequence[dict[str, int]]) -> Sequence[int]:
+        top = {c: max(t.get(c, 0) for t in trials) for c in src.cols.qis}
+        aggs = [F.approx_count_distinct(F.struct(*src.keys(t)), PROFILE_RSD) for t in trials]
+        row = src.with_levels(top).agg(*aggs).first()
+        assert row is not None
+        return [int(v) for v in row]
+
+    groups, floor = choose_floor(src.cols, level0, max_groups, count)
+    return level0, groups, floor
+
+
+class _Counted:
+    """Rows of a frequency table's local iterator as tuples, counted as they pass: ``n`` rows,
+    ``records`` the sum of their counts (the last field)."""
+
+    def __init__(self, rows: Iterator[Any]) -> None:
+        self.rows = rows
+        self.n = 0
+        self.records = 0
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        for row in self.rows:
+            self.n += 1
+            self.records += int(row[-1])
+            yield tuple(row)
+
+
+def _frequency_table(src: _Source, floor: Mapping[str, int]) -> DataFrame:
+    """One ``groupBy`` of the keys at the floor with the rows' count."""
+    from pyspark.sql import functions as F
+
+    keys = src.keys(floor)
+    return src.with_levels(floor).select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).agg(
+        F.count(F.lit(1)).alias(f"{PREFIX}n")
+    )
+
+
+# ---------------------------------------------------------------- apply
+
+
+def _table(spark: SparkSession, names: Sequence[str], rows: list[tuple[Any, ...]], types: Sequence[str]) -> DataFrame:
+    """A small DataFrame of the plan (broadcast when it has at most BROADCAST_ROWS rows)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    kinds = {"int": IntegerType(), "string": StringType()}
+    schema = StructType([StructField(n, kinds[t], True) for n, t in zip(names, types)])
+    df = spark.createDataFrame(rows, schema)
+    return F.broadcast(df) if len(rows) <= BROADCAST_ROWS else df
+
+
+def _map_joins(src: _Source, plan: Plan, df: DataFrame) -> DataFrame:
+    """Per quasi-identifier one broadcast join with its maps: ``deid_m{i}_o{s}`` is the output
+    of step s (NULL: the value is in no map). The keys are text that is never NULL (NULL is
+    already the empty value), so plain ``=`` is null-safe and keeps the join a hash join."""
+    from pyspark.sql import functions as F
+
+    steps = plan.steps
+    for i, q in enumerate(plan.quasi_identifiers):
+        values = sorted(set().union(*(s.maps[i].keys() for s in steps)))
+        names = [f"{PREFIX}m{i}_v"] + [f"{PREFIX}m{i}_o{s}" for s in range(len(steps))]
+        rows = [(v, *(s.maps[i].get(v) for s in steps)) for v in values]
+        m = F.broadcast(_table(src.spark, names, rows, ["string"] * len(names)))
+        key = f"{PREFIX}k{src.cols.sent.index(q)}"
+        df = df.join(m, F.col(key) == F.col(f"{PREFIX}m{i}_v"), "left")
+    return df
+
+
+def _class_joins(src: _Source, plan: Plan, df: DataFrame) -> tuple[DataFrame, Column]:
+    """Per step one join with the classes it publishes (on the step's mapped tuple), one with
+    the suppressed tuples (on the last step's); the row's state: its class (≥ 0), −1
+    suppressed, −2 not covered — the first step whose maps send the tuple to a class it
+    publishes (docs/definitions.md §7.2)."""
+    from pyspark.sql import functions as F
+
+    n = len(plan.quasi_identifiers)
+    state = None
+    for s, step in enumerate(plan.steps):
+        names = [f"{PREFIX}p{s}_v{i}" for i in range(n)] + [f"{PREFIX}p{s}_c"]
+        rows = [(*plan.classes[c].values, c) for c in step.publishes]
+        p = _table(src.spark, names, rows, ["string"] * n + ["int"])
+        df = df.join(p, _tuple_eq([f"{PREFIX}m{i}_o{s}" for i in range(n)], names[:n]), "left")
+        missing = _any_null([f"{PREFIX}m{i}_o{s}" for i in range(n)])
+        published = F.col(f"{PREFIX}p{s}_c")
+        state = (F.when(missing, -2) if state is None else state.when(missing, -2)).when(published.isNotNull(), published)
+    last = len(plan.steps) - 1
+    names = [f"{PREFIX}sp_v{i}" for i in range(n)] + [f"{PREFIX}sp_hit"]
+    rows = [(*t, 1) for t in sorted({tuple(t) for t in plan.suppressed})]
+    sp = _table(src.spark, names, rows, ["string"] * n + ["int"])
+    df = df.join(sp, _tuple_eq([f"{PREFIX}m{i}_o{last}" for i in range(n)], names[:n]), "left")
+    assert state is not None
+    state = state.when(F.col(f"{PREFIX}sp_hit").isNotNull(), -1).otherwise(-2)
+    return df, state
+
+
+def _tuple_eq(left: Sequence[str], right: Sequence[str]) -> Column:
+    from pyspark.sql import functions as F
+
+    cond = F.lit(True)
+    for a, b in zip(left, right):
+        cond = cond & (F.col(a) == F.col(b))
+    return cond
+
+
+def _any_null(names: Sequence[str]) -> Column:
+    from pyspark.sql import functions as F
+
+    cond = F.lit(False)
+    for name in names:
+        cond = cond | F.col(name).isNull()
+    return cond
+
+
+def _qi_output(src: _Source, i: int, key: str) -> Column:
+    """The released value of quasi-identifier ``i`` of a published row: its class's value."""
+    from pyspark.sql import functions as F
+
+    return F.col(f"{PREFIX}cl_v{i}")
+
+
+def _outputs(src: _Source, plan: Plan, state: str) -> list[Column]:
+    """The released columns in the source's order: identifiers dropped, quasi-identifiers and
+    microaggregated columns from the class, sensitive ones as text (the marker when
+    suppressed, unless the plan keeps them), the rest as they are."""
+    from pyspark.sql import functions as F
+
+    marker = F.lit(plan.suppression.marker)
+    published = F.col(state) >= 0
+    roles = {c.name: c.role for c in plan.columns}
+    out = []
+    for name in src.names:
+        if name in src.cols.identifying:
+            continue
+        if name in src.cols.qis:
+            i = plan.quasi_identifiers.index(name)
+            key = f"{PREFIX}k{src.cols.sent.index(name)}"
+            value = F.when(published, _qi_output(src, i, key)).otherwise(marker)
+        elif name in src.cols.micro:
+            j = plan.microaggregated.index(name)
+            value = F.when(published, F.col(f"{PREFIX}cl_a{j}")).otherwise(marker)
+        elif name in src.cols.sensitive:
+            value = F.col(src.x(name))
+            if roles.get(name) == "sensitive":
+                value = F.when(published, value).otherwise(marker)
+        else:
+            value = F.col(_q(name))
+        out.append(value.alias(name))
+    return out
+
+
+def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFrame, Column]:
+    """(the released DataFrame, the count of rows not covered as an aggregate over the
+    intermediate state column ``deid_state`` — observed on the DataFrame returned)."""
+    from pyspark.sql import functions as F
+
+    check_plan(src.cols, plan)
+    df = src.with_levels(floor).select(*[F.col(_q(n)) for n in src.names], *[F.col(src.x(c)) for c in src.cols.sent],
+                                       *src.keys(floor))
+    df = _map_joins(src, plan, df)
+    df, state = _class_joins(src, plan, df)
+    st = f"{PREFIX}state"
+    df = df.withColumn(st, state)
+    n, m = len(plan.quasi_identifiers), len(plan.microaggregated)
+    names = [f"{PREFIX}cl_c"] + [f"{PREFIX}cl_v{i}" for i in range(n)] + [f"{PREFIX}cl_a{j}" for j in range(m)]
+    rows = [(c, *k.values, *k.aggregates) for c, k in enumerate(plan.classes)]
+    cl = _table(src.spark, names, rows, ["int"] + ["string"] * (n + m))
+    df = df.join(cl, F.col(st) == F.col(f"{PREFIX}cl_c"), "left")
+    if plan.suppression.mode == "remove":
+        df = df.where(F.col(st) >= 0)
+    uncovered = F.count_if(F.col(st) == -2).alias("uncovered")
+    return df.select(*_outputs(src, plan, st), F.col(st)), uncovered
+
+
+# ---------------------------------------------------------------- verify and write
+
+
+def _verify(client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str) -> tuple[Verification, int]:
+    """The released data's frequency table (a ``groupBy`` of the columns sent, as text)
+    streamed to ``POST /v1/jobs/{id}/verify``: (the verdict, the released rows)."""
+    from pyspark.sql import functions as F
+
+    keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
+    table = released.select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).count()
+    rows = _Counted(table.toLocalIterator(prefetchPartitions=True))
+    verification = client.verify_job(job_id, body([*cols.sent, count_column], rows, "csv"), count_column=count_column)
+    return verification, rows.records
+
+
+def _write(df: DataFrame, path: str | None, table: str | None, mode: str) -> DataFrame:
+    """Writes the released data as Parquet at ``path`` or as the table ``table``; the data as
+    written."""
+    spark = df.sparkSession
+    if path is not None:
+        df.write.mode(mode).parquet(path)
+        return spark.read.parquet(path)
+    assert table is not None
+    df.write.mode(mode).saveAsTable(table)
+    return spark.table(table)
+
+
+def _erase(df: DataFrame, path: str | None, table: str | None) -> None:
+    """Leaves no released data at the target: the table dropped, the path overwritten empty."""
+    spark = df.sparkSession
+    if table is not None:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+    elif path is not None:
+        spark.createDataFrame([], df.schema).write.mode("overwrite").parquet(path)
+
+
+# ---------------------------------------------------------------- the whole
+
+
+def anonymize(
+    client: Client,
+    df: DataFrame,
+    spec: JobSpec | Mapping[str, Any],
+    *,
+    path: str | None = None,
+    table: str | None = None,
+    mode: str = "error",
+    max_groups: int = DEFAULT_MAX_GROUPS,
+    timeout: float | None = None,
+    progress: bool | None = None,
+    upload_format: str = "csv",
+    keep_dataset: bool = False,
+) -> SparkResult:
+    """Anonymizes the DataFrame ``df`` inside Spark, with deid searching on its frequency table
+    (see the module's documentation for the steps).
+
+    ``spec`` is the job specification without ``dataset_id`` (a dict or a :class:`JobSpec` whose
+    ``dataset_id`` is ignored): ``attributes`` name the roles of ``df``'s columns (columns not
+    named are copied as they are); quasi-identifiers whose hierarchy is an inline CSV table
+    (``{"csv": …}``) can be sent at a floor when the frequency table has more than
+    ``max_groups`` rows (estimated). The released data are written as Parquet at ``path`` or as
+    the table ``table`` (``mode``: ``error`` or ``overwrite``), then verified as read back; with
+    neither, they are verified and returned lazily (``SparkResult.df``: every action on it
+    reads the source again). ``timeout`` bounds the wait for the job (the job's own
+    ``time_limit`` bounds its search); Ctrl-C cancels the job. The uploaded frequency table is
+    deleted at the end unless ``keep_dataset``. Raises :class:`VerificationFailedError` when
+    deid's verification fails (a written target is erased first),
+    :class:`deid_client.JobFailedError` when the job fails, ValueError for a specification or
+    data the rule refuses.
+    """
+    if path is not None and table is not None:
+        raise ValueError("path, table: give at most one target")
+    if mode not in ("errorifexists", "error", "overwrite"):
+        # Appending would mix released data with what the target holds, and verify both.
+        raise ValueError(f"mode: expected 'error' or 'overwrite', got {mode!r}")
+    mode = "error" if mode == "errorifexists" else mode  # Spark Connect knows only "error"
+    raw = raw_spec(spec)
+    cols = columns(raw, list(df.columns), "anonymize")
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for c in cols.sent:
+        _text("x", c, types[c])  # refuses unsupported types before any scan
+    timings: dict[str, float] = {}
+    clock = time.monotonic()
+    src = _source(df, cols)
+    level0, _, floor = _profile(src, max_groups, types)
+    timings["profile"], clock = time.monotonic() - clock, time.monotonic()
+    count_column = count_name(cols.sent)
+    sent = _Counted(_frequency_table(src, floor).toLocalIterator(prefetchPartitions=True))
+    ds = client.upload_dataset(body([*cols.sent, count_column], sent, upload_format),
+                               name=f"{PREFIX}frequencies", delimiter=",", count_column=count_column)
+    timings["group"], clock = time.monotonic() - clock, time.monotonic()
+    try:
+        job = run_job(client, raw, cols, ds.id, floor, timeout, progress)
+        report, plan = client.get_result(job.id), client.get_plan(job.id)
+        timings["search"], clock = time.monotonic() - clock, time.monotonic()
+        released, uncovered, verification, rows = _release(client, src, plan, floor, job.id, count_column, path, table, mode)
+        timings["apply_verify"] = time.monotonic() - clock
+    finally:
+        if not keep_dataset:
+            forget(client, ds.id)
+    warnings = floor_warning(level0, max_groups, floor, sent.n)
+    return SparkResult(released, job, report, plan, floor, level0, sent.n, uncovered, verification, rows, timings, warnings)
+
+
+def _release(
+    client: Client, src: _Source, plan: Plan, floor: Mapping[str, int], job_id: str, count_column: str,
+    path: str | None, table: str | None, mode: str,
+) -> tuple[DataFrame, int, Verification, int]:
+    """Applies the plan, writes the result when asked and verifies it: (the released data,
+    rows not covered, the verdict, rows released); VerificationFailedError with the target
+    erased."""
+    from pyspark.sql import Observation
+
+    applied, uncovered = _apply(src, plan, floor)
+    observation = Observation(f"{PREFIX}apply")
+    observed = applied.observe(observation, uncovered).drop(f"{PREFIX}state")
+    lazy = applied.drop(f"{PREFIX}state")
+    if path is None and table is None:
+        verification, rows = _verify(client, observed, src.cols, job_id, count_column)
+        released = lazy
+    else:
+        released = _write(observed, path, table, mode)
+        verification, rows = _verify(client, released, src.cols, job_id, count_column)
+        if not verification.passed:
+            _erase(released, path, table)
+    if not verification.passed:
+        raise VerificationFailedError(verification, job_id)
+    return released, int(observation.get["uncovered"]), verification, rows
