@@ -97,20 +97,7 @@ pub async fn receive(
     has_header: bool,
     req: Request,
 ) -> Result<Received> {
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let multipart = content_type.starts_with("multipart/form-data");
-    let parquet = is_parquet_type(content_type);
-    if parquet && !has_header {
-        return Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            "header must be true for a Parquet upload: a Parquet file always names its columns",
-        )
-        .with_details(json!({"field": "header"})));
-    }
+    let (multipart, parquet) = body_kind(&req, has_header)?;
     let id = DatasetId::generate();
     let options = CsvOptions {
         delimiter: delimiter.unwrap_or(b','),
@@ -173,6 +160,25 @@ pub async fn receive(
     upload.start_profiler();
     upload.tx = None;
     Ok(Received { upload, guard })
+}
+
+/// Whether the body of `req` is a multipart form and whether it is Parquet, by its
+/// `Content-Type`; a Parquet upload without a header is refused (Parquet names its columns).
+fn body_kind(req: &Request, has_header: bool) -> Result<(bool, bool)> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let parquet = is_parquet_type(content_type);
+    if parquet && !has_header {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "header must be true for a Parquet upload: a Parquet file always names its columns",
+        )
+        .with_details(json!({"field": "header"})));
+    }
+    Ok((content_type.starts_with("multipart/form-data"), parquet))
 }
 
 /// Whether a `Content-Type` is Parquet's (`application/vnd.apache.parquet`, or the older

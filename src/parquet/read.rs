@@ -382,11 +382,20 @@ fn read_cells(
         rows_done,
     };
     match reader {
-        ColumnReader::BoolColumnReader(r) => put.fill(r, n, |s, v| Ok(text::boolean(s, *v))),
+        ColumnReader::BoolColumnReader(r) => put.fill(r, n, |s, v| {
+            text::boolean(s, *v);
+            Ok(())
+        }),
         ColumnReader::Int32ColumnReader(r) => put.fill(r, n, |s, v| int32(s, *v, column.rule)),
         ColumnReader::Int64ColumnReader(r) => put.fill(r, n, |s, v| int64(s, *v, column.rule)),
-        ColumnReader::FloatColumnReader(r) => put.fill(r, n, |s, v| Ok(text::float(s, *v))),
-        ColumnReader::DoubleColumnReader(r) => put.fill(r, n, |s, v| Ok(text::double(s, *v))),
+        ColumnReader::FloatColumnReader(r) => put.fill(r, n, |s, v| {
+            text::float(s, *v);
+            Ok(())
+        }),
+        ColumnReader::DoubleColumnReader(r) => put.fill(r, n, |s, v| {
+            text::double(s, *v);
+            Ok(())
+        }),
         ColumnReader::ByteArrayColumnReader(r) => {
             put.fill(r, n, |s, v| bytes(s, v.data(), column.rule))
         }

@@ -229,7 +229,7 @@ impl Write for ParquetSink {
             Some(p) => p.write(data),
             None => return Err(std::io::Error::other("the Parquet output is closed")),
         };
-        result.or_else(|_| Err(self.failure()))
+        result.map_err(|_| self.failure())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
