@@ -8,7 +8,8 @@
 //! - the service: [`config`] (flags and environment), [`app`] (assembly, graceful shutdown),
 //!   [`api`] (HTTP routes), [`console`] (the web console's embedded assets), [`worker`] (queue worker, engine pool, live jobs, webhooks),
 //!   [`store`] (PostgreSQL or SQLite), [`telemetry`] (logs and metrics), [`tls`] (rustls's
-//!   provider).
+//!   provider);
+//! - [`parquet`]: Apache Parquet in and out, by the one typed→text rule.
 //!
 //! `docs/architecture.md` maps every concept to its one home.
 
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod config;
 pub mod console;
 pub mod job;
+pub mod parquet;
 pub mod store;
 pub mod telemetry;
 pub mod tls;

@@ -385,16 +385,7 @@ pub async fn get_result_csv(
     ApiQuery(query): ApiQuery<CsvQuery>,
 ) -> Result<Response> {
     let row = find_job(&state, &tenant, &id).await?;
-    if row.task == "risk" {
-        return Err(ApiError::new(
-            ErrorCode::ResultNotAvailable,
-            format!("a risk job's result is its report (GET /v1/jobs/{id}/result); it has no CSV"),
-        )
-        .with_details(json!({"status": row.status, "task": "risk"})));
-    }
-    let Some(chunks) = row.result_chunks else {
-        return Err(not_available(row.status));
-    };
+    let chunks = result_chunks(&row, "CSV")?;
     let headers = [
         (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
         (
@@ -427,25 +418,9 @@ pub async fn get_result_csv(
 }
 
 /// The stored result CSV of `row` with formulas neutralized, streamed from a blocking thread
-/// (64 KiB at a time). The delimiter is the dataset's, or, once the dataset is deleted, the most
-/// frequent of `,` `;` tab `|` in the header line.
+/// (64 KiB at a time).
 async fn neutralized_csv(state: &AppState, row: &JobRow, chunks: i64) -> Result<Body> {
-    let delimiter = match state.store.dataset(&row.tenant, &row.dataset_id).await? {
-        Some(d) => d.delimiter.bytes().next().unwrap_or(b','),
-        None => {
-            let first = state
-                .store
-                .result_chunk(&row.id, 0)
-                .await?
-                .unwrap_or_default();
-            let line = first.split(|&b| b == b'\n').next().unwrap_or_default();
-            [b',', b';', b'\t', b'|']
-                .into_iter()
-                .rev()
-                .max_by_key(|d| line.iter().filter(|b| *b == d).count())
-                .unwrap_or(b',')
-        }
-    };
+    let delimiter = result_delimiter(state, row).await?;
     let reader = crate::worker::chunks::ChunkReader::result(
         state.store.clone(),
         tokio::runtime::Handle::current(),
@@ -469,6 +444,93 @@ async fn neutralized_csv(state: &AppState, row: &JobRow, chunks: i64) -> Result<
         rx.recv().await.map(|item| (item, rx))
     });
     Ok(Body::from_stream(stream))
+}
+
+/// The delimiter of `row`'s result CSV: the dataset's, or, once the dataset is deleted, the most
+/// frequent of `,` `;` tab `|` in the header line.
+async fn result_delimiter(state: &AppState, row: &JobRow) -> Result<u8> {
+    Ok(
+        match state.store.dataset(&row.tenant, &row.dataset_id).await? {
+            Some(d) => d.delimiter.bytes().next().unwrap_or(b','),
+            None => {
+                let first = state
+                    .store
+                    .result_chunk(&row.id, 0)
+                    .await?
+                    .unwrap_or_default();
+                let line = first.split(|&b| b == b'\n').next().unwrap_or_default();
+                [b',', b';', b'\t', b'|']
+                    .into_iter()
+                    .rev()
+                    .max_by_key(|d| line.iter().filter(|b| *b == d).count())
+                    .unwrap_or(b',')
+            }
+        },
+    )
+}
+
+/// `GET /v1/jobs/{id}/result.parquet`: the result CSV as Parquet (`crate::parquet::write`:
+/// text columns, the count column of a frequency table as INT64), converted on a blocking
+/// thread as it is streamed.
+pub async fn get_result_parquet(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<JobId>,
+) -> Result<Response> {
+    let row = find_job(&state, &tenant, &id).await?;
+    let chunks = result_chunks(&row, "result.parquet")?;
+    let delimiter = result_delimiter(&state, &row).await?;
+    let spec = state.store.job_spec(&row.id).await?.unwrap_or_default();
+    let count_column = serde_json::from_str::<serde_json::Value>(&spec)
+        .ok()
+        .and_then(|v| v.get("count_column")?.as_str().map(str::to_string));
+    let reader = crate::worker::chunks::ChunkReader::result(
+        state.store.clone(),
+        tokio::runtime::Handle::current(),
+        row.id.clone(),
+        chunks,
+    );
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+    tokio::task::spawn_blocking(move || {
+        let out = ChannelWriter {
+            tx: tx.clone(),
+            buf: Vec::with_capacity(1 << 16),
+        };
+        let input = std::io::BufReader::with_capacity(1 << 16, reader);
+        let name = "result";
+        if let Err(e) =
+            crate::parquet::csv_to_parquet(input, delimiter, count_column.as_deref(), out, name)
+        {
+            tracing::warn!(error = %e, "converting a result to Parquet failed");
+            let _ = tx.blocking_send(Err(std::io::Error::other("the download failed")));
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let headers = [
+        (header::CONTENT_TYPE, crate::parquet::MEDIA_TYPE.to_string()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{id}.parquet\""),
+        ),
+    ];
+    Ok((headers, Body::from_stream(stream)).into_response())
+}
+
+/// The number of result chunks of `row`: 409 for a risk job (no CSV) or a job without a result.
+fn result_chunks(row: &JobRow, file: &str) -> Result<i64> {
+    if row.task == "risk" {
+        return Err(ApiError::new(
+            ErrorCode::ResultNotAvailable,
+            format!(
+                "a risk job's result is its report (GET /v1/jobs/{}/result); it has no {file}",
+                row.id
+            ),
+        )
+        .with_details(json!({"status": row.status, "task": "risk"})));
+    }
+    row.result_chunks.ok_or_else(|| not_available(row.status))
 }
 
 /// Sends what is written, 64 KiB at a time, to a download's stream (blocking thread only).

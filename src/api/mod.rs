@@ -63,6 +63,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/jobs/{id}/cancel"),
     ("get", "/v1/jobs/{id}/result"),
     ("get", "/v1/jobs/{id}/result.csv"),
+    ("get", "/v1/jobs/{id}/result.parquet"),
     ("post", "/v1/jobs/{id}/verify"),
     ("get", "/v1/jobs/{id}/plan"),
 ];
@@ -154,6 +155,10 @@ fn job_routes(state: &AppState) -> Router<AppState> {
             with_timeout(get(jobs::get_result), quick),
         )
         .route("/v1/jobs/{id}/result.csv", get(jobs::get_result_csv))
+        .route(
+            "/v1/jobs/{id}/result.parquet",
+            get(jobs::get_result_parquet),
+        )
         .route(
             "/v1/jobs/{id}/verify",
             with_timeout(post(verify::verify_job), upload).layer(DefaultBodyLimit::disable()),

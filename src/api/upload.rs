@@ -3,6 +3,10 @@
 //! a channel into the CSV profiler on a blocking thread, which validates and profiles it (rows,
 //! distinct values, a type guess). Nothing holds the whole file. A failed or interrupted upload
 //! is removed, even if the request is dropped.
+//!
+//! A Parquet body (`application/vnd.apache.parquet`) needs random access (its footer is at the
+//! end): it is spooled to a temporary file, then converted row group by row group to the CSV
+//! text of the typed→text rule ([`crate::parquet`]), which is stored and profiled as above.
 
 use std::io::Read;
 
@@ -17,6 +21,7 @@ use tokio::task::JoinHandle;
 use super::error::{ApiError, ErrorCode, Result};
 use super::state::AppState;
 use crate::job::id::{DatasetId, TenantId};
+use crate::parquet::{ParquetCsv, ParquetError};
 use crate::store::datasets::{FinishedDataset, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
 use deid_engine::{ColumnProfile, CsvOptions, EngineError};
@@ -92,17 +97,13 @@ pub async fn receive(
     has_header: bool,
     req: Request,
 ) -> Result<Received> {
-    let multipart = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let (multipart, parquet) = body_kind(&req, has_header)?;
     let id = DatasetId::generate();
     let options = CsvOptions {
         delimiter: delimiter.unwrap_or(b','),
         has_header,
     };
-    let mut upload = Upload::new(state, id.clone(), options, delimiter.is_none());
+    let mut upload = Upload::new(state, id.clone(), options, delimiter.is_none() && !parquet);
     let mut guard = PurgeGuard {
         store: state.store.clone(),
         id: id.clone(),
@@ -150,12 +151,42 @@ pub async fn receive(
             .unwrap_or_else(|| "dataset".into());
         new(name).create(&state.store).await?;
         guard.armed = true;
-        upload.push_body(req).await?;
+        match parquet {
+            true => upload.push_parquet(req).await?,
+            false => upload.push_body(req).await?,
+        }
     }
     upload.flush().await?;
     upload.start_profiler();
     upload.tx = None;
     Ok(Received { upload, guard })
+}
+
+/// Whether the body of `req` is a multipart form and whether it is Parquet, by its
+/// `Content-Type`; a Parquet upload without a header is refused (Parquet names its columns).
+fn body_kind(req: &Request, has_header: bool) -> Result<(bool, bool)> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let parquet = is_parquet_type(content_type);
+    if parquet && !has_header {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "header must be true for a Parquet upload: a Parquet file always names its columns",
+        )
+        .with_details(json!({"field": "header"})));
+    }
+    Ok((content_type.starts_with("multipart/form-data"), parquet))
+}
+
+/// Whether a `Content-Type` is Parquet's (`application/vnd.apache.parquet`, or the older
+/// `application/x-parquet`).
+pub fn is_parquet_type(content_type: &str) -> bool {
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    media.eq_ignore_ascii_case(crate::parquet::MEDIA_TYPE)
+        || media.eq_ignore_ascii_case("application/x-parquet")
 }
 
 /// The dataset row created before the bytes arrive.
@@ -300,14 +331,49 @@ impl Upload {
         Ok(())
     }
 
+    /// Pushes a Parquet body: spooled to a temporary file (within the upload limit) on a
+    /// blocking thread, which then converts it to CSV text, pushed 1 MiB at a time (the limit
+    /// applies to the text too).
+    async fn push_parquet(&mut self, req: Request) -> Result<()> {
+        let (body_tx, body_rx) = mpsc::channel::<Bytes>(4);
+        let (csv_tx, mut csv_rx) = mpsc::channel::<Bytes>(4);
+        let path = std::env::temp_dir().join(format!("deid-upload-{}.parquet", self.id));
+        let delimiter = self.options.delimiter;
+        let task = tokio::task::spawn_blocking(move || {
+            convert_parquet(ChannelReader::new(body_rx), &path, delimiter, &csv_tx)
+        });
+        let mut body = req.into_body().into_data_stream();
+        let mut size = 0u64;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
+                ApiError::new(
+                    ErrorCode::UploadInterrupted,
+                    format!("reading the upload failed: {e}"),
+                )
+            })?;
+            size += chunk.len() as u64;
+            if size > self.max_bytes {
+                return Err(too_large(self.max_bytes));
+            }
+            if body_tx.send(chunk).await.is_err() {
+                break; // The spooler failed: its error is reported below.
+            }
+        }
+        drop(body_tx);
+        while let Some(chunk) = csv_rx.recv().await {
+            self.push(&chunk).await?;
+        }
+        match task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(parquet_error(e)),
+            Err(e) => Err(ApiError::internal(e)),
+        }
+    }
+
     async fn push(&mut self, data: &[u8]) -> Result<()> {
         self.size += data.len() as u64;
         if self.size > self.max_bytes {
-            return Err(ApiError::new(
-                ErrorCode::PayloadTooLarge,
-                format!("the upload exceeds the limit of {} bytes", self.max_bytes),
-            )
-            .with_details(json!({"limit_bytes": self.max_bytes})));
+            return Err(too_large(self.max_bytes));
         }
         let mut data = data;
         while !data.is_empty() {
@@ -341,6 +407,65 @@ impl Upload {
             self.tx = None;
         }
         Ok(())
+    }
+}
+
+/// The answer to an upload beyond `limit` bytes.
+fn too_large(limit: u64) -> ApiError {
+    ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        format!("the upload exceeds the limit of {limit} bytes"),
+    )
+    .with_details(json!({"limit_bytes": limit}))
+}
+
+/// Spools the Parquet bytes of `body` to `path` (removed at the end, whatever happens), then
+/// sends its CSV text (`delimiter`), 1 MiB at a time, to `csv` until it is closed.
+fn convert_parquet(
+    mut body: impl Read,
+    path: &std::path::Path,
+    delimiter: u8,
+    csv: &mpsc::Sender<Bytes>,
+) -> std::result::Result<(), ParquetError> {
+    struct Remove<'a>(&'a std::path::Path);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(self.0);
+        }
+    }
+    let io = |e: std::io::Error| ParquetError::File(format!("spooling the upload failed: {e}"));
+    let _remove = Remove(path);
+    let mut file = std::fs::File::create(path).map_err(io)?;
+    std::io::copy(&mut body, &mut file).map_err(io)?;
+    drop(file);
+    let mut reader = ParquetCsv::new(std::fs::File::open(path).map_err(io)?, delimiter)?;
+    loop {
+        let mut chunk = Vec::with_capacity(CHUNK_BYTES);
+        let n = (&mut reader)
+            .take(CHUNK_BYTES as u64)
+            .read_to_end(&mut chunk)
+            .map_err(
+                |e| match e.get_ref().and_then(|i| i.downcast_ref::<ParquetError>()) {
+                    Some(p) => p.clone(),
+                    None => ParquetError::File(e.to_string()),
+                },
+            )?;
+        if n == 0 || csv.blocking_send(Bytes::from(chunk)).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// The answer to a Parquet file deid cannot read: 422 `invalid_csv` (the code of unreadable
+/// data), `details.column` naming the column if the error is about one.
+pub fn parquet_error(e: ParquetError) -> ApiError {
+    let err = ApiError::new(
+        ErrorCode::InvalidCsv,
+        format!("the Parquet file cannot be read: {e}"),
+    );
+    match e.column() {
+        Some(column) => err.with_details(json!({"format": "parquet", "column": column})),
+        None => err.with_details(json!({"format": "parquet"})),
     }
 }
 

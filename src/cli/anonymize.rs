@@ -69,7 +69,7 @@ pub struct AnonymizeArgs {
     /// Genetic algorithm: migrating fraction.
     #[arg(long)]
     pub immigration_fraction: Option<f64>,
-    /// Write the anonymized CSV here.
+    /// Write the anonymized CSV here (Parquet if the name ends in `.parquet`).
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// Write the JSON report here instead of stdout.

@@ -79,7 +79,7 @@ pub enum Command {
 /// Flags of `deid hierarchy`.
 #[derive(Debug, Args)]
 pub struct HierarchyArgs {
-    /// Input CSV file.
+    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
     #[arg(long)]
     pub input: PathBuf,
     /// Field delimiter of the input (default `,`).
@@ -99,7 +99,7 @@ pub struct HierarchyArgs {
 /// Flags of `deid profile`.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
-    /// Input CSV file.
+    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
     #[arg(long)]
     pub input: PathBuf,
     /// Field delimiter of the input (default `,`).
@@ -110,7 +110,7 @@ pub struct ProfileArgs {
 /// Flags describing the data and the problem (shared by evaluate and anonymize).
 #[derive(Debug, Args, Clone, Default)]
 pub struct ProblemArgs {
-    /// Input CSV file.
+    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Field delimiter of the input (default `,`).
@@ -247,7 +247,7 @@ pub struct EvaluateArgs {
     /// The transformation: `COLUMN=LEVEL,…` (unnamed quasi-identifiers: level 0).
     #[arg(long)]
     pub levels: Option<String>,
-    /// Write the anonymized CSV here.
+    /// Write the anonymized CSV here (Parquet if the name ends in `.parquet`).
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// Write the JSON report here instead of stdout.
@@ -463,11 +463,19 @@ fn read_record_numbers(path: &Path) -> anyhow::Result<Vec<u64>> {
         .collect()
 }
 
-/// Reads the input `spec` names, with the SHA-256 of its bytes if `hash`.
+/// Reads the input `spec` names (CSV, or Parquet by its `.parquet` extension), with the SHA-256
+/// of its bytes (the file as it is) if `hash`.
 fn load_table(spec: &JobSpec, hash: bool) -> anyhow::Result<(Table, Option<String>)> {
     let Some(input) = &spec.input else {
         bail!("no input: give --input FILE or \"input\" in the configuration");
     };
+    if crate::parquet::is_parquet(input) {
+        let digest = match hash {
+            true => file_digest(input)?,
+            false => None,
+        };
+        return Ok((read_table(input, spec.delimiter)?, digest));
+    }
     let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
     let mut reader = HashingReader::new(file, hash);
     let table = read_csv(
@@ -476,6 +484,15 @@ fn load_table(spec: &JobSpec, hash: bool) -> anyhow::Result<(Table, Option<Strin
         spec.delimiter,
     )?;
     Ok((table, reader.digest()))
+}
+
+/// The SHA-256 of the file at `path`.
+fn file_digest(path: &Path) -> anyhow::Result<Option<String>> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut reader = HashingReader::new(BufReader::with_capacity(1 << 16, file), true);
+    std::io::copy(&mut reader, &mut std::io::sink())
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(reader.digest())
 }
 
 /// The command line's side of a running task: Ctrl-C cancels, an optional progress bar
@@ -512,31 +529,82 @@ impl ProgressObserver for Forward<'_> {
     }
 }
 
-/// The output file, created at the first write: a task that writes no CSV leaves no file.
-struct LazyFile<'a> {
+/// The output file, created at the first write: a task that writes no CSV leaves no file. A
+/// `.parquet` path gets the CSV converted to Parquet as it is written (`crate::parquet::write`).
+pub(crate) struct LazyFile<'a> {
     path: &'a Path,
-    file: Option<BufWriter<File>>,
+    /// The CSV's delimiter (to read it back for Parquet).
+    delimiter: u8,
+    /// A frequency table's count column (INT64 in Parquet).
+    count_column: Option<String>,
+    file: Option<Sink>,
+}
+
+/// Where a [`LazyFile`] writes.
+enum Sink {
+    Csv(BufWriter<File>),
+    Parquet(crate::parquet::ParquetSink),
+}
+
+impl<'a> LazyFile<'a> {
+    /// An output at `path` for a CSV with `delimiter` (and `count_column`, if a frequency table).
+    pub(crate) fn new(path: &'a Path, delimiter: u8, count_column: Option<String>) -> Self {
+        LazyFile {
+            path,
+            delimiter,
+            count_column,
+            file: None,
+        }
+    }
+
+    /// Flushes the file (and, for Parquet, waits until it is complete).
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        match self.file {
+            Some(Sink::Csv(mut f)) => f.flush()?,
+            Some(Sink::Parquet(p)) => p
+                .finish()
+                .with_context(|| format!("cannot write {}", self.path.display()))?,
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn open(&mut self) -> std::io::Result<&mut Sink> {
+        if self.file.is_none() {
+            let f = File::create(self.path).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot create {}: {e}", self.path.display()),
+                )
+            })?;
+            let sink = match crate::parquet::is_parquet(self.path) {
+                true => Sink::Parquet(crate::parquet::ParquetSink::new(
+                    f,
+                    self.delimiter,
+                    self.count_column.clone(),
+                    self.path.display().to_string(),
+                )?),
+                false => Sink::Csv(BufWriter::new(f)),
+            };
+            self.file = Some(sink);
+        }
+        Ok(self.file.as_mut().expect("just created"))
+    }
 }
 
 impl Write for LazyFile<'_> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let file = match &mut self.file {
-            Some(f) => f,
-            None => {
-                let f = File::create(self.path).map_err(|e| {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!("cannot create {}: {e}", self.path.display()),
-                    )
-                })?;
-                self.file.insert(BufWriter::new(f))
-            }
-        };
-        file.write(data)
+        match self.open()? {
+            Sink::Csv(f) => f.write(data),
+            Sink::Parquet(p) => p.write(data),
+        }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.as_mut().map_or(Ok(()), Write::flush)
+        match &mut self.file {
+            Some(Sink::Csv(f)) => f.flush(),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -564,6 +632,7 @@ pub(crate) fn run_task(
     let started = std::time::Instant::now();
     let (table, input_sha256) = load_table(spec, outputs.plan.is_some())?;
     let host = CliHost { cancel, observer };
+    let delimiter = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
     let run = Run {
         spec,
         frontend: Frontend::Cli {
@@ -572,21 +641,22 @@ pub(crate) fn run_task(
         search: &search,
         host: &host,
         job: None,
-        delimiter: delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?,
+        delimiter,
         started,
         force_output,
         max_output_bytes: None,
         plan: outputs.plan.is_some(),
         input_sha256: input_sha256.as_deref(),
     };
-    let mut file = outputs.csv.map(|path| LazyFile { path, file: None });
+    let mut file =
+        (outputs.csv).map(|path| LazyFile::new(path, delimiter, spec.count_column.clone()));
     let outcome = task::run(
         &run,
         table,
         file.as_mut().map(|f| f as &mut (dyn Write + Send)),
     )?;
-    if let Some(f) = &mut file {
-        f.flush()?;
+    if let Some(f) = file {
+        f.finish()?;
     }
     if let Some(r) = &outcome.report {
         write_report(outputs.report, r)?;
@@ -601,8 +671,14 @@ pub(crate) fn run_task(
     Ok(outcome)
 }
 
-/// Reads a CSV file with a header.
+/// Reads a CSV file with a header, or a Parquet file (by its `.parquet` extension) as the CSV
+/// text of the typed→text rule.
 pub(crate) fn read_table(path: &Path, delimiter: Option<char>) -> anyhow::Result<Table> {
+    if crate::parquet::is_parquet(path) {
+        let d = delimiter_byte(delimiter.unwrap_or(','), "delimiter")?;
+        let input = crate::parquet::open(path, d)?;
+        return read_csv(input, &path.display().to_string(), delimiter);
+    }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     read_csv(BufReader::new(file), &path.display().to_string(), delimiter)
 }

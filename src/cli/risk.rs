@@ -13,7 +13,7 @@ use deid_engine::risk::QiCombinations;
 /// Flags of `deid risk`.
 #[derive(Debug, Args)]
 pub struct RiskArgs {
-    /// Input CSV file.
+    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
     #[arg(long)]
     pub input: PathBuf,
     /// Field delimiter of the input (default `,`).

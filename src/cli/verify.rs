@@ -22,7 +22,8 @@ pub struct VerifyArgs {
     /// subsets).
     #[command(flatten)]
     pub problem: ProblemArgs,
-    /// The released data: a CSV as deid writes it (delimiter: the job's), or its frequency table.
+    /// The released data: a CSV as deid writes it (delimiter: the job's), or its frequency table;
+    /// Parquet by the `.parquet` extension.
     #[arg(long, value_name = "FILE")]
     pub released: PathBuf,
     /// The released data are a frequency table with this count column (default: the job's
@@ -45,8 +46,14 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         show_values: args.show_values,
     };
     let delimiter = delimiter_byte(spec.delimiter.unwrap_or(','), "delimiter")?;
-    let file = File::open(&args.released)
-        .with_context(|| format!("cannot open {}", args.released.display()))?;
+    let released: Box<dyn std::io::Read> = match crate::parquet::is_parquet(&args.released) {
+        true => Box::new(crate::parquet::open(&args.released, delimiter)?),
+        false => Box::new(BufReader::with_capacity(
+            1 << 16,
+            File::open(&args.released)
+                .with_context(|| format!("cannot open {}", args.released.display()))?,
+        )),
+    };
     let input = || match &spec.input {
         Some(path) => {
             read_table(path, spec.delimiter).map_err(|e| VerifyError::Input(e.to_string()))
@@ -60,7 +67,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let report = verify(
         &spec,
         &request,
-        BufReader::with_capacity(1 << 16, file),
+        released,
         delimiter,
         input,
         Frontend::Cli {

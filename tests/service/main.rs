@@ -15,6 +15,7 @@ mod flow;
 mod frequency;
 mod helpers;
 mod hierarchies;
+mod parquet;
 mod plan;
 mod process;
 mod queue;

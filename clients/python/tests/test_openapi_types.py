@@ -265,6 +265,7 @@ OPERATIONS = {
     "cancelJob": "cancel_job",
     "getResult": "get_result",
     "getResultCsv": "download_result",
+    "getResultParquet": "download_result_parquet",
     "verifyJob": "verify_job",
     "getPlan": "get_plan",
 }

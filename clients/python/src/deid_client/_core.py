@@ -492,6 +492,10 @@ def result_csv_path(job_id: str) -> str:
     return f"/v1/jobs/{seg(job_id)}/result.csv"
 
 
+def result_parquet_path(job_id: str) -> str:
+    return f"/v1/jobs/{seg(job_id)}/result.parquet"
+
+
 def read_result_frame(data: bytes, delimiter: str | None) -> Any:
     from ._pandas import require_pandas
 

@@ -392,8 +392,15 @@ class AsyncClient:
     async def get_plan(self, job_id: str) -> Plan:
         return await self._run(self._ops.get_plan(job_id))
 
-    async def iter_result_csv(self, job_id: str) -> AsyncIterator[bytes]:
-        response = await self._send(Call("GET", _core.result_csv_path(job_id)), stream=True)
+    def iter_result_csv(self, job_id: str) -> AsyncIterator[bytes]:
+        return self._iter_bytes(_core.result_csv_path(job_id), job_id)
+
+    def iter_result_parquet(self, job_id: str) -> AsyncIterator[bytes]:
+        """The anonymized data as Apache Parquet bytes as they stream."""
+        return self._iter_bytes(_core.result_parquet_path(job_id), job_id)
+
+    async def _iter_bytes(self, path: str, job_id: str) -> AsyncIterator[bytes]:
+        response = await self._send(Call("GET", path), stream=True)
         try:
             async for chunk in response.aiter_bytes():
                 yield chunk
@@ -404,22 +411,32 @@ class AsyncClient:
 
     async def download_result(self, job_id: str, dest: str | os.PathLike[str] | IO[bytes]) -> None:
         """Streams the anonymized CSV to a path (via a temporary file) or a binary file object."""
-        if isinstance(dest, (str, os.PathLike)):
-            path = Path(dest)
-            tmp = path.with_name(f".{path.name}.part")
-            try:
-                with open(tmp, "wb") as f:
-                    async for chunk in self.iter_result_csv(job_id):
-                        f.write(chunk)
-                os.replace(tmp, path)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-        else:
-            async for chunk in self.iter_result_csv(job_id):
-                dest.write(chunk)
+        await _write_chunks(self.iter_result_csv(job_id), dest)
+
+    async def download_result_parquet(self, job_id: str, dest: str | os.PathLike[str] | IO[bytes]) -> None:
+        """Streams the anonymized data as Apache Parquet to a path (via a temporary file) or a
+        binary file object."""
+        await _write_chunks(self.iter_result_parquet(job_id), dest)
 
     async def result_frame(self, job_id: str, *, delimiter: str | None = None) -> pd.DataFrame:
         data = b"".join([c async for c in self.iter_result_csv(job_id)])
         frame: pd.DataFrame = _core.read_result_frame(data, delimiter)
         return frame
+
+
+async def _write_chunks(chunks: AsyncIterator[bytes], dest: str | os.PathLike[str] | IO[bytes]) -> None:
+    """Writes `chunks` to a path (via a temporary file) or a binary file object."""
+    if isinstance(dest, (str, os.PathLike)):
+        path = Path(dest)
+        tmp = path.with_name(f".{path.name}.part")
+        try:
+            with open(tmp, "wb") as f:
+                async for chunk in chunks:
+                    f.write(chunk)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    else:
+        async for chunk in chunks:
+            dest.write(chunk)

@@ -425,7 +425,15 @@ class Client:
 
     def iter_result_csv(self, job_id: str) -> Iterator[bytes]:
         """The anonymized CSV as it streams (the dataset's delimiter)."""
-        response = self._send(Call("GET", _core.result_csv_path(job_id)), stream=True)
+        return self._iter_bytes(_core.result_csv_path(job_id), job_id)
+
+    def iter_result_parquet(self, job_id: str) -> Iterator[bytes]:
+        """The anonymized data as Apache Parquet bytes as they stream (UTF8 columns, NULL for
+        an empty cell; a frequency table's count column as INT64)."""
+        return self._iter_bytes(_core.result_parquet_path(job_id), job_id)
+
+    def _iter_bytes(self, path: str, job_id: str) -> Iterator[bytes]:
+        response = self._send(Call("GET", path), stream=True)
         try:
             yield from response.iter_bytes()
         except httpx.TransportError as e:
@@ -436,20 +444,12 @@ class Client:
     def download_result(self, job_id: str, dest: str | os.PathLike[str] | IO[bytes]) -> None:
         """Streams the anonymized CSV to a path (written to a temporary file, then renamed: no
         partial file on errors) or a binary file object."""
-        if isinstance(dest, (str, os.PathLike)):
-            path = Path(dest)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    for chunk in self.iter_result_csv(job_id):
-                        f.write(chunk)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        else:
-            for chunk in self.iter_result_csv(job_id):
-                dest.write(chunk)
+        _write_chunks(self.iter_result_csv(job_id), dest)
+
+    def download_result_parquet(self, job_id: str, dest: str | os.PathLike[str] | IO[bytes]) -> None:
+        """Streams the anonymized data as Apache Parquet to a path (via a temporary file) or a
+        binary file object."""
+        _write_chunks(self.iter_result_parquet(job_id), dest)
 
     def result_frame(self, job_id: str, *, delimiter: str | None = None) -> pd.DataFrame:
         """The anonymized CSV as a DataFrame of strings (needs pandas); the delimiter is
@@ -457,3 +457,22 @@ class Client:
         data = b"".join(self.iter_result_csv(job_id))
         frame: pd.DataFrame = _core.read_result_frame(data, delimiter)
         return frame
+
+
+def _write_chunks(chunks: Iterator[bytes], dest: str | os.PathLike[str] | IO[bytes]) -> None:
+    """Writes `chunks` to a path (a temporary file renamed at the end: no partial file on
+    errors) or a binary file object."""
+    if isinstance(dest, (str, os.PathLike)):
+        path = Path(dest)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for chunk in chunks:
+                    f.write(chunk)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    else:
+        for chunk in chunks:
+            dest.write(chunk)
