@@ -68,6 +68,9 @@ pub fn run(args: ApplyBenchArgs) -> anyhow::Result<()> {
             .args(["--algorithm", "auto", "--time-limit", &args.time_limit])
             .args(["--output".into(), anonymized.clone().into_os_string()])
             .args(["--plan-output".into(), plan.clone().into_os_string()])
+            .arg("--quiet")
+            .arg("--report")
+            .arg(folder.join("plan-report.json"))
             .status()?;
         anyhow::ensure!(status.success(), "deid anonymize failed: {status}");
         let mb = |p: &Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);

@@ -333,7 +333,7 @@ async fn http_plan_is_the_cli_plan(kind: Db) {
         .await;
     let r = app.get(&format!("/v1/jobs/{job_id}/plan")).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let mut http: Value = r.json();
+    let http: Value = r.json();
     let csv = app.get(&format!("/v1/jobs/{job_id}/result.csv")).await.text;
 
     let dir = tmp_dir(&format!("http-{kind:?}"));
@@ -356,7 +356,7 @@ async fn http_plan_is_the_cli_plan(kind: Db) {
         "0.02",
     ]);
     anonymize(&dir, &flags);
-    let mut cli: Value =
+    let cli: Value =
         serde_json::from_slice(&std::fs::read(dir.join("plan.json")).unwrap()).unwrap();
     std::fs::write(dir.join("http.json"), http.to_string()).unwrap();
     let (code, stderr) = apply(
