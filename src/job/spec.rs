@@ -921,10 +921,8 @@ impl JobSpec {
         for attribute in spec.attributes.values_mut() {
             attribute.hierarchy = None;
         }
-        if let Some(limit) = &spec.time_limit {
-            if let Ok(d) = limit.parse("time_limit") {
-                spec.time_limit = Some(DurationSpec::Millis(d.as_millis() as u64));
-            }
+        if let Some(Ok(d)) = spec.time_limit.as_ref().map(|t| t.parse("time_limit")) {
+            spec.time_limit = Some(DurationSpec::Millis(d.as_millis() as u64));
         }
         for (i, p) in spec.privacy.iter_mut().enumerate() {
             if let Ok(model) = p.parse(&super::field::privacy(i)) {

@@ -332,13 +332,11 @@ fn fill<R: Read>(
 mod tests {
     use super::*;
 
+    /// Records with their 1-based row numbers, or the error.
+    type Rows = Result<Vec<(u64, Vec<String>)>>;
+
     /// Every record of `text` through blocks and through the scanner: (row, fields) or the error.
-    fn both(
-        text: &str,
-    ) -> (
-        Result<Vec<(u64, Vec<String>)>>,
-        Result<Vec<(u64, Vec<String>)>>,
-    ) {
+    fn both(text: &str) -> (Rows, Rows) {
         let blocks = (|| {
             let mut blocks = TableBlocks::open(text.as_bytes(), b',', "t")?;
             let mut out = Vec::new();
