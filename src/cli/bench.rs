@@ -3,6 +3,7 @@
 //! `deid bench checks` checks every transformation of each dataset's lattice (k-anonymity, Loss)
 //! and reports checks per second — the engine's core throughput — and the memory the encoded
 //! problem holds next to the CSV's size ([`deid_engine::problem::MemoryUsage`]).
+//! `deid bench apply` (module `bench_apply`) times the recoding plan's `apply` and `verify`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -36,6 +37,10 @@ pub enum BenchKind {
     /// separate process per algorithm and time limit, report load time, time to the first
     /// solution, checks per second, Loss and peak memory.
     Scale(ScaleArgs),
+    /// The recoding plan at scale: plan the synthetic data once (`deid anonymize
+    /// --plan-output`), then time `deid apply` of the plan and `deid verify` of the output
+    /// (rows per second; `apply`'s bytes compared with the output's).
+    Apply(super::bench_apply::ApplyBenchArgs),
 }
 
 /// Flags of `deid bench generate`.
@@ -152,6 +157,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Ok(())
         }
         BenchKind::Scale(a) => scale(a),
+        BenchKind::Apply(a) => super::bench_apply::run(a),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod anonymize;
 pub mod apply;
 pub mod bench;
 pub mod bench_api;
+pub mod bench_apply;
 pub mod names;
 pub mod risk;
 pub mod synth;

@@ -901,6 +901,37 @@ impl JobSpec {
         self.task.unwrap_or_default()
     }
 
+    /// The specification as a plan's audit block records it (its `specification_sha256`): what
+    /// decides the output, written alike by every front end for the same job. Left out: where
+    /// the data come from (`input`, `dataset_id`, `delimiter`), `callback_url`, `threads` and
+    /// the hierarchy sources (file, inline, stored or builder — the tables have digests of
+    /// their own); the task named; genetic parameters that are all defaults as none; the time
+    /// limit in milliseconds; the privacy models in the text syntax.
+    pub fn audited(&self) -> JobSpec {
+        let mut spec = self.clone();
+        spec.dataset_id = None;
+        spec.input = None;
+        spec.delimiter = None;
+        spec.callback_url = None;
+        spec.threads = None;
+        spec.task = Some(self.task());
+        if spec.genetic == Some(GeneticSpec::default()) {
+            spec.genetic = None;
+        }
+        for attribute in spec.attributes.values_mut() {
+            attribute.hierarchy = None;
+        }
+        if let Some(Ok(d)) = spec.time_limit.as_ref().map(|t| t.parse("time_limit")) {
+            spec.time_limit = Some(DurationSpec::Millis(d.as_millis() as u64));
+        }
+        for (i, p) in spec.privacy.iter_mut().enumerate() {
+            if let Ok(model) = p.parse(&super::field::privacy(i)) {
+                *p = PrivacySpec::Text(model.to_string());
+            }
+        }
+        spec
+    }
+
     /// Takes the count column of a service dataset (`count_column` given at upload): a
     /// specification may repeat it but not name another, nor declare one for a dataset
     /// uploaded without; `subset_count_column` needs the dataset's count column.

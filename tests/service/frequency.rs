@@ -1,9 +1,11 @@
 //! Frequency tables in the service and the command line: adult uploaded grouped on all its
 //! columns (`?count_column=n`) gives the CSV upload's report and, expanded, its output; bad
 //! counts and fields that do not fit a frequency table are refused naming the field and row; a
-//! frequency table at a floor (`data_level`) gives the raw data's numbers from that level.
+//! frequency table at a floor (`data_level`) gives the raw data's numbers from that level; cup
+//! and fars_int as frequency tables give the CSV path's report byte for byte.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -358,6 +360,111 @@ fn the_command_line_reads_and_writes_frequency_tables() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `;`-delimited CSV grouped on all its columns, with the count column `n` last (rows in
+/// order of first appearance).
+fn grouped(text: &str) -> String {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let mut counts: HashMap<&str, u32> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for line in lines.filter(|l| !l.is_empty()) {
+        let n = counts.entry(line).or_insert(0);
+        if *n == 0 {
+            order.push(line);
+        }
+        *n += 1;
+    }
+    let mut out = format!("{header};n\n");
+    for line in order {
+        out.push_str(&format!("{line};{}\n", counts[line]));
+    }
+    out
+}
+
+/// cup and fars_int (samples in tests/fixtures, every column a quasi-identifier) given as
+/// frequency tables grouped on all their columns: `deid anonymize --count-column n` writes the
+/// CSV path's report byte for byte, `rows` and the timings aside, for k-anonymity with and
+/// without suppression and with average risk.
+#[test]
+fn cup_and_fars_int_as_frequency_tables_give_the_csv_reports() {
+    for name in ["cup", "fars_int"] {
+        let fixture = repo(&format!("tests/fixtures/{name}"));
+        let dir = std::env::temp_dir().join(format!("deid-freq-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = std::fs::read_to_string(fixture.join(format!("{name}.csv"))).unwrap();
+        let freq = grouped(&text);
+        let records = text.lines().skip(1).filter(|l| !l.is_empty()).count();
+        let rows = freq.lines().count() - 1;
+        // fars_int's records repeat; cup's sample has none alike (every count is 1).
+        assert!(
+            rows <= records && (name == "cup" || rows < records),
+            "{name}: {rows} rows"
+        );
+        std::fs::write(dir.join("freq.csv"), &freq).unwrap();
+        let columns: Vec<String> = text
+            .lines()
+            .next()
+            .unwrap()
+            .split(';')
+            .map(String::from)
+            .collect();
+        let mut flags: Vec<String> = Vec::new();
+        for c in &columns {
+            let h = fixture.join(format!("{name}_hierarchy_{c}.csv"));
+            flags.extend(["--hierarchy".into(), format!("{c}={}", h.display())]);
+        }
+        for (privacy, suppression) in [
+            ("k-anonymity(k=5)", "0"),
+            ("k-anonymity(k=5)", "0.05"),
+            ("average-risk(threshold=0.1)", "0.02"),
+        ] {
+            let report = |input: &Path, extra: &[&str]| -> Value {
+                let mut args = vec![
+                    "anonymize",
+                    "--input",
+                    input.to_str().unwrap(),
+                    "--delimiter",
+                    ";",
+                    "--privacy",
+                    privacy,
+                    "--suppression-limit",
+                    suppression,
+                    "--algorithm",
+                    "flash",
+                    "--quiet",
+                ];
+                args.extend(flags.iter().map(String::as_str));
+                args.extend_from_slice(extra);
+                let (code, out, stderr) = crate::cli::deid(&args, &dir);
+                assert_eq!(code, 0, "{name} {privacy} {suppression}: {stderr}");
+                serde_json::from_str(&out).unwrap()
+            };
+            let mut csv = report(&fixture.join(format!("{name}.csv")), &[]);
+            let mut table = report(&dir.join("freq.csv"), &["--count-column", "n"]);
+            assert_eq!(csv["rows"], records);
+            assert_eq!(table["rows"], records);
+            // Timings aside: `timings`, `elapsed_ms`, `best_found_ms` and each trace entry's
+            // `time_ms`.
+            for r in [&mut csv, &mut table] {
+                let r = r.as_object_mut().unwrap();
+                for field in ["rows", "timings", "elapsed_ms", "best_found_ms"] {
+                    r.remove(field);
+                }
+                for entry in r["trace"].as_array_mut().unwrap() {
+                    entry.as_object_mut().unwrap().remove("time_ms");
+                }
+            }
+            assert_eq!(
+                table.to_string(),
+                csv.to_string(),
+                "{name} {privacy} {suppression}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// The ZIP hierarchy of the floor tests: 5 digits, 3 digits, `*`.

@@ -3,6 +3,7 @@
 //! goes straight from the records of the [`scanner`] (which owns every CSV rule) into the
 //! dictionaries.
 
+pub mod blocks;
 pub mod frequency;
 pub mod scanner;
 pub mod subset;
@@ -10,6 +11,7 @@ pub mod subset;
 use std::io::Read;
 
 use crate::error::{EngineError, Result};
+pub use blocks::{Block, TableBlocks};
 pub use scanner::{CsvScanner, Record, sniff_delimiter};
 
 /// Distinct values of one column, in order of first appearance; code = index.

@@ -22,10 +22,10 @@ use std::io::Read;
 use serde::Serialize;
 
 use crate::cancel::CancelFlag;
+use crate::data::TableBlocks;
 use crate::data::frequency::parse_count;
-use crate::data::{CsvOptions, CsvScanner, Record};
 use crate::error::{EngineError, Result};
-use crate::hash::BuildCodeHasher;
+use crate::hash::{BuildCodeHasher, BuildTextHasher, hash_codes};
 use crate::output::SuppressedRecords;
 use crate::privacy::PrivacyModel;
 
@@ -73,23 +73,48 @@ impl VerifyConfig {
     }
 }
 
-/// Texts ↔ ids of one column.
+/// Texts ↔ ids of one column. Texts of at most 8 bytes (released cells hold no NUL) are
+/// looked up as one word, longer ones by their text.
 #[derive(Debug, Default)]
 struct Interner {
-    ids: HashMap<String, u32, BuildCodeHasher>,
+    short: HashMap<u64, u32, BuildCodeHasher>,
+    long: HashMap<String, u32, BuildTextHasher>,
     texts: Vec<String>,
 }
 
 impl Interner {
     fn id(&mut self, text: &str) -> u32 {
-        if let Some(&id) = self.ids.get(text) {
+        if let Some(id) = self.get(text) {
             return id;
         }
         let id = self.texts.len() as u32;
-        self.ids.insert(text.to_string(), id);
+        match short_word(text) {
+            Some(word) => self.short.insert(word, id),
+            None => self.long.insert(text.to_string(), id),
+        };
         self.texts.push(text.to_string());
         id
     }
+
+    /// The id of `text`, if it was seen.
+    fn get(&self, text: &str) -> Option<u32> {
+        match short_word(text) {
+            Some(word) => self.short.get(&word).copied(),
+            None => self.long.get(text).copied(),
+        }
+    }
+}
+
+/// A text of at most 8 bytes without NUL as one word (little-endian, zero-padded).
+#[inline]
+fn short_word(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    if bytes.len() > 8 || bytes.contains(&0) {
+        return None;
+    }
+    let mut word = [0u8; 8];
+    word[..bytes.len()].copy_from_slice(bytes);
+    Some(u64::from_le_bytes(word))
 }
 
 /// One class as a reader sees it: its records and, per sensitive column, (value id, records)
@@ -143,7 +168,10 @@ pub struct Released {
     config: VerifyConfig,
     labels: Vec<Interner>,
     values: Vec<Interner>,
-    index: HashMap<Box<[u32]>, u32, BuildCodeHasher>,
+    /// Class of every tuple of label ids by the tuple's hash ([`hash_codes`]); tuples whose
+    /// hash another tuple has in `overflow`.
+    index: HashMap<u64, u32, BuildCodeHasher>,
+    overflow: HashMap<Box<[u32]>, u32, BuildTextHasher>,
     keys: Vec<Box<[u32]>>,
     classes: Vec<Class>,
     /// The suppressed block (every quasi-identifier the marker; in `mask` mode every sensitive
@@ -153,21 +181,17 @@ pub struct Released {
 }
 
 impl Released {
-    /// Reads released data (the CSV rules of [`CsvScanner::table`], with a header) and groups
-    /// its rows. Errors name the column missing from the header, or the 1-based data row and
-    /// the value of a bad count.
+    /// Reads released data (the CSV rules of [`crate::data::CsvScanner::table`], with a header,
+    /// read in blocks by [`TableBlocks`]) and groups its rows. Errors name the column missing
+    /// from the header, or the 1-based data row and the value of a bad count.
     pub fn read<R: Read>(
         config: VerifyConfig,
         input: R,
         delimiter: u8,
         cancel: &CancelFlag,
     ) -> Result<Released> {
-        let options = CsvOptions {
-            delimiter,
-            has_header: true,
-        };
-        let mut scanner = CsvScanner::table(input, options, SOURCE)?;
-        let columns = Columns::locate(&config, scanner.columns())?;
+        let mut blocks = TableBlocks::open(input, delimiter, SOURCE)?;
+        let columns = Columns::locate(&config, blocks.columns())?;
         let mut released = Released {
             labels: (0..columns.qi.len()).map(|_| Interner::default()).collect(),
             values: (0..columns.sensitive.len())
@@ -176,18 +200,21 @@ impl Released {
             block: Class::new(columns.sensitive.len()),
             config,
             index: HashMap::default(),
+            overflow: HashMap::default(),
             keys: Vec::new(),
             classes: Vec::new(),
             rows: 0,
         };
         let mut key = vec![0u32; columns.qi.len()];
         let mut values = vec![0u32; columns.sensitive.len()];
-        while let Some(record) = scanner.next_record()? {
-            released.rows += 1;
-            if released.rows.is_multiple_of(65_536) && cancel.is_cancelled() {
+        while let Some(block) = blocks.next_block()? {
+            if cancel.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            released.add(&columns, &record, &mut key, &mut values)?;
+            block.for_each(|row, fields| {
+                released.rows = row;
+                released.add(&columns, fields, &mut key, &mut values)
+            })?;
         }
         Ok(released)
     }
@@ -196,11 +223,11 @@ impl Released {
     fn add(
         &mut self,
         columns: &Columns,
-        record: &Record<'_>,
+        fields: &[&str],
         key: &mut [u32],
         values: &mut [u32],
     ) -> Result<()> {
-        let cell = |c: usize| record.get(c).unwrap_or_default();
+        let cell = |c: usize| fields[c];
         let records = match columns.count {
             None => 1,
             Some(c) => match parse_count(cell(c)) {
@@ -233,16 +260,32 @@ impl Released {
             for ((k, &c), interner) in key.iter_mut().zip(&columns.qi).zip(&mut self.labels) {
                 *k = interner.id(cell(c));
             }
-            let next = self.classes.len() as u32;
-            let id = *self.index.entry(Box::from(&*key)).or_insert(next);
-            if id == next {
-                self.keys.push(Box::from(&*key));
-                self.classes.push(Class::new(values.len()));
-            }
+            let id = self.class_of(key, values.len());
             &mut self.classes[id as usize]
         };
         class.add(records, values);
         Ok(())
+    }
+
+    /// The class of the tuple `key`, a new one if it is new.
+    fn class_of(&mut self, key: &[u32], sensitive: usize) -> u32 {
+        let hash = hash_codes(key);
+        let found = match self.index.get(&hash) {
+            Some(&id) if *self.keys[id as usize] == *key => return id,
+            Some(_) => self.overflow.get(key).copied(),
+            None => None,
+        };
+        if let Some(id) = found {
+            return id;
+        }
+        let id = self.classes.len() as u32;
+        match self.index.contains_key(&hash) {
+            true => self.overflow.insert(Box::from(key), id),
+            false => self.index.insert(hash, id),
+        };
+        self.keys.push(Box::from(key));
+        self.classes.push(Class::new(sensitive));
+        id
     }
 
     /// Released records (suppressed block included).

@@ -115,6 +115,34 @@ impl<R: Read> CsvScanner<R> {
         Ok(scanner)
     }
 
+    /// A table scanner over `input`, the rest of a table whose header (`columns`) and first
+    /// `records` data records were read elsewhere ([`super::blocks`]): its records and errors
+    /// are numbered as in the whole table.
+    pub(crate) fn resume(
+        input: R,
+        delimiter: u8,
+        source_name: &str,
+        columns: Vec<String>,
+        records: u64,
+    ) -> Self {
+        let reader = csv::ReaderBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(input);
+        CsvScanner {
+            reader,
+            source_name: source_name.to_string(),
+            raw: ByteRecord::new(),
+            record: StringRecord::new(),
+            columns,
+            table: true,
+            pending: false,
+            record_no: records + 1,
+            data_rows: records,
+        }
+    }
+
     /// Reads the first record into `raw` (byte order mark removed, UTF-8 not checked yet):
     /// [`EngineError::EmptyInput`] if there is none.
     fn open(input: R, delimiter: u8, source_name: &str, table: bool) -> Result<Self> {

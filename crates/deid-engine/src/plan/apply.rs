@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 
 use super::{ColumnRole, Plan, parse_mode};
 use crate::data::frequency::parse_count;
-use crate::data::{CsvOptions, CsvScanner};
+use crate::data::{Block, Dictionary, TableBlocks};
 use crate::error::{EngineError, Result};
 use crate::hash::{BuildCodeHasher, BuildTextHasher};
 use crate::output::{SuppressedRecords, neutralize_formula};
@@ -18,12 +18,23 @@ type FastMap<K, V> = HashMap<K, V, BuildCodeHasher>;
 type FastSet<K> = HashSet<K, BuildCodeHasher>;
 type TextMap<'p> = HashMap<&'p str, u32, BuildTextHasher>;
 
+/// Most entries of the dense class tables of all steps together (4 bytes each).
+const MAX_DENSE: u64 = 1 << 22;
+
+/// The classes of one step by packed tuple: a dense table (class or [`NONE`] per tuple) when
+/// the tuples are few, else a hash map.
+#[derive(Debug)]
+enum ClassTable {
+    Dense(Vec<u32>),
+    Hashed(FastMap<u64, u32>),
+}
+
 /// The tuples of label ids packed into one number (mixed radix) when their product fits: the
 /// classes of every step and the suppressed tuples by packed key.
 #[derive(Debug)]
 struct Packed {
     strides: Vec<u64>,
-    steps: Vec<FastMap<u64, u32>>,
+    steps: Vec<ClassTable>,
     suppressed: FastSet<u64>,
 }
 
@@ -36,16 +47,25 @@ impl Packed {
             strides.push(size);
             size = size.checked_mul(labels.len().max(1) as u64)?;
         }
+        let dense = size.saturating_mul(applier.steps.len() as u64) <= MAX_DENSE;
         let mut packed = Packed {
             strides,
             steps: Vec::new(),
             suppressed: FastSet::default(),
         };
         for step in &applier.steps {
-            let classes = (step.publishes.iter())
-                .map(|(key, &c)| (packed.key(key), c))
-                .collect();
-            packed.steps.push(classes);
+            let classes = (step.publishes.iter()).map(|(key, &c)| (packed.key(key), c));
+            let table = match dense {
+                true => {
+                    let mut table = vec![NONE; size as usize];
+                    for (key, c) in classes {
+                        table[key as usize] = c;
+                    }
+                    ClassTable::Dense(table)
+                }
+                false => ClassTable::Hashed(classes.collect()),
+            };
+            packed.steps.push(table);
         }
         packed.suppressed = applier.suppressed.iter().map(|k| packed.key(k)).collect();
         Some(packed)
@@ -57,6 +77,85 @@ impl Packed {
             .map(|(&id, &s)| u64::from(id) * s)
             .sum()
     }
+
+    /// The class step `s` publishes for the tuple `ids`.
+    fn class(&self, s: usize, ids: &[u32]) -> Option<u32> {
+        let key = self.key(ids);
+        match &self.steps[s] {
+            ClassTable::Dense(table) => Some(table[key as usize]).filter(|&c| c != NONE),
+            ClassTable::Hashed(map) => map.get(&key).copied(),
+        }
+    }
+}
+
+/// The values of one quasi-identifier's maps, value → code: packed into one word when every
+/// value has at most 8 bytes and no NUL (an open-addressing table of (word, code), one memory
+/// access per lookup), else the dictionary.
+#[derive(Debug)]
+enum ValueIndex {
+    Short { slots: Vec<(u64, u32)>, shift: u32 },
+    Dictionary(Dictionary),
+}
+
+impl ValueIndex {
+    /// The index of `dict`'s values (codes as in `dict`).
+    fn of(dict: Dictionary) -> ValueIndex {
+        let capacity = (dict.len() * 2).next_power_of_two().max(16);
+        let mut slots = vec![(0, NONE); capacity];
+        let short = |v: &str| v.len() <= 8 && !v.contains('\0');
+        if !dict.values().all(short) {
+            return ValueIndex::Dictionary(dict);
+        }
+        for (code, value) in dict.values().enumerate() {
+            let word = word(value).expect("at most 8 bytes");
+            let mut i = slot(word, capacity);
+            while slots[i].1 != NONE {
+                i = (i + 1) & (capacity - 1);
+            }
+            slots[i] = (word, code as u32);
+        }
+        let shift = 64 - capacity.trailing_zeros();
+        ValueIndex::Short { slots, shift }
+    }
+
+    /// The code of `value` ([`NONE`]: not a value of the maps).
+    #[inline]
+    fn code(&self, value: &str) -> u32 {
+        match self {
+            ValueIndex::Dictionary(dict) => dict.code(value).unwrap_or(NONE),
+            ValueIndex::Short { slots, shift } => {
+                let Some(word) = word(value) else {
+                    return NONE;
+                };
+                let mask = slots.len() - 1;
+                let mut i = (crate::hash::mix(word) >> shift) as usize;
+                loop {
+                    let (w, code) = slots[i];
+                    if code == NONE || w == word {
+                        return code;
+                    }
+                    i = (i + 1) & mask;
+                }
+            }
+        }
+    }
+}
+
+/// A text of at most 8 bytes as one word (little-endian, zero-padded).
+#[inline]
+fn word(value: &str) -> Option<u64> {
+    let bytes = value.as_bytes();
+    if bytes.len() > 8 {
+        return None;
+    }
+    let mut word = [0u8; 8];
+    word[..bytes.len()].copy_from_slice(bytes);
+    Some(u64::from_le_bytes(word))
+}
+
+/// The first slot of `word` in a table of `capacity` (a power of two ≥ 16) slots.
+fn slot(word: u64, capacity: usize) -> usize {
+    (crate::hash::mix(word) >> (64 - capacity.trailing_zeros())) as usize
 }
 
 /// What an [`Applier`] makes of one tuple of quasi-identifier values.
@@ -71,11 +170,14 @@ pub(crate) enum Classified {
     Uncovered(Option<usize>),
 }
 
-/// One step, indexed: per quasi-identifier value → output label id, and the classes it
-/// publishes by their tuple of label ids.
+/// No value, no label: a value missing from a step's map.
+const NONE: u32 = u32::MAX;
+
+/// One step, indexed: per quasi-identifier the output label id of every value code
+/// ([`NONE`]: not in the step's map), and the classes it publishes by their tuple of label ids.
 #[derive(Debug)]
-struct StepIndex<'p> {
-    maps: Vec<TextMap<'p>>,
+struct StepIndex {
+    maps: Vec<Vec<u32>>,
     publishes: FastMap<Vec<u32>, u32>,
 }
 
@@ -92,13 +194,18 @@ pub struct Applier<'p> {
     /// Input columns of the count and the subset count.
     count: Option<usize>,
     subset_count: Option<usize>,
-    steps: Vec<StepIndex<'p>>,
+    /// Per quasi-identifier, the values of the steps' maps (value → code): one hash lookup per
+    /// value of a row, whatever the number of steps.
+    values: Vec<ValueIndex>,
+    steps: Vec<StepIndex>,
     /// Per quasi-identifier, label id → output text.
     labels: Vec<Vec<&'p str>>,
     /// The suppressed tuples (label ids by the last step's maps).
     suppressed: FastSet<Vec<u32>>,
     /// The same tables by packed tuple, when tuples fit in 64 bits.
     packed: Option<Packed>,
+    /// The bytes that make a written cell quoted: the delimiter, `"`, CR and LF.
+    special: [bool; 256],
 }
 
 /// What [`Applier::apply`] did.
@@ -130,7 +237,7 @@ impl<'p> Applier<'p> {
     /// Indexes `plan`. Refuses a plan of another format or version and an inconsistent one
     /// (errors name the field).
     pub fn new(plan: &'p Plan) -> Result<Applier<'p>> {
-        check_header_fields(plan)?;
+        let delimiter = check_header_fields(plan)?;
         let position = |role: ColumnRole, names: &[String], field: &str| {
             names
                 .iter()
@@ -173,11 +280,16 @@ impl<'p> Applier<'p> {
             slots,
             count: role(ColumnRole::Count),
             subset_count: role(ColumnRole::SubsetCount),
+            values: Vec::new(),
             steps: Vec::new(),
             labels: vec![Vec::new(); plan.quasi_identifiers.len()],
             suppressed: FastSet::default(),
             packed: None,
+            special: [false; 256],
         };
+        for b in [delimiter, b'"', b'\r', b'\n'] {
+            applier.special[usize::from(b)] = true;
+        }
         applier.index()?;
         applier.packed = Packed::of(&applier);
         Ok(applier)
@@ -188,6 +300,7 @@ impl<'p> Applier<'p> {
         let plan = self.plan;
         let q = plan.quasi_identifiers.len();
         let mut ids: Vec<TextMap<'p>> = vec![TextMap::default(); q];
+        let mut values = vec![Dictionary::new(); q];
         let width = |field: String, n: usize| {
             EngineError::config(
                 field,
@@ -198,13 +311,17 @@ impl<'p> Applier<'p> {
             if step.maps.len() != q {
                 return Err(width(format!("steps[{s}].maps"), step.maps.len()));
             }
-            let maps = (step.maps.iter().enumerate())
-                .map(|(i, m)| {
-                    (m.iter())
-                        .map(|(k, v)| (k.as_str(), intern(&mut ids[i], &mut self.labels[i], v)))
-                        .collect()
-                })
-                .collect();
+            let mut maps = vec![Vec::new(); q];
+            for (i, m) in step.maps.iter().enumerate() {
+                for (value, label) in m {
+                    let code = values[i].encode(value) as usize;
+                    let map: &mut Vec<u32> = &mut maps[i];
+                    if map.len() <= code {
+                        map.resize(code + 1, NONE);
+                    }
+                    map[code] = intern(&mut ids[i], &mut self.labels[i], label);
+                }
+            }
             let mut publishes = FastMap::default();
             for &c in &step.publishes {
                 let class = (plan.classes.get(c as usize)).ok_or_else(|| {
@@ -238,6 +355,7 @@ impl<'p> Applier<'p> {
                 .collect();
             self.suppressed.insert(key);
         }
+        self.values = values.into_iter().map(ValueIndex::of).collect();
         Ok(())
     }
 
@@ -247,20 +365,28 @@ impl<'p> Applier<'p> {
         value: impl Fn(usize) -> &'v str,
         key: &mut Vec<u32>,
     ) -> Classified {
-        let q = self.qi_columns.len();
+        let codes: Vec<u32> = (0..self.qi_columns.len())
+            .map(|i| self.values[i].code(value(i)))
+            .collect();
+        self.classify_codes(&codes, key)
+    }
+
+    /// The class of the tuple whose value of quasi-identifier i has code `codes[i]` in
+    /// `values[i]` ([`NONE`]: in no map); `key` is scratch.
+    fn classify_codes(&self, codes: &[u32], key: &mut Vec<u32>) -> Classified {
         for (s, step) in self.steps.iter().enumerate() {
             key.clear();
-            for i in 0..q {
-                match step.maps[i].get(value(i)) {
-                    Some(&id) => key.push(id),
-                    None => return Classified::Uncovered(Some(i)),
+            for (i, (&code, map)) in codes.iter().zip(&step.maps).enumerate() {
+                match map.get(code as usize) {
+                    Some(&id) if id != NONE => key.push(id),
+                    _ => return Classified::Uncovered(Some(i)),
                 }
             }
             let class = match &self.packed {
-                Some(p) => p.steps[s].get(&p.key(key)),
-                None => step.publishes.get(key.as_slice()),
+                Some(p) => p.class(s, key),
+                None => step.publishes.get(key.as_slice()).copied(),
             };
-            if let Some(&c) = class {
+            if let Some(c) = class {
                 return Classified::Class(c);
             }
         }
@@ -278,6 +404,10 @@ impl<'p> Applier<'p> {
     /// through the plan to `output`. The header must be the plan's columns. With `strict`, the
     /// first row the plan does not cover is an error naming its row number (and the column
     /// whose value is in no map); otherwise such rows are suppressed and counted.
+    ///
+    /// Blocks of rows ([`TableBlocks`]) are read in order, a window of them formatted in
+    /// parallel and written in order: memory stays bounded and the bytes are those of one row
+    /// after the other.
     pub fn apply<R: Read, W: Write>(
         &self,
         input: R,
@@ -287,40 +417,37 @@ impl<'p> Applier<'p> {
     ) -> Result<Applied> {
         use rayon::prelude::*;
         let delimiter = self.plan.delimiter.as_bytes()[0];
-        let options = CsvOptions {
-            delimiter,
-            has_header: true,
-        };
-        let mut scanner = CsvScanner::table(input, options, source_name)?;
-        self.check_header(scanner.columns())?;
+        let mut blocks = TableBlocks::open(input, delimiter, source_name)?;
+        self.check_header(blocks.columns())?;
         let header = (self.plan.columns.iter())
             .filter(|c| !matches!(c.role, ColumnRole::Drop | ColumnRole::SubsetCount))
             .map(|c| c.name.as_str());
-        let mut writer = self.csv_writer(Vec::new());
-        self.write_cells(&mut writer, header)?;
+        let mut head = Vec::new();
+        self.write_record(&mut head, header);
         let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
-        output.write_all(&into_bytes(writer)?).map_err(write_err)?;
+        output.write_all(&head).map_err(write_err)?;
         let mut applied = Applied::default();
         let window = rayon::current_num_threads().max(1) * 2;
         loop {
-            // A window of chunks read in order, formatted in parallel, written in order: memory
-            // stays bounded and the bytes are those of one row after the other.
             let mut chunks = Vec::with_capacity(window);
+            let mut failed = None;
             while chunks.len() < window {
-                match Chunk::read(&mut scanner, applied.rows_read)? {
-                    Some(chunk) => {
-                        applied.rows_read += chunk.rows as u64;
-                        chunks.push(chunk);
+                match blocks.next_block() {
+                    Ok(Some(block)) => chunks.push(block),
+                    Ok(None) => break,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
                     }
-                    None => break,
                 }
             }
-            if chunks.is_empty() {
+            if chunks.is_empty() && failed.is_none() {
                 break;
             }
+            // Rows before a read error are formatted first: their errors come first.
             let parts: Vec<Result<(Vec<u8>, Applied)>> = chunks
                 .par_iter()
-                .map(|chunk| self.format_chunk(chunk, strict))
+                .map(|block| self.format_block(block, strict))
                 .collect();
             for part in parts {
                 let (bytes, a) = part?;
@@ -331,59 +458,75 @@ impl<'p> Applier<'p> {
                 applied.uncovered_rows += a.uncovered_rows;
                 applied.uncovered_records += a.uncovered_records;
             }
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
+        applied.rows_read = blocks.records();
         output.flush().map_err(write_err)?;
         Ok(applied)
     }
 
-    /// A CSV writer of the plan's delimiter (no header of its own).
-    fn csv_writer<W: Write>(&self, out: W) -> csv::Writer<W> {
-        csv::WriterBuilder::new()
-            .delimiter(self.plan.delimiter.as_bytes()[0])
-            .has_headers(false)
-            .from_writer(out)
+    /// The output of the rows of `block`, with what was done (`rows_read` not counted).
+    fn format_block(&self, block: &Block, strict: bool) -> Result<(Vec<u8>, Applied)> {
+        let mut out = Vec::with_capacity(block.text_len() + block.text_len() / 2 + 64);
+        let mut applied = Applied::default();
+        let mut scratch = Scratch {
+            codes: vec![NONE; self.qi_columns.len()],
+            key: Vec::with_capacity(self.qi_columns.len()),
+            count: String::new(),
+        };
+        block.for_each(|row, fields| {
+            self.format_row(row, fields, strict, &mut scratch, &mut out, &mut applied)
+        })?;
+        Ok((out, applied))
     }
 
-    /// The output of the rows of `chunk`, with what was done (`rows_read` not counted).
-    fn format_chunk(&self, chunk: &Chunk, strict: bool) -> Result<(Vec<u8>, Applied)> {
-        let mut writer = self.csv_writer(Vec::with_capacity(chunk.text.len() + 64));
-        let mut applied = Applied::default();
-        let mut key = Vec::with_capacity(self.qi_columns.len());
-        let mut count_text = String::new();
-        for r in 0..chunk.rows {
-            let row = chunk.first_row + r as u64 + 1;
-            let fields = |c: usize| chunk.field(r, c);
-            let records = self.released(&fields, row)?;
-            if records == 0 {
-                continue;
-            }
-            let class = self.classify(|i| fields(self.qi_columns[i]), &mut key);
-            if let Classified::Uncovered(column) = class {
-                if strict {
-                    return Err(self.uncovered(row, column));
-                }
-                applied.uncovered_rows += 1;
-                applied.uncovered_records += records;
-            }
-            let class = match class {
-                Classified::Class(c) => Some(c as usize),
-                _ if self.mode == SuppressedRecords::Remove => {
-                    applied.removed += records;
-                    continue;
-                }
-                _ => None,
-            };
-            count_text.clear();
-            std::fmt::Write::write_fmt(&mut count_text, format_args!("{records}"))
-                .expect("writing to a String");
-            let cells = (self.plan.columns.iter().enumerate()).filter_map(|(c, column)| {
-                self.cell(column.role, c, &fields, class, &key, &count_text)
-            });
-            self.write_cells(&mut writer, cells)?;
-            applied.rows += 1;
-            applied.records += records;
+    /// Writes the output of one row (`row`: its 1-based number) to `out`, counting it.
+    fn format_row(
+        &self,
+        row: u64,
+        fields: &[&str],
+        strict: bool,
+        scratch: &mut Scratch,
+        out: &mut Vec<u8>,
+        applied: &mut Applied,
+    ) -> Result<()> {
+        let records = self.released(fields, row)?;
+        if records == 0 {
+            return Ok(());
         }
-        Ok((into_bytes(writer)?, applied))
+        for (code, (&c, values)) in
+            (scratch.codes.iter_mut()).zip(self.qi_columns.iter().zip(&self.values))
+        {
+            *code = values.code(fields[c]);
+        }
+        let class = self.classify_codes(&scratch.codes, &mut scratch.key);
+        if let Classified::Uncovered(column) = class {
+            if strict {
+                return Err(self.uncovered(row, column));
+            }
+            applied.uncovered_rows += 1;
+            applied.uncovered_records += records;
+        }
+        let class = match class {
+            Classified::Class(c) => Some(c as usize),
+            _ if self.mode == SuppressedRecords::Remove => {
+                applied.removed += records;
+                return Ok(());
+            }
+            _ => None,
+        };
+        scratch.count.clear();
+        std::fmt::Write::write_fmt(&mut scratch.count, format_args!("{records}"))
+            .expect("writing to a String");
+        let (key, count) = (&scratch.key, scratch.count.as_str());
+        let cells = (self.plan.columns.iter().enumerate())
+            .filter_map(|(c, column)| self.cell(column.role, c, fields, class, key, count));
+        self.write_record(out, cells);
+        applied.rows += 1;
+        applied.records += records;
+        Ok(())
     }
 
     /// The written cell of input column `c` (`None`: not written).
@@ -391,7 +534,7 @@ impl<'p> Applier<'p> {
         &'a self,
         role: ColumnRole,
         c: usize,
-        fields: &impl Fn(usize) -> &'a str,
+        fields: &[&'a str],
         class: Option<usize>,
         key: &[u32],
         count: &'a str,
@@ -399,9 +542,9 @@ impl<'p> Applier<'p> {
         let marker = self.plan.suppression.marker.as_str();
         Some(match (role, class) {
             (ColumnRole::Drop | ColumnRole::SubsetCount, _) => return None,
-            (ColumnRole::Copy, _) => fields(c),
+            (ColumnRole::Copy, _) => fields[c],
             (ColumnRole::Count, _) => count,
-            (ColumnRole::Sensitive, Some(_)) => fields(c),
+            (ColumnRole::Sensitive, Some(_)) => fields[c],
             (ColumnRole::QuasiIdentifying, Some(_)) => {
                 let i = self.slots[c];
                 self.labels[i][key[i] as usize]
@@ -416,44 +559,63 @@ impl<'p> Applier<'p> {
         })
     }
 
-    /// Writes one record, formulas neutralized if the plan says so.
-    fn write_cells<'a, W: Write>(
-        &self,
-        writer: &mut csv::Writer<W>,
-        cells: impl Iterator<Item = &'a str>,
-    ) -> Result<()> {
-        let err = |e: csv::Error| EngineError::Output(e.to_string());
-        for cell in cells {
-            match self.plan.neutralize_formulas {
-                true => writer.write_field(neutralize_formula(cell).as_bytes()),
-                false => writer.write_field(cell),
+    /// Writes one record as the `csv` crate's writer does (delimiter between cells, quoted
+    /// only where a cell holds the delimiter, `"`, CR or LF, quotes doubled, `""` for a record
+    /// of no bytes, LF at the end), formulas neutralized if the plan says so.
+    fn write_record<'a>(&self, out: &mut Vec<u8>, cells: impl Iterator<Item = &'a str>) {
+        let delimiter = self.plan.delimiter.as_bytes()[0];
+        let start = out.len();
+        for (n, cell) in cells.enumerate() {
+            if n > 0 {
+                out.push(delimiter);
             }
-            .map_err(err)?;
+            match self.plan.neutralize_formulas {
+                true => self.write_cell(out, neutralize_formula(cell).as_bytes()),
+                false => self.write_cell(out, cell.as_bytes()),
+            }
         }
-        writer.write_record(None::<&[u8]>).map_err(err)
+        if out.len() == start {
+            out.extend_from_slice(b"\"\"");
+        }
+        out.push(b'\n');
+    }
+
+    /// Writes one cell, quoted if it must be.
+    fn write_cell(&self, out: &mut Vec<u8>, cell: &[u8]) {
+        if !cell.iter().any(|&b| self.special[usize::from(b)]) {
+            out.extend_from_slice(cell);
+            return;
+        }
+        out.push(b'"');
+        for part in cell.split_inclusive(|&b| b == b'"') {
+            out.extend_from_slice(part);
+            if part.last() == Some(&b'"') {
+                out.push(b'"');
+            }
+        }
+        out.push(b'"');
     }
 
     /// The released records of a row: 1, or its count (its subset count with a subset count
     /// column). Errors name the row and the column.
-    fn released<'a>(&self, fields: &impl Fn(usize) -> &'a str, row: u64) -> Result<u64> {
+    fn released(&self, fields: &[&str], row: u64) -> Result<u64> {
         let Some(count) = self.count else {
             return Ok(1);
         };
         let column = self.subset_count.unwrap_or(count);
         for c in [count, column] {
-            if parse_count(fields(c)).is_none() {
+            if parse_count(fields[c]).is_none() {
                 return Err(EngineError::config(
                     "input",
                     format!(
                         "row {row} of column '{}' holds '{}': expected a whole number of \
                          records in decimal digits",
-                        self.plan.columns[c].name,
-                        fields(c)
+                        self.plan.columns[c].name, fields[c]
                     ),
                 ));
             }
         }
-        Ok(u64::from(parse_count(fields(column)).unwrap_or(0)))
+        Ok(u64::from(parse_count(fields[column]).unwrap_or(0)))
     }
 
     /// The strict mode's error for row `row`.
@@ -502,61 +664,19 @@ impl<'p> Applier<'p> {
     }
 }
 
-/// Records per chunk that [`Applier::apply`] formats on one thread.
-const CHUNK_ROWS: usize = 1 << 14;
-
-/// Rows of the input, owned: their fields' text one after the other.
-struct Chunk {
-    /// Data rows read before this chunk.
-    first_row: u64,
-    rows: usize,
-    width: usize,
-    text: String,
-    /// End of every field in `text` (`width` per row).
-    ends: Vec<usize>,
+/// Per-thread scratch of [`Applier::format_row`].
+struct Scratch {
+    /// The value code of every quasi-identifier of the row.
+    codes: Vec<u32>,
+    /// The label ids of the row's tuple.
+    key: Vec<u32>,
+    /// The released records in decimal.
+    count: String,
 }
 
-impl Chunk {
-    /// Up to [`CHUNK_ROWS`] rows of `scanner` (`None`: none left).
-    fn read<R: Read>(scanner: &mut CsvScanner<R>, first_row: u64) -> Result<Option<Chunk>> {
-        let width = scanner.columns().len();
-        let mut chunk = Chunk {
-            first_row,
-            rows: 0,
-            width,
-            text: String::new(),
-            ends: Vec::with_capacity(CHUNK_ROWS * width),
-        };
-        while chunk.rows < CHUNK_ROWS {
-            let Some(record) = scanner.next_record()? else {
-                break;
-            };
-            for field in record.iter() {
-                chunk.text.push_str(field);
-                chunk.ends.push(chunk.text.len());
-            }
-            chunk.rows += 1;
-        }
-        Ok((chunk.rows > 0).then_some(chunk))
-    }
-
-    /// Field `c` of row `r`.
-    fn field(&self, r: usize, c: usize) -> &str {
-        let at = r * self.width + c;
-        let start = if at == 0 { 0 } else { self.ends[at - 1] };
-        &self.text[start..self.ends[at]]
-    }
-}
-
-/// The bytes a CSV writer on a buffer wrote.
-fn into_bytes(writer: csv::Writer<Vec<u8>>) -> Result<Vec<u8>> {
-    writer
-        .into_inner()
-        .map_err(|e| EngineError::Output(e.to_string()))
-}
-
-/// Refuses another format or version, and a delimiter that is not one ASCII character.
-fn check_header_fields(plan: &Plan) -> Result<()> {
+/// Refuses another format or version, and a delimiter that is not one ASCII character; the
+/// delimiter.
+fn check_header_fields(plan: &Plan) -> Result<u8> {
     if plan.format != super::PLAN_FORMAT {
         return Err(EngineError::config(
             "format",
@@ -583,5 +703,5 @@ fn check_header_fields(plan: &Plan) -> Result<()> {
             format!("expected one ASCII character, got '{}'", plan.delimiter),
         ));
     }
-    Ok(())
+    Ok(plan.delimiter.as_bytes()[0])
 }

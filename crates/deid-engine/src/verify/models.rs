@@ -544,8 +544,8 @@ fn level_labels(
         let mut extra: HashMap<&str, u32> = HashMap::new();
         let ids = texts
             .iter()
-            .map(|t| match interner.ids.get(*t) {
-                Some(&id) => id,
+            .map(|t| match interner.get(t) {
+                Some(id) => id,
                 None => {
                     let next = interner.texts.len() as u32 + extra.len() as u32;
                     *extra.entry(t).or_insert(next)
