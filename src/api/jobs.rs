@@ -369,7 +369,8 @@ pub async fn get_plan(
 }
 
 /// `GET /v1/jobs/{id}/spec`: the job's specification as stored (normalized, stored hierarchies
-/// inlined), e.g. to submit it again with other settings or as an evaluate job.
+/// inlined; unset settings left out), e.g. to submit it again with other settings or as an
+/// evaluate job.
 pub async fn get_spec(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
@@ -380,7 +381,12 @@ pub async fn get_spec(
         .tenant_job_spec(&tenant, &id)
         .await?
         .ok_or_else(|| job_not_found(&id))?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], spec).into_response())
+    // Unset settings are stored as null; the answer leaves them out, as a client writes them.
+    let mut spec: serde_json::Value = serde_json::from_str(&spec).map_err(ApiError::internal)?;
+    if let Some(fields) = spec.as_object_mut() {
+        fields.retain(|_, v| !v.is_null());
+    }
+    Ok(Json(spec).into_response())
 }
 
 /// Query parameters of `GET /v1/jobs/{id}/result.csv`.
