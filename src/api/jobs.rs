@@ -119,6 +119,7 @@ async fn queue_job(
         tenant,
         dataset_id: &dataset.id,
         task: spec.task().as_str(),
+        algorithm: spec.search_algorithm(),
         spec: &serde_json::to_string(spec).map_err(ApiError::internal)?,
         max_attempts: state.config.max_attempts,
         webhook: spec.callback_url.as_ref().map(|_| "pending"),
@@ -365,6 +366,27 @@ pub async fn get_plan(
         .with_details(json!({"status": status}))),
         None => Err(not_available(status)),
     }
+}
+
+/// `GET /v1/jobs/{id}/spec`: the job's specification as stored (normalized, stored hierarchies
+/// inlined; unset settings left out), e.g. to submit it again with other settings or as an
+/// evaluate job.
+pub async fn get_spec(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<JobId>,
+) -> Result<Response> {
+    let spec = state
+        .store
+        .tenant_job_spec(&tenant, &id)
+        .await?
+        .ok_or_else(|| job_not_found(&id))?;
+    // Unset settings are stored as null; the answer leaves them out, as a client writes them.
+    let mut spec: serde_json::Value = serde_json::from_str(&spec).map_err(ApiError::internal)?;
+    if let Some(fields) = spec.as_object_mut() {
+        fields.retain(|_, v| !v.is_null());
+    }
+    Ok(Json(spec).into_response())
 }
 
 /// Query parameters of `GET /v1/jobs/{id}/result.csv`.

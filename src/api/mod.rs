@@ -66,6 +66,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/jobs/{id}/result.parquet"),
     ("post", "/v1/jobs/{id}/verify"),
     ("get", "/v1/jobs/{id}/plan"),
+    ("get", "/v1/jobs/{id}/spec"),
 ];
 
 /// Builds the router.
@@ -166,6 +167,10 @@ fn job_routes(state: &AppState) -> Router<AppState> {
         .route(
             "/v1/jobs/{id}/plan",
             with_timeout(get(jobs::get_plan), quick),
+        )
+        .route(
+            "/v1/jobs/{id}/spec",
+            with_timeout(get(jobs::get_spec), quick),
         )
 }
 

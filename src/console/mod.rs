@@ -86,6 +86,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("assets/newjob.js"),
     ),
     (
+        "compare.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/compare.js"),
+    ),
+    (
         "reference.js",
         "text/javascript; charset=utf-8",
         include_bytes!("assets/reference.js"),

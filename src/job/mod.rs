@@ -8,7 +8,8 @@
 //! - [`problem`]: specification → engine [`Problem`](deid_engine::Problem) (written once), and
 //!   the service's validation before a job is queued;
 //! - [`progress`]: the one progress type from the engine's reports to the client;
-//! - [`report`]: the evaluation and search reports; [`view`]: the job as clients see it;
+//! - [`report`]: the evaluation and search reports (with [`values`]: the most frequent values of
+//!   each quasi-identifier before and after); [`view`]: the job as clients see it;
 //! - [`task`]: what a job does, one file per task kind (`anonymize`, `evaluate`, `risk`), each
 //!   with its validation and its run, shared by the command line and the worker;
 //! - [`verify`]: released data re-checked against a job's privacy models (`deid verify`,
@@ -33,5 +34,6 @@ pub mod progress;
 pub mod report;
 pub mod spec;
 pub mod task;
+pub mod values;
 pub mod verify;
 pub mod view;

@@ -21,6 +21,7 @@ use deid_engine::quality::QualityModel;
 use deid_engine::risk::RiskReport;
 
 use super::id::{DatasetId, JobId};
+use super::values::{AttributeValues, attribute_values};
 
 /// Default threshold for the "records at risk" statistic (prosecutor risk above 20 %).
 pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
@@ -34,6 +35,13 @@ pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
         .map(|(q, l)| (q.column.clone(), Value::from(*l)))
         .collect();
     Value::Object(map)
+}
+
+/// The names of the quasi-identifiers, in their order.
+fn qi_names(problem: &Problem) -> Vec<String> {
+    (problem.quasi_identifiers().iter())
+        .map(|q| q.column.clone())
+        .collect()
 }
 
 /// Warnings about the problem: hierarchies whose duplicated values were resolved with
@@ -149,6 +157,9 @@ pub struct EvaluationReport {
     pub anonymous: bool,
     /// Column → level.
     pub transformation: Value,
+    /// The quasi-identifiers in the order of `levels`, of the candidates' levels and of
+    /// `output_quality`'s per-attribute arrays.
+    pub quasi_identifiers: Vec<String>,
     /// Records suppressed.
     pub suppressed_rows: usize,
     /// Records of the data.
@@ -186,6 +197,8 @@ pub struct EvaluationReport {
     /// Quality measured on the output's records (post-hoc measures, comparable between global
     /// and local outputs; `docs/definitions.md` §4.7).
     pub output_quality: OutputQuality,
+    /// Per quasi-identifier, the most frequent values before and after ([`attribute_values`]).
+    pub values: BTreeMap<String, AttributeValues>,
     /// The job (service results of `"task": "evaluate"`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobInfo>,
@@ -317,6 +330,7 @@ impl EvaluationReport {
         EvaluationReport {
             anonymous: eval.result.anonymous,
             transformation: transformation_json(problem, &eval.result.levels),
+            quasi_identifiers: qi_names(problem),
             suppressed_rows: eval.result.suppressed,
             rows: problem.rows(),
             classes: eval.result.classes,
@@ -349,6 +363,7 @@ impl EvaluationReport {
             research_subset: SubsetReport::of(problem).filter(|_| problem.dp().is_none()),
             differential_privacy: DpReport::of(problem, eval.result.suppressed),
             output_quality: output_quality(problem, eval),
+            values: attribute_values(problem, eval),
             job: None,
             timings: None,
         }
@@ -386,6 +401,7 @@ impl EvaluationReport {
         EvaluationReport {
             anonymous: outcome.anonymous,
             transformation: transformation_json(problem, &first.levels),
+            quasi_identifiers: qi_names(problem),
             suppressed_rows: outcome.suppressed,
             rows: problem.rows(),
             classes: measured.classes,
@@ -429,6 +445,7 @@ impl EvaluationReport {
             research_subset: SubsetReport::of(problem),
             differential_privacy: None,
             output_quality: measured,
+            values: attribute_values(problem, outcome),
             job: None,
             timings: None,
         }
@@ -495,6 +512,34 @@ impl TraceEntry {
             levels: i.levels.clone(),
             strategy: i.strategy.name(),
             step: i.step,
+        }
+    }
+}
+
+/// One of the best anonymous transformations a search checked (a report's `candidates`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateEntry {
+    /// Column → level (the `levels` of an evaluate job).
+    pub transformation: Value,
+    /// The levels in the order of the quasi-identifiers.
+    pub levels: Vec<u8>,
+    /// Score (lower is better).
+    pub score: f64,
+    /// Utility.
+    pub utility: f64,
+    /// Records suppressed.
+    pub suppressed_rows: usize,
+}
+
+impl CandidateEntry {
+    /// The entry of a candidate of `problem`'s search.
+    pub fn of(problem: &Problem, c: &deid_engine::search::Candidate) -> CandidateEntry {
+        CandidateEntry {
+            transformation: transformation_json(problem, &c.levels),
+            levels: c.levels.clone(),
+            score: c.score,
+            utility: c.utility,
+            suppressed_rows: c.suppressed,
         }
     }
 }
@@ -574,6 +619,10 @@ pub struct SearchReport {
     pub solution_space: String,
     /// Every improvement of the best, in order.
     pub trace: Vec<TraceEntry>,
+    /// The best anonymous transformations the search checked, best first (absent for local
+    /// generalization; empty with differential privacy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<Vec<CandidateEntry>>,
     /// The job (service results).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobInfo>,
@@ -698,6 +747,11 @@ impl SearchReport {
                 .iter()
                 .map(TraceEntry::from_improvement)
                 .collect(),
+            candidates: Some(
+                (outcome.candidates.iter())
+                    .map(|c| CandidateEntry::of(problem, c))
+                    .collect(),
+            ),
             job: None,
             warnings: problem_warnings(problem),
             timings: None,
@@ -734,6 +788,7 @@ impl SearchReport {
             stop: outcome.stop.name(),
             solution_space: problem.lattice().size_string(),
             trace,
+            candidates: None,
             job: None,
             warnings: problem_warnings(problem),
             timings: None,

@@ -29,7 +29,7 @@ use deid_engine::names::alternatives;
 use deid_engine::population::{PopulationModel, Region};
 use deid_engine::privacy::PrivacyModel;
 use deid_engine::quality::{Aggregate, QualityConfig, QualityModel};
-use deid_engine::search::{FLASH_HARD_LIMIT, MAX_CHECK_LIMIT, MAX_THREADS};
+use deid_engine::search::{FLASH_HARD_LIMIT, MAX_CANDIDATES, MAX_CHECK_LIMIT, MAX_THREADS};
 use deid_engine::{
     Algorithm, DuplicatePolicy, GeneticParams, Hierarchy, ProblemConfig, QuasiIdentifier,
     SearchConfig,
@@ -494,6 +494,10 @@ pub struct JobSpec {
     /// 100,000,000, Flash keeps one byte per transformation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flash_max_space: Option<u64>,
+    /// How many of the best anonymous transformations the search checked the report lists
+    /// as `candidates` (default 20, at most 100, 0 for none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<usize>,
     /// The transformation to evaluate (`deid evaluate`, jobs with `"task": "evaluate"`):
     /// quasi-identifier → level; quasi-identifiers not named keep level 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -839,6 +843,7 @@ impl JobSpec {
             flash_max_space: self
                 .flash_max_space
                 .map_or(defaults.flash_max_space, |v| v as u128),
+            candidates: self.candidates.unwrap_or(defaults.candidates),
         };
         self.check_search_ranges(&config, limits)?;
         Ok(config)
@@ -893,7 +898,22 @@ impl JobSpec {
                 format!("expected 0 to {FLASH_HARD_LIMIT} transformations, got {f}"),
             ));
         }
+        if config.candidates > MAX_CANDIDATES {
+            return Err(SpecError::new(
+                "candidates",
+                format!(
+                    "expected 0 to {MAX_CANDIDATES} transformations, got {}",
+                    config.candidates
+                ),
+            ));
+        }
         Ok(())
+    }
+
+    /// The search algorithm a job names (`auto` by default); `None` for tasks that do not
+    /// search (`evaluate`, `risk`).
+    pub fn search_algorithm(&self) -> Option<&str> {
+        (self.task() == Task::Anonymize).then(|| self.algorithm.as_deref().unwrap_or("auto"))
     }
 
     /// The job's task (default `anonymize`).
@@ -1443,6 +1463,7 @@ mod tests {
             (r#"{"time_limit": 0}"#, "time_limit"),
             (r#"{"check_limit": 1000000000001}"#, "check_limit"),
             (r#"{"flash_max_space": 100000001}"#, "flash_max_space"),
+            (r#"{"candidates": 101}"#, "candidates"),
             (
                 r#"{"genetic": {"subpopulation_size": 1000000000}}"#,
                 "genetic.subpopulation_size",

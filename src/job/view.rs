@@ -32,6 +32,9 @@ pub struct JobView {
     pub dataset_id: DatasetId,
     /// What the job does: `anonymize`, `evaluate` or `risk`.
     pub task: String,
+    /// The search algorithm the job names (`auto`, `flash`, …; `null` for `evaluate` and
+    /// `risk`).
+    pub algorithm: Option<String>,
     /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
     pub status: JobStatus,
     /// Times the job was claimed by a worker.
@@ -82,6 +85,7 @@ impl JobView {
             id: row.id.clone(),
             dataset_id: row.dataset_id.clone(),
             task: row.task.clone(),
+            algorithm: row.algorithm.clone(),
             status: row.status,
             attempts: row.attempts,
             max_attempts: row.max_attempts,

@@ -33,6 +33,9 @@ pub struct JobRow {
     pub dataset_id: DatasetId,
     /// What the job does (`anonymize`, `evaluate` or `risk`).
     pub task: String,
+    /// The search algorithm it names (`None`: a task without search, or a job queued before
+    /// the column existed).
+    pub algorithm: Option<String>,
     /// Where the job is.
     #[sqlx(try_from = "String")]
     pub status: JobStatus,
@@ -63,7 +66,7 @@ pub struct JobRow {
 macro_rules! select_job {
     ($rest:literal) => {
         concat!(
-            "SELECT id, tenant, dataset_id, task, status, attempts, max_attempts, lease_owner, cancel_requested, progress, \
+            "SELECT id, tenant, dataset_id, task, algorithm, status, attempts, max_attempts, lease_owner, cancel_requested, progress, \
              result_chunks, error, webhook, created_at, started_at, finished_at FROM jobs ",
             $rest
         )
@@ -98,6 +101,8 @@ pub struct NewJob<'a> {
     pub dataset_id: &'a DatasetId,
     /// What the job does (`anonymize`, `evaluate` or `risk`).
     pub task: &'a str,
+    /// The search algorithm it names (`None` for tasks without search).
+    pub algorithm: Option<&'a str>,
     /// Validated specification JSON.
     pub spec: &'a str,
     /// Claims allowed.
@@ -164,8 +169,8 @@ impl Store {
     /// Queues a job unless `limits` are reached (all tenants' queued jobs, or this tenant's).
     pub async fn insert_job(&self, job: &NewJob<'_>, limits: QueueLimits) -> Result<Admission> {
         const SQL: &str = "INSERT INTO jobs (id, tenant, dataset_id, task, status, attempts, max_attempts, run_at, \
-             cancel_requested, webhook, created_at, callback_url, time_limit_ms) \
-             SELECT $1, $2, $3, $4, 'queued', 0, $5, $6, 0, $7, $6, $10, $11 \
+             cancel_requested, webhook, created_at, callback_url, time_limit_ms, algorithm) \
+             SELECT $1, $2, $3, $4, 'queued', 0, $5, $6, 0, $7, $6, $10, $11, $12 \
              WHERE (SELECT COUNT(*) FROM jobs WHERE status = 'queued') < $8 \
              AND (SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND tenant = $2) < $9";
         const TENANT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND tenant = $1";
@@ -185,6 +190,7 @@ impl Store {
                 .bind(limits.queued_per_tenant)
                 .bind(job.callback_url)
                 .bind(job.time_limit_ms)
+                .bind(job.algorithm)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -518,6 +524,15 @@ impl Store {
             Some(_) => CancelOutcome::AlreadyFinished,
             None => CancelOutcome::NotFound,
         })
+    }
+
+    /// The specification JSON of a tenant's job (None if the job does not exist).
+    pub async fn tenant_job_spec(&self, tenant: &TenantId, id: &JobId) -> Result<Option<String>> {
+        const SQL: &str = "SELECT d.spec FROM jobs j JOIN job_documents d ON d.job_id = j.id \
+             WHERE j.id = $1 AND j.tenant = $2";
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar::<_, String>(SQL).bind(id).bind(tenant).fetch_optional(pool).await)?,
+        )
     }
 
     /// The specification JSON of a job (for webhooks).

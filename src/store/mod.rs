@@ -139,6 +139,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job plans",
         include_str!("../../migrations/0009_job_plans.sql"),
     ),
+    (
+        10,
+        "job algorithm",
+        include_str!("../../migrations/0010_job_algorithm.sql"),
+    ),
 ];
 
 /// The migrator over [`MIGRATIONS`] (sqlx's own bookkeeping table and locking).

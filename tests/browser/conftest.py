@@ -77,6 +77,14 @@ def server():
     s.stop()
 
 
+@pytest.fixture
+def fresh_server():
+    """A server of its own (a test that fills its lists)."""
+    s = Server()
+    yield s
+    s.stop()
+
+
 @pytest.fixture(scope="session")
 def keyed_server():
     s = Server(api_keys="acme:correct-horse-battery")

@@ -134,16 +134,27 @@ def test_job_from_the_form_streams_to_the_chart_and_downloads_the_result(browser
     assert strategies and {s.text for s in strategies} == {"genetic"}
 
     # The best transformation per attribute, with loss and example values from the result.
+    # (The report's sections are filled in order once it is loaded: the risk table comes last.)
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#risk-table tbody tr"), message="no risk table")
     rows = browser.find_elements(By.CSS_SELECTOR, "#transformation-table tbody tr")
     got = {r.find_elements(By.TAG_NAME, "td")[0].text: [td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows}
     assert {k: int(v[1]) for k, v in got.items()} == report["transformation"]
     result_csv = server.get(f"/v1/jobs/{job_id}/result.csv").decode()
     first = next(csv.DictReader(io.StringIO(result_csv)))
     assert first["age"] in got["age"][3].split(" · ")
-    # Risks before and after, as bars and a table.
-    risk = browser.find_element(By.ID, "risk-table").text
-    assert "highest_risk" in risk
-    assert browser.find_elements(By.CSS_SELECTOR, "#risk-bars .bar.after")
+    # Risks before and after: one table (measure | before | after | bar) and the distribution chart.
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#risk-table tbody tr"), message="no risk table")
+    rows = {r.find_elements(By.TAG_NAME, "td")[0].text: [td.text for td in r.find_elements(By.TAG_NAME, "td")]
+            for r in browser.find_elements(By.CSS_SELECTOR, "#risk-table tbody tr")}
+    highest = rows["Highest prosecutor risk"]
+    assert highest[1] == f"{100 * report['risk']['input']['highest_risk']:.2f} %"
+    assert highest[2] == f"{100 * report['risk']['output']['highest_risk']:.2f} %"
+    assert rows["Suppressed records"][2] == f"{report['risk']['output']['suppressed']:,}"
+    assert browser.find_elements(By.CSS_SELECTOR, "#risk-table .bar.after")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#risk-chart canvas"), message="no risk chart")
+    assert int(browser.find_element(By.ID, "risk-chart").get_attribute("data-bars")) == len(report["risk"]["input"]["distribution"])
+    # The utility chart's time axis runs to the end of the search, not to the last improvement.
+    assert float(chart.get_attribute("data-end")) == pytest.approx(report["elapsed_ms"])
     if screenshots:
         screenshots.mkdir(parents=True, exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
@@ -156,12 +167,16 @@ def test_job_from_the_form_streams_to_the_chart_and_downloads_the_result(browser
     assert target.read_text() == result_csv
 
     # The job list shows it with its algorithm and best utility.
+    browser.execute_script("performance.clearResourceTimings()")
     visit(browser, server, "/jobs")
     wait(browser, lambda d: job_id in text(d, "#jobs-table"))
     row = [r for r in browser.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr") if job_id in r.text][0]
     cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
     assert cells[1] == "succeeded" and cells[2] == "patients" and cells[3] == "genetic"
     assert float(cells[5]) == pytest.approx(report["utility"], abs=1e-4)
+    # The algorithm comes from the job view: the list downloads no report.
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map((e) => e.name)")
+    assert not [u for u in fetched if "/result" in u], fetched
 
 
 def test_cancel_a_running_job(browser, server, dataset):
@@ -290,7 +305,7 @@ def test_a_risk_analysis_job_shows_its_risks_and_no_csv(browser, server, dataset
         job = json.loads(r.read())
     visit(browser, server, "/jobs/" + job["id"])
     wait(browser, lambda d: "risk analysis" in text(d, "#job-algorithm"), message="the risk job did not finish")
-    wait(browser, lambda d: d.find_elements(By.ID, "risk-bars"))
+    wait(browser, lambda d: d.find_elements(By.ID, "risk-table"))
     assert not browser.find_element(By.ID, "download-csv").is_displayed()
     assert browser.find_element(By.ID, "download-report").is_displayed()
     report = json.loads(browser.find_element(By.ID, "report-json").get_attribute("textContent"))
@@ -337,3 +352,152 @@ def test_a_differentially_private_job_from_the_form(browser, server, dataset):
     assert "disease" not in rows[0]
     assert sum(classes.values()) == r["released_records"] <= r["sampled_records"] < r["input_records"]
     assert all(n >= r["k"] for n in classes.values()), classes
+
+
+def post_json(server, path, body):
+    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def wait_job(server, job_id, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = json.loads(server.get(f"/v1/jobs/{job_id}"))
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not end")
+
+
+def classes(csv_text, qis):
+    """Records per combination of quasi-identifier values, suppressed rows (all `*`) left out."""
+    out = {}
+    for row in csv.DictReader(io.StringIO(csv_text)):
+        key = tuple(row[q] for q in qis)
+        if all(v == "*" for v in key):
+            continue
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def test_a_candidate_is_evaluated_with_one_click_and_its_release_downloaded(browser, server, dataset, downloads, patients_csv,
+                                                                           screenshots):
+    qis = ("age", "sex", "zip")
+    spec = {"dataset_id": dataset["id"], "privacy": ["k-anonymity(k=4)"], "algorithm": "flash", "time_limit": "30s",
+            "candidates": 6, "suppression_limit": 0.02,
+            "attributes": {c["name"]: {"type": "quasi_identifying", "hierarchy": c["suggested_hierarchy"]}
+                           for c in dataset["columns"] if c["name"] in qis}}
+    job = post_json(server, "/v1/jobs", spec)
+    assert job["algorithm"] == "flash"
+    visit(browser, server, "/jobs/" + job["id"])
+    wait(browser, lambda d: d.find_elements(By.ID, "candidates-table"), message="no candidates")
+    report = json.loads(server.get(f"/v1/jobs/{job['id']}/result"))
+    candidates = report["candidates"]
+    assert 2 <= len(candidates) <= 6 and candidates[0]["levels"] == report["levels"]
+    order = report["quasi_identifiers"]
+    heads = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#candidates-table thead th")]
+    assert heads[1:1 + len(order)] == order
+    rows = browser.find_elements(By.CSS_SELECTOR, "#candidates-table tbody tr")
+    assert len(rows) == len(candidates)
+    for row, c in zip(rows, candidates):
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert [int(x) for x in cells[1:1 + len(order)]] == [c["transformation"][q] for q in order]
+        assert int(cells[2 + len(order)].replace(",", "")) == c["suppressed_rows"]
+
+    # Utility analysis: the most frequent values before (counted here from the input) and after
+    # (counted here from the output), with the suppressed records.
+    section = browser.find_element(By.CSS_SELECTOR, '#utility-analysis section[data-column="age"]')
+    before = section.find_elements(By.CSS_SELECTOR, '.bars[data-side="before"] > span')
+    counts = {}
+    for r in csv.DictReader(open(patients_csv)):
+        counts[r["age"]] = counts.get(r["age"], 0) + 1
+    top = max(counts.items(), key=lambda kv: (kv[1], -int(kv[0])))
+    assert (before[0].text, int(before[1].text.replace(",", ""))) == (top[0], top[1])
+    result_csv = server.get(f"/v1/jobs/{job['id']}/result.csv").decode()
+    out_counts = {}
+    for r in csv.DictReader(io.StringIO(result_csv)):
+        out_counts[r["age"]] = out_counts.get(r["age"], 0) + 1
+    # Suppressed records show * (the default marker) in every quasi-identifier.
+    out_counts["*"] = out_counts.get("*", 0) - report["suppressed_rows"]
+    after = section.find_elements(By.CSS_SELECTOR, '.bars[data-side="after"] > span')
+    shown = {after[i].text: int(after[i + 1].text.replace(",", "")) for i in range(0, len(after), 2)}
+    assert shown
+    for value, n in shown.items():
+        if value == "(suppressed)":
+            assert n == report["suppressed_rows"]
+        elif not value.startswith("("):
+            assert out_counts[value] == n, value
+    assert section.find_elements(By.CSS_SELECTOR, "table.posthoc tbody tr")
+    if screenshots:
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#risk-chart canvas"))
+        browser.execute_script("document.getElementById('candidates').previousElementSibling.scrollIntoView()")
+        browser.save_screenshot(str(screenshots / "console-compare.png"))
+
+    # One click on the second candidate: an evaluate job with its levels, whose release is
+    # downloadable and k-anonymous (checked here from the CSV).
+    chosen = candidates[1]
+    rows[1].find_element(By.CSS_SELECTOR, "button.candidate-evaluate").click()
+    wait(browser, lambda d: d.current_url.rsplit("/", 1)[1] != job["id"], message="no evaluate job")
+    evaluate_id = browser.current_url.rsplit("/", 1)[1]
+    evaluated = wait_job(server, evaluate_id)
+    assert evaluated["task"] == "evaluate" and evaluated["status"] == "succeeded"
+    assert evaluated["algorithm"] is None
+    stored = json.loads(server.get(f"/v1/jobs/{evaluate_id}/spec"))
+    assert stored["task"] == "evaluate" and stored["levels"] == chosen["transformation"]
+    evaluation = json.loads(server.get(f"/v1/jobs/{evaluate_id}/result"))
+    assert evaluation["transformation"] == chosen["transformation"]
+    assert evaluation["suppressed_rows"] == chosen["suppressed_rows"]
+    assert evaluation["utility"] == pytest.approx(chosen["utility"])
+    wait(browser, lambda d: d.find_element(By.ID, "download-csv").is_displayed(), message="no download")
+    browser.find_element(By.ID, "download-csv").click()
+    target = downloads / f"{evaluate_id}.csv"
+    released = server.get(f"/v1/jobs/{evaluate_id}/result.csv").decode()
+    wait(browser, lambda d: target.exists() and target.stat().st_size == len(released.encode()), message="no download")
+    assert target.read_text() == released
+    sizes = classes(released, qis)
+    assert sizes and min(sizes.values()) >= 4
+    assert sum(sizes.values()) == 3000 - chosen["suppressed_rows"]
+    assert "An evaluation" in text(browser, "#candidates-none")
+    assert not severe_logs(browser)
+
+
+def test_lists_page_through_next_cursor(browser, fresh_server):
+    s = fresh_server
+    body = b"a,b\n1,2\n"
+    for i in range(101):
+        req = urllib.request.Request(f"{s.url}/v1/datasets?name=d{i:03d}", data=body, method="POST",
+                                     headers={"Content-Type": "text/csv"})
+        urllib.request.urlopen(req, timeout=30).read()
+    visit(browser, s, "/datasets")
+    wait(browser, lambda d: d.find_elements(By.ID, "datasets-table"))
+    first = browser.find_elements(By.CSS_SELECTOR, "#datasets-table tbody tr")
+    assert len(first) == 100
+    assert browser.find_element(By.ID, "datasets-pager-prev").get_attribute("disabled")
+    names = {r.find_element(By.TAG_NAME, "td").text for r in first}
+    browser.find_element(By.ID, "datasets-pager-next").click()
+    wait(browser, lambda d: text(d, "#datasets-pager-page") == "Page 2")
+    second = browser.find_elements(By.CSS_SELECTOR, "#datasets-table tbody tr")
+    names |= {r.find_element(By.TAG_NAME, "td").text for r in second}
+    assert len(second) == 1 and names == {f"d{i:03d}" for i in range(101)}
+    assert browser.find_element(By.ID, "datasets-pager-next").get_attribute("disabled")
+    browser.find_element(By.ID, "datasets-pager-prev").click()
+    wait(browser, lambda d: text(d, "#datasets-pager-page") == "Page 1")
+
+    # Jobs, with a page size of 2: every job once, over the pages.
+    ds = json.loads(s.get("/v1/datasets?limit=1"))["items"][0]["id"]
+    ids = set()
+    for _ in range(5):
+        job = post_json(s, "/v1/jobs", {"dataset_id": ds, "task": "risk", "attributes": {"a": {"type": "quasi_identifying"}}})
+        ids.add(job["id"])
+    visit(browser, s, "/jobs?limit=2")
+    seen = []
+    for page in (1, 2, 3):
+        wait(browser, lambda d: text(d, "#jobs-pager-page") == f"Page {page}")
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr"))
+        seen += [r.find_element(By.TAG_NAME, "a").text for r in browser.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")]
+        if page < 3:
+            browser.find_element(By.ID, "jobs-pager-next").click()
+    assert sorted(seen) == sorted(ids)
+    assert browser.find_element(By.ID, "jobs-pager-next").get_attribute("disabled")

@@ -125,7 +125,9 @@ fn openapi_job_spec_matches_the_parser() {
             "attributes" | "genetic" | "local" => serde_json::json!({}),
             "privacy" => serde_json::json!([]),
             "suppression_limit" | "risk_threshold" => serde_json::json!(0.5),
-            "check_limit" | "seed" | "threads" | "flash_max_space" => serde_json::json!(1),
+            "check_limit" | "seed" | "threads" | "flash_max_space" | "candidates" => {
+                serde_json::json!(1)
+            }
             "hierarchy_duplicates" => serde_json::json!("last"),
             "population" => serde_json::json!({"sampling_fraction": 0.01}),
             "research_subset" => serde_json::json!({"rows": [1]}),

@@ -572,3 +572,136 @@ async fn formulas_are_neutralized_on_request() {
     }
     app.stop().await;
 }
+
+/// Records per value of `column` in a `;`-separated CSV.
+fn value_counts(csv: &str, column: &str) -> std::collections::HashMap<String, u64> {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(b';')
+        .from_reader(csv.as_bytes());
+    let at = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == column)
+        .unwrap();
+    let mut out = std::collections::HashMap::new();
+    for record in reader.records() {
+        *out.entry(record.unwrap()[at].to_string()).or_default() += 1;
+    }
+    out
+}
+
+/// The job view names the algorithm; the report lists the candidates (best first, led by the
+/// result, at most `candidates`) and the values before and after (checked against counts of the
+/// input and the output made here); the stored specification, submitted as an evaluate job with
+/// a candidate's levels, releases that candidate (k-anonymous by an independent check).
+async fn candidates_and_values(kind: Db) {
+    let Some(app) = spawn_app(kind).await else {
+        return;
+    };
+    let dataset = upload_adult(&app).await;
+    let k = 5;
+    let mut spec = adult_job(&dataset, k, 0.02);
+    spec["algorithm"] = json!("flash");
+    spec["candidates"] = json!(5);
+    let job = app.create_job(&spec).await;
+    assert_eq!(job["algorithm"], "flash");
+    let job = ended(&app, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["id"].as_str().unwrap();
+    let listed = app.get("/v1/jobs?limit=100").await.json();
+    let item = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == id);
+    assert_eq!(item.unwrap()["algorithm"], "flash");
+    let report = app.get(&format!("/v1/jobs/{id}/result")).await.json();
+    let candidates = report["candidates"].as_array().unwrap();
+    assert!((2..=5).contains(&candidates.len()), "{}", candidates.len());
+    assert_eq!(candidates[0]["levels"], report["levels"]);
+    assert_eq!(candidates[0]["transformation"], report["transformation"]);
+    for w in candidates.windows(2) {
+        assert!(w[0]["score"].as_f64() <= w[1]["score"].as_f64());
+        assert_ne!(w[0]["levels"], w[1]["levels"]);
+    }
+    let order: Vec<&str> = (report["quasi_identifiers"].as_array().unwrap().iter())
+        .map(|q| q.as_str().unwrap())
+        .collect();
+    assert_eq!(order.len(), ADULT_QIS.len());
+
+    // Values before (from the input) and after (from the output) of every quasi-identifier.
+    let input =
+        String::from_utf8(std::fs::read(repo("examples/adult/adult.csv")).unwrap()).unwrap();
+    let output = app.get(&format!("/v1/jobs/{id}/result.csv")).await.text;
+    let suppressed = report["suppressed_rows"].as_u64().unwrap();
+    for q in ADULT_QIS {
+        let values = &report["values"][q];
+        for (side, counts) in [
+            ("before", value_counts(&input, q)),
+            ("after", value_counts(&output, q)),
+        ] {
+            let d = &values[side];
+            let top = d["top"].as_array().unwrap();
+            assert!(!top.is_empty() && top.len() <= 10, "{q} {side}");
+            let mut listed = 0;
+            for v in top {
+                let mut expected = counts[v["value"].as_str().unwrap()];
+                if side == "after" && v["value"] == "*" {
+                    expected -= suppressed; // suppressed records show * too
+                }
+                assert_eq!(v["records"], expected, "{q} {side} {v}");
+                listed += expected;
+            }
+            let all: u64 = counts.values().sum();
+            let masked = if side == "after" { suppressed } else { 0 };
+            assert_eq!(
+                listed + d["other_records"].as_u64().unwrap() + masked,
+                all,
+                "{q} {side}"
+            );
+        }
+        assert_eq!(values["after"]["suppressed_records"], suppressed);
+        assert!(values["before"]["suppressed_records"].is_null());
+    }
+
+    // The stored specification as an evaluate job with the third candidate's levels.
+    let stored = app.get(&format!("/v1/jobs/{id}/spec")).await.json();
+    assert_eq!(stored["candidates"], 5);
+    let chosen = &candidates[2];
+    let mut evaluate = stored.clone();
+    evaluate["task"] = json!("evaluate");
+    evaluate["levels"] = chosen["transformation"].clone();
+    let job = app.create_job(&evaluate).await;
+    assert!(job["algorithm"].is_null(), "{job}");
+    let job = ended(&app, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let eid = job["id"].as_str().unwrap();
+    let evaluation = app.get(&format!("/v1/jobs/{eid}/result")).await.json();
+    assert_eq!(evaluation["transformation"], chosen["transformation"]);
+    assert_eq!(evaluation["suppressed_rows"], chosen["suppressed_rows"]);
+    assert_eq!(evaluation["utility"], chosen["utility"]);
+    let csv = app.get(&format!("/v1/jobs/{eid}/result.csv")).await.text;
+    let max = (30162.0 * 0.02) as usize;
+    let (_, suppressed) = check_k_anonymity(&csv, b';', &ADULT_QIS, k as usize, max);
+    assert_eq!(
+        suppressed as u64,
+        chosen["suppressed_rows"].as_u64().unwrap()
+    );
+
+    // Unknown job: 404; too many candidates: 422 naming the field.
+    let r = app
+        .get("/v1/jobs/01a00000-0000-7000-8000-000000000000/spec")
+        .await;
+    assert_eq!(r.status, 404);
+    spec["candidates"] = json!(101);
+    let r = app.post_json("/v1/jobs", &spec).await;
+    assert_eq!(r.status, 422);
+    assert_eq!(r.json()["error"]["details"]["field"], "candidates");
+}
+
+both_databases!(
+    candidates_and_values,
+    candidates_and_values_sqlite,
+    candidates_and_values_postgres
+);

@@ -15,9 +15,9 @@ let current = null;
 
 const routes = [
   [/^#\/jobs\/([^/]+)$/, jobPage],
-  [/^#\/jobs$/, jobList],
+  [/^#\/jobs(?:\?limit=\d+)?$/, jobList],
   [/^#\/datasets\/([^/]+)$/, datasetPage],
-  [/^#\/datasets$/, datasetList],
+  [/^#\/datasets(?:\?limit=\d+)?$/, datasetList],
   [/^#\/new(?:\?dataset=([^/&]+))?$/, newJob],
   [/^#\/api$/, reference],
 ];

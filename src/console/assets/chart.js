@@ -42,6 +42,7 @@ export class UtilityChart {
     this.strategies = [];
     this.plot = null;
     this.queued = false;
+    this.end = 0;
     this.el.dataset.points = "0";
     this.resize = () => this.plot && this.plot.setSize(this.size());
     window.addEventListener("resize", this.resize);
@@ -70,6 +71,14 @@ export class UtilityChart {
     }
   }
 
+  /** Makes the time axis run to `t` ms (the search's elapsed time), not to the last improvement. */
+  setEnd(t) {
+    if (!(t > this.end)) return;
+    this.end = t;
+    this.el.dataset.end = String(t);
+    this.add([]);
+  }
+
   destroyPlot() {
     if (this.plot) this.plot.destroy();
     this.plot = null;
@@ -80,6 +89,13 @@ export class UtilityChart {
     const xs = shown.map((p) => p.t / 1000);
     const best = shown.map((p) => p.u);
     const series = this.strategies.map((s) => shown.map((p) => (p.strategy === s ? p.u : null)));
+    // The best so far holds until the end of the search: one more x without a point.
+    const last = shown.length ? shown[shown.length - 1].t : 0;
+    if (shown.length && this.end > last) {
+      xs.push(this.end / 1000);
+      best.push(best[best.length - 1]);
+      for (const s of series) s.push(null);
+    }
     this.el.dataset.drawn = String(shown.length);
     return [xs, best, ...series];
   }
@@ -95,7 +111,7 @@ export class UtilityChart {
     const opts = {
       ...this.size(),
       title: "Utility over time",
-      scales: { x: { time: false }, y: { range: (u, lo, hi) => [Math.max(0, Math.min(lo, hi - 0.05) - 0.02), Math.min(1, hi + 0.02)] } },
+      scales: { x: { time: false, range: (u, lo, hi) => [0, Math.max(hi, this.end / 1000, 0.001)] }, y: { range: (u, lo, hi) => [Math.max(0, Math.min(lo, hi - 0.05) - 0.02), Math.min(1, hi + 0.02)] } },
       axes: [{ label: "seconds since the search started" }, { label: "utility" }],
       series: [
         { label: "seconds", value: (u, v) => (v === null || v === undefined ? "–" : v.toFixed(3)) },
@@ -116,5 +132,38 @@ export class UtilityChart {
   dispose() {
     window.removeEventListener("resize", this.resize);
     this.destroyPlot();
+  }
+}
+
+/** A grouped bar chart (uPlot): `labels` on the x axis, `series` of [name, values, colour]. */
+export class BarChart {
+  constructor(el, labels, series, title) {
+    this.el = el;
+    el.dataset.bars = String(labels.length);
+    if (!window.uPlot || !el.isConnected) return;
+    const n = series.length;
+    const width = Math.max(300, el.clientWidth || 800);
+    const xs = labels.map((_, i) => i);
+    const opts = {
+      width, height: 240, title,
+      scales: { x: { time: false, range: [-0.5, labels.length - 0.5] }, y: { range: (u, lo, hi) => [0, Math.max(hi, 1e-9) * 1.1] } },
+      axes: [
+        { values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) ? labels[t] ?? "" : "")), splits: () => xs, label: "risk up to" },
+        { values: (u, ticks) => ticks.map((t) => (100 * t).toFixed(0) + " %"), label: "share of records" },
+      ],
+      series: [
+        { label: "risk up to", value: (u, v) => (v === null || v === undefined ? "–" : labels[v] ?? "") },
+        ...series.map(([name, , colour], i) => ({
+          label: name,
+          stroke: colour,
+          fill: colour,
+          value: (u, v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1) + " %"),
+          // Two series side by side: the first left of its tick, the second right of it.
+          paths: window.uPlot.paths.bars({ size: [n > 1 ? 0.4 : 0.6, 60], align: n > 1 ? (i === 0 ? -1 : 1) : 0 }),
+          points: { show: false },
+        })),
+      ],
+    };
+    this.plot = new window.uPlot(opts, [xs, ...series.map(([, values]) => values)], el);
   }
 }

@@ -2,7 +2,7 @@
 // hierarchy built from a builder specification (which can then be stored for the column).
 
 import { api, upload } from "./api.js";
-import { h, fill, table, num, bytes, notice } from "./ui.js";
+import { h, fill, table, num, bytes, notice, Pager, listPath } from "./ui.js";
 
 /** #/datasets */
 export async function datasetList(main, _params, signal) {
@@ -39,13 +39,17 @@ export async function datasetList(main, _params, signal) {
       fill(state, notice(err));
     }
   });
-  main.append(h("h1", null, "Datasets"), form, h("h2", null, "Stored datasets"), list);
-  const page = await api("/v1/datasets?limit=100", { signal });
-  fill(list, page.items.length
-    ? table(["Name", "#Rows", "#Columns", "#Size", "Created", ""], page.items.map((d) => [
-      h("a", { href: "#/datasets/" + d.id }, d.name), num(d.rows, 0), d.columns.length, bytes(d.size_bytes),
-      new Date(d.created_at).toLocaleString(), h("a", { href: "#/new?dataset=" + d.id }, "New job")]), { id: "datasets-table" })
-    : h("p", null, "No datasets yet."));
+  const pager = new Pager("datasets-pager", async (cursor) => {
+    const page = await api(listPath("/v1/datasets", cursor), { signal });
+    fill(list, page.items.length
+      ? table(["Name", "#Rows", "#Columns", "#Size", "Created", ""], page.items.map((d) => [
+        h("a", { href: "#/datasets/" + d.id }, d.name), num(d.rows, 0), d.columns.length, bytes(d.size_bytes),
+        new Date(d.created_at).toLocaleString(), h("a", { href: "#/new?dataset=" + d.id }, "New job")]), { id: "datasets-table" })
+      : h("p", null, "No datasets yet."));
+    return page;
+  });
+  main.append(h("h1", null, "Datasets"), form, h("h2", null, "Stored datasets"), list, pager.el);
+  await pager.refresh();
 }
 
 /** #/datasets/{id} */

@@ -1,9 +1,11 @@
-// Jobs: the tenant's jobs (refreshed every 2 s) and the job page (progress, utility over time
-// from the event stream, best transformation, risks before and after, cancel, downloads).
+// Jobs: the tenant's jobs (refreshed every 2 s, paged) and the job page (progress, utility over
+// time from the event stream, best transformation, candidates, utility analysis, risks before
+// and after, cancel, downloads).
 
 import { api, download, followEvents, head } from "./api.js";
-import { h, fill, table, num, pct, ms, status, notice } from "./ui.js";
-import { UtilityChart } from "./chart.js";
+import { h, fill, table, num, pct, ms, status, notice, Pager, listPath } from "./ui.js";
+import { UtilityChart, BarChart } from "./chart.js";
+import { showCandidates, showValues } from "./compare.js";
 
 const TERMINAL = ["succeeded", "failed", "cancelled"];
 /** Reports of finished jobs never change: kept for the session of the page. */
@@ -19,38 +21,39 @@ function elapsed(job) {
   return job.progress.elapsed_ms || null;
 }
 
-/** #/jobs */
+/** #/jobs (`?limit=` sets the page size; pages follow next_cursor) */
 export async function jobList(main, _params, signal) {
   const box = h("div", { id: "job-list", "aria-live": "polite" });
-  main.append(
-    h("div", { class: "row" }, h("h1", null, "Jobs"), h("a", { href: "#/new", class: "button" }, "New job")),
-    box);
   const names = new Map();
-  const refresh = async () => {
-    const page = await api("/v1/jobs?limit=100", { signal });
-    if (page.items.some((j) => !names.has(j.dataset_id))) {
-      const ds = await api("/v1/datasets?limit=100", { signal });
-      for (const d of ds.items) names.set(d.id, d.name);
-    }
-    await Promise.all(page.items.filter((j) => j.status === "succeeded").map((j) => report(j.id, signal).catch(() => null)));
-    if (signal.aborted) return;
+  const name = async (id) => {
+    if (!names.has(id)) names.set(id, await api(`/v1/datasets/${id}`, { signal }).then((d) => d.name, () => null));
+    return names.get(id);
+  };
+  const pager = new Pager("jobs-pager", async (cursor) => {
+    const page = await api(listPath("/v1/jobs", cursor), { signal });
+    await Promise.all([...new Set(page.items.map((j) => j.dataset_id))].map(name));
+    if (signal.aborted) return page;
     if (!page.items.length) {
       fill(box, h("p", null, "No jobs yet. ", h("a", { href: "#/new" }, "Create one"), "."));
-      return;
+      return page;
     }
     fill(box, table(["Job", "Status", "Dataset", "Algorithm", "#Elapsed", "#Best utility", "Created"],
       page.items.map((j) => [
         h("a", { href: "#/jobs/" + j.id }, j.id),
         status(j.status),
         h("a", { href: "#/datasets/" + j.dataset_id }, names.get(j.dataset_id) || j.dataset_id),
-        j.task && j.task !== "anonymize" ? j.task : reports.get(j.id)?.algorithm || "—",
+        j.algorithm || j.task,
         ms(elapsed(j)),
         j.best ? num(j.best.utility) : "—",
         new Date(j.created_at).toLocaleString(),
       ]), { id: "jobs-table" }));
-  };
-  await refresh();
-  const timer = setInterval(() => refresh().catch((e) => signal.aborted || fill(box, notice(e))), 2000);
+    return page;
+  });
+  main.append(
+    h("div", { class: "row" }, h("h1", null, "Jobs"), h("a", { href: "#/new", class: "button" }, "New job")),
+    box, pager.el);
+  await pager.refresh();
+  const timer = setInterval(() => pager.refresh().catch((e) => signal.aborted || fill(box, notice(e))), 2000);
   signal.addEventListener("abort", () => clearInterval(timer));
 }
 
@@ -81,6 +84,8 @@ export async function jobPage(main, [id], signal) {
     improvements: h("div", { id: "improvements" }),
     transformation: h("div", { id: "transformation" }),
     risk: h("div", { id: "risk" }),
+    candidates: h("div", { id: "candidates" }),
+    values: h("div", { id: "utility-analysis" }),
     dp: h("p", { id: "dp-summary", hidden: true }),
     raw: h("pre", { id: "report-json" }),
   };
@@ -97,6 +102,8 @@ export async function jobPage(main, [id], signal) {
       h("div", { class: "panel" }, h("label", { for: "explored" }, "Explored share of the solution space"), el.explored, el.exploredText)),
     h("h2", null, "Utility over time"), el.chart, el.improvements,
     h("h2", null, "Best transformation"), el.dp, el.transformation,
+    h("h2", null, "Candidates"), el.candidates,
+    h("h2", null, "Utility analysis"), el.values,
     h("h2", null, "Risk before and after"), el.risk,
     h("details", null, h("summary", null, "Report (JSON)"), el.raw));
 
@@ -116,6 +123,7 @@ export async function jobPage(main, [id], signal) {
     fill(el.phase, job.progress.phase);
     fill(el.checks, num(job.progress.checks, 0));
     fill(el.elapsed, ms(elapsed(job)));
+    if (!loaded && job.progress.elapsed_ms) chart.setEnd(job.progress.elapsed_ms);
     fill(el.utility, job.best ? num(job.best.utility) : "—");
     el.explored.value = job.progress.explored_share || 0;
     fill(el.exploredText, pct(job.progress.explored_share));
@@ -134,12 +142,15 @@ export async function jobPage(main, [id], signal) {
     const r = await report(id, signal);
     if (job.task === "risk") {
       fill(el.algorithm, "risk analysis");
+      fill(el.candidates, h("p", { class: "muted" }, "A risk analysis has no candidates."));
+      fill(el.values, h("p", { class: "muted" }, "A risk analysis changes no value."));
       showRisk(el.risk, { input: r.input });
       fill(el.raw, JSON.stringify(r, null, 2));
       return;
     }
     algorithm = r.algorithm || job.task;
     fill(el.algorithm, algorithm);
+    if (r.elapsed_ms) chart.setEnd(r.elapsed_ms);
     if (r.trace && r.trace.length >= chart.points.length) {
       chart.points = [];
       chart.strategies = [];
@@ -149,6 +160,8 @@ export async function jobPage(main, [id], signal) {
     showImprovements();
     const sample = await head(job.links.result_csv, 64 * 1024).catch(() => "");
     showTransformation(el.transformation, r.transformation, r.per_attribute, dataset, sample);
+    showCandidates(el.candidates, job, r, signal);
+    showValues(el.values, r);
     showRisk(el.risk, r.risk);
     showDp(el.dp, r.differential_privacy);
     fill(el.raw, JSON.stringify(r, null, 2));
@@ -173,7 +186,7 @@ export async function jobPage(main, [id], signal) {
   el.report.addEventListener("click", () => download(job.links.result, `${id}-report.json`).catch((e) => fill(el.actionError, notice(e))));
 
   update();
-  fill(el.risk, h("p", { class: "muted" }, "Shown when the job has succeeded."));
+  for (const box of [el.risk, el.candidates, el.values]) fill(box, h("p", { class: "muted" }, "Shown when the job has succeeded."));
   if (TERMINAL.includes(job.status)) await finish();
   followEvents(job.links.events, (name, data) => {
     if (name === "improvement") {
@@ -233,15 +246,6 @@ function showTransformation(box, transformation, perAttribute, dataset, sample) 
     ]), { id: "transformation-table" }));
 }
 
-function flatten(obj, prefix, out) {
-  for (const [k, v] of Object.entries(obj || {})) {
-    const key = prefix ? prefix + "." + k : k;
-    if (typeof v === "number") out.set(key, v);
-    else if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, key, out);
-  }
-  return out;
-}
-
 /** Differential privacy of a report: its parameters, k, β and the sample it measures. */
 function showDp(target, dp) {
   if (!dp) return;
@@ -252,48 +256,56 @@ function showDp(target, dp) {
     "Quality and risks below measure the released sample.");
 }
 
-/** Risk measures before/after as bars and a table; histograms as bars when the report has them. */
-function showRisk(box, risk) {
-  if (!risk) return;
-  const before = flatten(risk.input, "", new Map());
-  const after = flatten(risk.output, "", new Map());
-  const shares = [...before.keys()].filter((k) => /risk/.test(k) && k !== "risk_threshold" && before.get(k) <= 1);
-  const bars = h("div", { class: "bars", id: "risk-bars" });
-  for (const k of shares) {
-    for (const [label, map, cls] of [["before", before, "bar"], ["after", after, "bar after"]]) {
-      if (!map.has(k)) continue;
-      const bar = h("div", { class: cls, role: "presentation" });
-      bar.style.width = Math.max(0.2, 100 * map.get(k)) + "%";
-      bars.append(h("span", null, `${k.replace(/_/g, " ")} (${label})`), h("div", null, bar), h("span", null, pct(map.get(k))));
-    }
-  }
-  const keys = [...new Set([...before.keys(), ...after.keys()])];
-  const histograms = [];
-  for (const [side, obj] of [["before", risk.input], ["after", risk.output]]) {
-    for (const [k, v] of Object.entries(obj || {})) if (Array.isArray(v) && v.length) histograms.push(histogram(`${k} (${side})`, v));
-  }
-  fill(box,
-    h("p", { class: "muted" }, "Prosecutor risk measures of the data before and after anonymization (bars: shares of 100 %)."),
-    bars,
-    histograms,
-    h("h3", null, "All measures"),
-    table(["Measure", "#Before", "#After"], keys.map((k) => [k, num(before.get(k)), num(after.get(k))]), { id: "risk-table" }));
+/** The measures of the risk table: label, value of a RiskReport, and whether it is a share. */
+const RISK_MEASURES = [
+  ["Highest prosecutor risk", (r) => r.highest_risk, true],
+  ["Average prosecutor risk", (r) => r.average_risk, true],
+  ["Records at risk", (r) => r.records_at_risk, true],
+  ["Sample uniqueness", (r) => r.sample_uniqueness, true],
+  ["Highest journalist risk", (r) => r.attacker_models?.journalist?.highest_risk, true],
+  ["Journalist success rate", (r) => r.attacker_models?.journalist?.success_rate, true],
+  ["Marketer risk", (r) => r.attacker_models?.marketer_risk, true],
+  ["Population uniqueness (Dankar)", (r) => r.population_uniqueness?.dankar?.share, true],
+  ["Equivalence classes", (r) => r.classes, false],
+  ["Smallest class", (r) => r.min_class_size, false],
+  ["Average class size", (r) => r.avg_class_size, false],
+  ["Suppressed records", (r) => r.suppressed, false],
+];
+
+/** A pair of bars (before, after) for shares of 100 %. */
+function shareBars(before, after) {
+  const bar = (v, cls) => {
+    if (v === undefined || v === null) return null;
+    const b = h("div", { class: cls, title: pct(v) });
+    b.style.width = Math.max(0.3, 100 * Math.min(1, v)) + "%";
+    return b;
+  };
+  return h("div", { class: "pair" }, bar(before, "bar"), bar(after, "bar after"));
 }
 
-/** A histogram of the report: entries are numbers or objects with a label/range and a share/count. */
-function histogram(title, entries) {
-  const items = entries.map((e, i) => {
-    if (typeof e === "number") return [String(i), e];
-    const label = e.label ?? e.range ?? (e.from !== undefined ? `${e.from}–${e.to}` : String(i));
-    const value = e.share ?? e.records ?? e.count ?? e.value ?? 0;
-    return [label, value];
-  });
-  const max = Math.max(...items.map((x) => x[1]), 1e-12);
-  const bars = h("div", { class: "bars" });
-  for (const [label, value] of items) {
-    const bar = h("div", { class: "bar" });
-    bar.style.width = Math.max(0.2, (100 * value) / max) + "%";
-    bars.append(h("span", null, label), h("div", null, bar), h("span", null, num(value)));
-  }
-  return h("div", { class: "histogram" }, h("h3", null, title), bars);
+/** Risk measures before/after as one table (measure | before | after | bar) and the risk distribution as a chart. */
+function showRisk(box, risk) {
+  if (!risk) return;
+  const rows = RISK_MEASURES
+    .map(([label, get, share]) => [label, get(risk.input || {}), risk.output ? get(risk.output) : undefined, share])
+    .filter(([, b, a]) => b !== undefined || a !== undefined);
+  const value = (v, share) => (share ? pct(v, 2) : num(v));
+  const chart = h("div", { id: "risk-chart", class: "chart small", role: "img",
+    "aria-label": "share of the records per re-identification risk, before and after" });
+  fill(box,
+    h("p", { class: "muted" }, "Re-identification risks of the data before and after anonymization; the bars show shares of 100 % (",
+      h("span", { class: "legend-swatch bar" }), "before, ", h("span", { class: "legend-swatch bar after" }), "after)."),
+    table(["Measure", "#Before", "#After", "Bar"], rows.map(([label, b, a, share]) =>
+      [label, value(b, share), risk.output ? value(a, share) : "—", share ? shareBars(b, a) : ""]), { id: "risk-table" }),
+    h("h3", null, "Risk distribution"),
+    chart);
+  const buckets = (r) => (r && r.distribution) || [];
+  const before = buckets(risk.input), after = buckets(risk.output);
+  const n = Math.max(before.length, after.length);
+  if (!n) return;
+  const labels = [];
+  for (let i = 0; i < n; i++) labels.push("≤ " + pct((before[i] || after[i]).upper, 0));
+  const series = [["before", before.map((b) => b.records), "#0b57d0"]];
+  if (risk.output) series.push(["after", after.map((b) => b.records), "#1a6a33"]);
+  requestAnimationFrame(() => new BarChart(chart, labels, series, "share of the records whose risk is in the bucket"));
 }

@@ -30,9 +30,24 @@ function slotFor(form, path) {
   return null;
 }
 
+/** Every item of a list, page by page (at most 50 pages of 100). */
+async function allPages(base, signal) {
+  const items = [];
+  let cursor = null;
+  for (let i = 0; i < 50; i++) {
+    const q = new URLSearchParams({ limit: "100" });
+    if (cursor) q.set("cursor", cursor);
+    const page = await api(`${base}?${q}`, { signal });
+    items.push(...page.items);
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
+  return items;
+}
+
 /** #/new and #/new?dataset={id} */
 export async function newJob(main, [datasetId], signal) {
-  const page = await api("/v1/datasets?limit=100", { signal });
+  const page = { items: await allPages("/v1/datasets", signal) };
   main.append(h("h1", null, "New job"));
   if (!page.items.length) {
     main.append(h("p", null, "Upload a dataset first: ", h("a", { href: "#/datasets" }, "Datasets"), "."));

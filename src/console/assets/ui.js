@@ -73,3 +73,59 @@ export function notice(err) {
   const code = err && err.code ? ` (${err.code})` : "";
   return h("div", { class: "notice", role: "alert" }, text + code);
 }
+
+/**
+ * Pages through a list answer ({items, next_cursor}): Previous/Next buttons and the page number.
+ * `load(cursor)` shows one page and resolves to its answer; the pager remembers the cursor of
+ * every page seen, so Previous goes back without a cursor of its own.
+ */
+export class Pager {
+  constructor(id, load) {
+    this.cursors = [null];
+    this.index = 0;
+    this.load = load;
+    this.prev = h("button", { type: "button", class: "secondary", id: id + "-prev" }, "Previous page");
+    this.next = h("button", { type: "button", class: "secondary", id: id + "-next" }, "Next page");
+    this.info = h("span", { id: id + "-page", class: "muted" });
+    this.el = h("nav", { class: "row pager", id, "aria-label": "pages" }, this.prev, this.info, this.next);
+    this.prev.addEventListener("click", () => this.go(this.index - 1));
+    this.next.addEventListener("click", () => this.go(this.index + 1));
+  }
+
+  /** The cursor of the page shown (null: the first). */
+  get cursor() {
+    return this.cursors[this.index];
+  }
+
+  async go(index) {
+    if (index < 0 || index >= this.cursors.length) return;
+    this.index = index;
+    await this.refresh();
+  }
+
+  /** Loads the current page again (e.g. every few seconds). */
+  async refresh() {
+    const page = await this.load(this.cursor);
+    this.cursors.length = this.index + 1;
+    if (page.next_cursor) this.cursors.push(page.next_cursor);
+    this.prev.disabled = this.index === 0;
+    this.next.disabled = !page.next_cursor;
+    this.el.hidden = this.index === 0 && !page.next_cursor;
+    fill(this.info, `Page ${this.index + 1}`);
+    return page;
+  }
+}
+
+/** The page size of a list view: `?limit=` of the hash (1 to 100), else 100. */
+export function pageSize() {
+  const m = location.hash.match(/[?&]limit=(\d+)/);
+  const n = m ? Number(m[1]) : 100;
+  return Math.min(100, Math.max(1, n || 100));
+}
+
+/** A list path with limit and cursor. */
+export function listPath(base, cursor) {
+  const q = new URLSearchParams({ limit: String(pageSize()) });
+  if (cursor) q.set("cursor", cursor);
+  return `${base}?${q}`;
+}

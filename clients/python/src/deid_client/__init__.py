@@ -61,7 +61,9 @@ from .errors import (
     WaitTimeoutError,
 )
 from .types import (
+    AttributeValues,
     Best,
+    Candidate,
     Column,
     Dataset,
     DatasetPage,
@@ -90,6 +92,8 @@ from .types import (
     Suppression,
     Timings,
     TraceEntry,
+    ValueCount,
+    ValueDistribution,
     Verification,
     Violation,
 )
@@ -172,6 +176,10 @@ __all__ = [
     "Suppression",
     "Timings",
     "TraceEntry",
+    "ValueCount",
+    "ValueDistribution",
+    "AttributeValues",
+    "Candidate",
     "Verification",
     "Violation",
 ]

@@ -459,6 +459,11 @@ class Ops:
             timeout=timeout,
         )
         return from_json(Verification, r.json())
+    def get_job_spec(self, job_id: str) -> Generator[Call, httpx.Response, dict[str, Any]]:
+        r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/spec")
+        data: dict[str, Any] = r.json()
+        return data
+
     def get_plan(self, job_id: str) -> Generator[Call, httpx.Response, Plan]:
         r = yield Call("GET", f"/v1/jobs/{seg(job_id)}/plan")
         return from_json(Plan, r.json())

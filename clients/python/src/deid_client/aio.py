@@ -389,6 +389,9 @@ class AsyncClient:
     async def get_risk_analysis(self, job_id: str) -> RiskAnalysis:
         return await self._run(self._ops.get_risk_analysis(job_id))
 
+    async def get_job_spec(self, job_id: str) -> dict[str, Any]:
+        return await self._run(self._ops.get_job_spec(job_id))
+
     async def get_plan(self, job_id: str) -> Plan:
         return await self._run(self._ops.get_plan(job_id))
 

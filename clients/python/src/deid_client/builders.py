@@ -503,6 +503,7 @@ class JobSpec:
     quality: Quality | str | Mapping[str, Any] | None = None
     algorithm: Algorithm | None = None
     flash_max_space: int | None = None
+    candidates: int | None = None
     time_limit: int | str | None = None
     check_limit: int | None = None
     seed: int | None = None

@@ -418,6 +418,11 @@ class Client:
         """The result of a job with ``task="risk"`` (the shape of :meth:`analyse_risk`)."""
         return self._run(self._ops.get_risk_analysis(job_id))
 
+    def get_job_spec(self, job_id: str) -> dict[str, Any]:
+        """The job's specification as stored (normalized, stored hierarchies inlined): the
+        JSON of ``POST /v1/jobs``, e.g. to submit it again as an evaluate job."""
+        return self._run(self._ops.get_job_spec(job_id))
+
     def get_plan(self, job_id: str) -> Plan:
         """The recoding plan of an anonymization job's output (ConflictError while it has no
         output, and for evaluation and risk-analysis jobs)."""

@@ -45,6 +45,10 @@ __all__ = [
     "DpReport",
     "Timings",
     "TraceEntry",
+    "Candidate",
+    "ValueCount",
+    "ValueDistribution",
+    "AttributeValues",
     "Report",
     "Evaluation",
     "RiskAnalysis",
@@ -314,6 +318,7 @@ class Job:
     id: str
     dataset_id: str
     task: TaskName
+    algorithm: str | None
     status: JobStatusName
     attempts: int
     max_attempts: int
@@ -433,6 +438,52 @@ class TraceEntry:
 
 
 @dataclass
+class Candidate:
+    """One of the best anonymous transformations a search checked (``Report.candidates``);
+    its ``transformation`` goes into an evaluate job as ``levels``."""
+
+    SCHEMA: ClassVar[str] = "Candidate"
+    transformation: dict[str, int]
+    levels: list[int]
+    score: float
+    utility: float
+    suppressed_rows: int
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class ValueCount:
+    """One value and the records showing it."""
+
+    SCHEMA: ClassVar[str] = "ValueCount"
+    value: str
+    records: int
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class ValueDistribution:
+    """The most frequent values of an attribute on one side (before or after)."""
+
+    SCHEMA: ClassVar[str] = "ValueDistribution"
+    distinct: int
+    top: list[ValueCount]
+    other_records: int
+    suppressed_records: int | None = None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class AttributeValues:
+    """A quasi-identifier's values before and after anonymization."""
+
+    SCHEMA: ClassVar[str] = "AttributeValues"
+    before: ValueDistribution
+    after: ValueDistribution
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
 class Measure:
     """One post-hoc quality measure of an output: raw value, loss in [0, 1], 1 − loss."""
 
@@ -540,6 +591,9 @@ class Report:
     timings: Timings | None = None
     output_quality: OutputQuality | None = None
     local: LocalReport | None = None
+    candidates: list[Candidate] | None = None
+    values: dict[str, AttributeValues] | None = None
+    quasi_identifiers: list[str] | None = None
     warnings: list[str] = field(default_factory=list)
     raw: dict[str, Any] = _raw()
 
@@ -569,6 +623,8 @@ class Evaluation:
     research_subset: SubsetReport | None = None
     differential_privacy: DpReport | None = None
     timings: Timings | None = None
+    values: dict[str, AttributeValues] | None = None
+    quasi_identifiers: list[str] | None = None
     warnings: list[str] = field(default_factory=list)
     raw: dict[str, Any] = _raw()
 

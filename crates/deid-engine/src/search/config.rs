@@ -190,6 +190,10 @@ pub struct SearchConfig {
     /// Largest solution space for which `Auto` picks Flash and Flash may be used at all
     /// (Flash keeps one byte per transformation).
     pub flash_max_space: u128,
+    /// How many of the best anonymous transformations checked the outcome lists
+    /// ([`SearchOutcome::candidates`](super::SearchOutcome::candidates)); at most
+    /// [`MAX_CANDIDATES`](super::MAX_CANDIDATES), 0 for none.
+    pub candidates: usize,
 }
 
 impl Default for SearchConfig {
@@ -202,6 +206,7 @@ impl Default for SearchConfig {
             threads: None,
             genetic: GeneticParams::default(),
             flash_max_space: DEFAULT_FLASH_MAX_SPACE,
+            candidates: super::DEFAULT_CANDIDATES,
         }
     }
 }
@@ -246,6 +251,16 @@ impl SearchConfig {
             return Err(EngineError::config(
                 "threads",
                 format!("expected 1 to {MAX_THREADS} threads, got {t}"),
+            ));
+        }
+        if self.candidates > super::MAX_CANDIDATES {
+            return Err(EngineError::config(
+                "candidates",
+                format!(
+                    "expected 0 to {} candidates, got {}",
+                    super::MAX_CANDIDATES,
+                    self.candidates
+                ),
             ));
         }
         let flash_ok = self.flash_fits(problem);

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::candidates::Candidates;
 use super::{
     Algorithm, CancelFlag, Improvement, Phase, Progress, ProgressObserver, SearchConfig,
     StopReason, key_cmp, levels_cmp, score_cmp, tolerance,
@@ -157,6 +158,8 @@ pub(crate) struct Ctx<'a, 'p> {
     /// Results of every check so far (portfolio: strategies share them), bounded by
     /// [`RESULT_CACHE_ENTRIES`].
     pub(super) cache: Option<HashMap<Levels, CheckResult>>,
+    /// The best anonymous transformations offered so far ([`Ctx::offer`]).
+    pub(super) candidates: Candidates,
 }
 
 /// Least fixed cost of one check in [`Ctx::work`] units (classes), besides its classes.
@@ -453,6 +456,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
         if !r.anonymous {
             return;
         }
+        self.candidates.offer(r);
         if let Some(b) = &self.best
             && key_cmp(r.score, &r.levels, b.score, &b.levels) != Ordering::Less
         {

@@ -52,12 +52,14 @@ pub mod lightning;
 pub mod portfolio;
 pub mod safepub;
 
+mod candidates;
 mod config;
 mod context;
 mod order;
 mod progress;
 
 pub use bfs::{Antichain, Direction};
+pub use candidates::{Candidate, DEFAULT_CANDIDATES, MAX_CANDIDATES};
 pub use config::*;
 pub(crate) use context::*;
 pub(crate) use order::*;
@@ -127,6 +129,12 @@ pub(crate) fn search_in<'p>(
     let (pool, parallel) = search_threads(config.threads)?;
     let shared = Shared::new(algorithm, problem.lattice().size_f64());
     let start = Instant::now();
+    // Differential privacy: no candidates (their list would disclose non-private choices).
+    let candidates = if problem.dp().is_some() {
+        0
+    } else {
+        config.candidates
+    };
     observer.progress(&shared.snapshot(checker, config, start));
     std::thread::scope(|scope| {
         let ticker = scope.spawn(|| shared.tick(checker, config, start, observer));
@@ -152,6 +160,7 @@ pub(crate) fn search_in<'p>(
             check_overhead: check_overhead(problem),
             work: 0,
             cache: (algorithm == Algorithm::Auto).then(HashMap::new),
+            candidates: candidates::Candidates::new(candidates),
         };
         // Differential privacy with levels to choose: SafePub's search instead (safepub.rs).
         let safepub = problem.dp().is_some_and(|d| d.model.data_dependent);
@@ -177,6 +186,7 @@ pub(crate) fn search_in<'p>(
             },
             trace: std::mem::take(&mut ctx.trace),
             best: ctx.best.take(),
+            candidates: std::mem::take(&mut ctx.candidates).into_vec(),
         };
         observer.progress(&shared.snapshot(checker, config, start));
         Ok(outcome)

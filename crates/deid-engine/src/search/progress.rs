@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Algorithm;
+use super::{Algorithm, Candidate};
 use crate::check::CheckResult;
 use crate::lattice::Levels;
 
@@ -177,4 +177,8 @@ pub struct SearchOutcome {
     pub stop: StopReason,
     /// Every improvement, in order.
     pub trace: Vec<Improvement>,
+    /// The best anonymous transformations checked, best first (at most
+    /// [`SearchConfig::candidates`](super::SearchConfig::candidates); `best` is the first).
+    /// Empty with differential privacy: the list would disclose choices SafePub makes privately.
+    pub candidates: Vec<Candidate>,
 }

@@ -6,6 +6,7 @@
 mod adult_optimum;
 mod builder_props;
 mod builder_spec;
+mod candidates;
 mod common;
 mod dp;
 mod fixtures;
