@@ -402,7 +402,14 @@ async fn every_operation_answers_as_documented() {
         }
         let r = api.get(&format!("{path}/events")).await;
         k.check("get", &format!("{path}/events"), &r);
-        for sub in ["result", "result.csv", "result.parquet", "plan", "spec", "cancel"] {
+        for sub in [
+            "result",
+            "result.csv",
+            "result.parquet",
+            "plan",
+            "spec",
+            "cancel",
+        ] {
             let p = format!("{path}/{sub}");
             let r = if sub == "cancel" {
                 api.post_raw(&p, "").await
