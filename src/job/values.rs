@@ -54,7 +54,6 @@ pub fn attribute_values<R: Recoding + ?Sized>(
 ) -> BTreeMap<String, AttributeValues> {
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
-    let floor = problem.lattice().min();
     let mut before: Vec<HashMap<u32, u64>> = vec![HashMap::new(); q];
     let mut after: Vec<HashMap<(u8, u32), u64>> = vec![HashMap::new(); q];
     let mut suppressed = 0u64;
@@ -77,9 +76,9 @@ pub fn attribute_values<R: Recoding + ?Sized>(
         let h = &problem.hierarchies()[i];
         let column = problem.table().column(problem.qi_columns()[i]);
         let label = |level: usize, code: u32| h.label(level, code, column);
-        let b = before[i]
-            .iter()
-            .map(|(&code, &n)| (label(floor[i] as usize, code), n));
+        // Base codes are the column's dictionary codes (level 0): the input as given, also for
+        // data given at a floor of its hierarchy (`data_level`) or with a `min_level`.
+        let b = before[i].iter().map(|(&code, &n)| (label(0, code), n));
         let a = after[i]
             .iter()
             .map(|(&(level, code), &n)| (label(level as usize, code), n));
