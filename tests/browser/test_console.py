@@ -325,6 +325,9 @@ def test_a_differentially_private_job_from_the_form(browser, server, dataset):
     wait(browser, lambda d: "attributes.disease" in d.find_element(By.ID, "job-form").text,
          message="no error next to the column left as it is")
     assert "#/new" in browser.current_url
+    # The refused submission is logged by the browser as a failed request (422): read the log
+    # here, so that later tests see only their own errors.
+    assert all("422" in e["message"] for e in severe_logs(browser))
 
     fill_job_form(browser, server, dataset["id"], dict(QIS, disease="identifying"), privacy=dp,
                   algorithm="auto", time_limit="30s")
