@@ -443,6 +443,29 @@ pub async fn get_result_csv(
 /// (64 KiB at a time).
 async fn neutralized_csv(state: &AppState, row: &JobRow, chunks: i64) -> Result<Body> {
     let delimiter = result_delimiter(state, row).await?;
+    Ok(converted_result(
+        state,
+        row,
+        chunks,
+        "neutralizing a result CSV",
+        move |input, out| deid_engine::output::neutralize_csv(input, out, delimiter),
+    ))
+}
+
+/// The stored result CSV of `row` streamed through `convert` on a blocking thread (64 KiB at a
+/// time). A failed conversion truncates the download and is logged as `what`, without cell values.
+fn converted_result<E: std::fmt::Display>(
+    state: &AppState,
+    row: &JobRow,
+    chunks: i64,
+    what: &'static str,
+    convert: impl FnOnce(
+        std::io::BufReader<crate::worker::chunks::ChunkReader>,
+        ChannelWriter,
+    ) -> std::result::Result<(), E>
+    + Send
+    + 'static,
+) -> Body {
     let reader = crate::worker::chunks::ChunkReader::result(
         state.store.clone(),
         tokio::runtime::Handle::current(),
@@ -456,16 +479,15 @@ async fn neutralized_csv(state: &AppState, row: &JobRow, chunks: i64) -> Result<
             buf: Vec::with_capacity(1 << 16),
         };
         let input = std::io::BufReader::with_capacity(1 << 16, reader);
-        if let Err(e) = deid_engine::output::neutralize_csv(input, out, delimiter) {
-            // The client sees a truncated download; the log has no cell values.
-            tracing::warn!(error = %e, "neutralizing a result CSV failed");
+        if let Err(e) = convert(input, out) {
+            tracing::warn!(error = %e, "{what} failed");
             let _ = tx.blocking_send(Err(std::io::Error::other("the download failed")));
         }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
-    Ok(Body::from_stream(stream))
+    Body::from_stream(stream)
 }
 
 /// The delimiter of `row`'s result CSV: the dataset's, or, once the dataset is deleted, the most
@@ -506,30 +528,16 @@ pub async fn get_result_parquet(
     let count_column = serde_json::from_str::<serde_json::Value>(&spec)
         .ok()
         .and_then(|v| v.get("count_column")?.as_str().map(str::to_string));
-    let reader = crate::worker::chunks::ChunkReader::result(
-        state.store.clone(),
-        tokio::runtime::Handle::current(),
-        row.id.clone(),
+    let body = converted_result(
+        &state,
+        &row,
         chunks,
+        "converting a result to Parquet",
+        move |input, out| {
+            crate::parquet::csv_to_parquet(input, delimiter, count_column.as_deref(), out, "result")
+                .map(drop)
+        },
     );
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
-    tokio::task::spawn_blocking(move || {
-        let out = ChannelWriter {
-            tx: tx.clone(),
-            buf: Vec::with_capacity(1 << 16),
-        };
-        let input = std::io::BufReader::with_capacity(1 << 16, reader);
-        let name = "result";
-        if let Err(e) =
-            crate::parquet::csv_to_parquet(input, delimiter, count_column.as_deref(), out, name)
-        {
-            tracing::warn!(error = %e, "converting a result to Parquet failed");
-            let _ = tx.blocking_send(Err(std::io::Error::other("the download failed")));
-        }
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
     let headers = [
         (header::CONTENT_TYPE, crate::parquet::MEDIA_TYPE.to_string()),
         (
@@ -537,7 +545,7 @@ pub async fn get_result_parquet(
             format!("attachment; filename=\"{id}.parquet\""),
         ),
     ];
-    Ok((headers, Body::from_stream(stream)).into_response())
+    Ok((headers, body).into_response())
 }
 
 /// The number of result chunks of `row`: 409 for a risk job (no CSV) or a job without a result.
