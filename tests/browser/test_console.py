@@ -111,7 +111,10 @@ def test_hierarchy_preview_from_a_builder_spec(browser, server, dataset):
 
 def test_job_from_the_form_streams_to_the_chart_and_downloads_the_result(browser, server, dataset, downloads, screenshots):
     fill_job_form(browser, server, dataset["id"], dict(QIS, disease="sensitive"), time_limit="5s")
+    assert "candidates" not in json.loads(browser.find_element(By.ID, "job-json").text)  # the API's default
+    browser.find_element(By.ID, "candidates").send_keys("3")
     shown = json.loads(browser.find_element(By.ID, "job-json").text)
+    assert shown["candidates"] == 3
     assert shown["dataset_id"] == dataset["id"]
     assert shown["algorithm"] == "genetic"
     assert shown["privacy"] == ["k-anonymity(k=5)"]
@@ -126,6 +129,8 @@ def test_job_from_the_form_streams_to_the_chart_and_downloads_the_result(browser
     assert browser.find_elements(By.CSS_SELECTOR, "#chart canvas")
     wait(browser, lambda d: "succeeded" in text(d, "#job-status"), message="the job did not succeed")
     report = json.loads(server.get(f"/v1/jobs/{job_id}/result"))
+    assert json.loads(server.get(f"/v1/jobs/{job_id}/spec"))["candidates"] == 3
+    assert 1 <= len(report["candidates"]) <= 3
     wait(browser, lambda d: text(d, "#job-algorithm") == "genetic")
     assert int(chart.get_attribute("data-points")) == len(report["trace"]) >= 1
     # Each improvement is marked with the strategy that found it (here: the job's algorithm).
@@ -207,6 +212,16 @@ def test_api_errors_appear_next_to_the_field(browser, server, dataset):
     wait(browser, lambda d: text(d, "#time_limit-error"))
     assert text(browser, "#privacy-error") == ""
     assert "time_limit" in text(browser, "#time_limit-error")
+    # Fixed time limit, too many candidates: the error moves to that field.
+    el = browser.find_element(By.ID, "time_limit")
+    el.clear()
+    el.send_keys("4s")
+    browser.find_element(By.ID, "candidates").send_keys("101")
+    browser.find_element(By.ID, "submit-job").click()
+    wait(browser, lambda d: text(d, "#candidates-error"))
+    assert text(browser, "#time_limit-error") == ""
+    assert "candidates" in text(browser, "#candidates-error")
+    assert browser.find_element(By.ID, "candidates").get_attribute("aria-invalid") == "true"
 
 
 def test_wrong_api_key_shows_an_error_and_no_data(browser, keyed_server, patients_csv):

@@ -62,6 +62,7 @@ export async function newJob(main, [datasetId], signal) {
   const quality = h("select", { id: "quality" }, QUALITY.map((q) => h("option", { value: q }, q)));
   const algorithm = h("select", { id: "algorithm" }, ALGORITHMS.map((a) => h("option", { value: a }, a)));
   const timeLimit = h("input", { id: "time_limit", type: "text", value: "30s", size: 8 });
+  const candidates = h("input", { id: "candidates", type: "number", min: 0, max: 100, step: 1, placeholder: "20" });
   const preview = h("pre", { id: "job-json", "aria-live": "off" });
   const formError = h("div", { id: "form-error" });
   const submit = h("button", { type: "submit", id: "submit-job" }, "Create job");
@@ -75,7 +76,9 @@ export async function newJob(main, [datasetId], signal) {
       field("suppression_limit", "Suppression limit (share of records)", suppression),
       field("quality", "Quality model", quality),
       field("algorithm", "Algorithm", algorithm),
-      field("time_limit", "Time limit", timeLimit, "milliseconds or 500ms, 30s, 5m")),
+      field("time_limit", "Time limit", timeLimit, "milliseconds or 500ms, 30s, 5m"),
+      field("candidates", "Candidates to keep", candidates,
+        "other anonymous transformations listed on the job page (0–100, default 20)")),
     formError,
     h("p", null, submit));
   main.append(h("div", { class: "grid" }, form,
@@ -146,6 +149,10 @@ export async function newJob(main, [datasetId], signal) {
     spec.quality = quality.value;
     spec.algorithm = algorithm.value;
     if (timeLimit.value.trim()) spec.time_limit = /^\d+$/.test(timeLimit.value.trim()) ? Number(timeLimit.value.trim()) : timeLimit.value.trim();
+    if (candidates.value.trim() !== "") {
+      const n = Number(candidates.value.trim());
+      spec.candidates = Number.isFinite(n) ? n : candidates.value.trim(); // the API names a bad value
+    }
     return spec;
   };
   const render = () => fill(preview, JSON.stringify(build(), null, 2));
