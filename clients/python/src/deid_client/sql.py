@@ -26,7 +26,9 @@ module imports without them and names the extra when a connection of the other k
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
@@ -40,17 +42,20 @@ from ._adapter import (
     PREFIX,
     Columns,
     VerificationFailedError,
+    _ChunkReader,
     body,
     check_plan,
     choose_floor,
     columns,
     count_name,
+    csv_cell,
     floor_warning,
-    forget,
     out_of_range,
+    plain_decimal,
     raw_spec,
-    run_job,
+    searched,
     unsupported,
+    uploader,
 )
 from .builders import JobSpec
 from .client import Client
@@ -87,6 +92,9 @@ class SqlResult:
     verification: Verification
     #: Rows written to the target.
     rows_written: int
+    #: Seconds per phase: profile (level-0 frequency table and floor), group (upload), search,
+    #: apply_verify (the target written and verified).
+    timings: dict[str, float] = field(default_factory=dict)
     #: Notes for the user (e.g. a floor was chosen).
     warnings: list[str] = field(default_factory=list)
 
@@ -134,6 +142,15 @@ class _Dialect:
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         raise NotImplementedError
 
+    def temporary_as(self, table: str, query: str) -> None:
+        """Creates the temporary table ``table`` (dropped with the transaction) from ``query``."""
+        raise NotImplementedError
+
+    def csv_body(self, header: Sequence[str], query: str) -> Any:
+        """The rows of ``query`` (text columns, then a count) as a streamed CSV request body
+        under ``header``."""
+        return body(header, self.stream(query), "csv")
+
     def drop_column(self, table: str, column: str) -> None:
         self.execute(f"ALTER TABLE {table} DROP COLUMN {self.ident(column)}")
 
@@ -160,6 +177,23 @@ class _Postgres(_Dialect):
             return f"({expr})::text"
         if typ == "boolean":
             return f"(CASE WHEN {expr} THEN 'true' WHEN NOT {expr} THEN 'false' END)"
+        if typ in ("real", "double precision"):
+            # PostgreSQL's text (extra_float_digits = 1, set for the transaction) reads back but
+            # is not always the shortest (1e23 is 9.999999999999999e+22): as a numeric, rounded
+            # to 1, 2, … significant digits, the first that reads back; a numeric is written
+            # without exponent.
+            n = f"({expr})::text::numeric"
+            rounded = f"round({n}, p - 1 - floor(log(abs({n})))::int)"
+            # Below the largest finite value and half a unit of its last place: casts that can work.
+            top = "3.40282356e38" if typ == "real" else "1.7976931348623158e308"
+            shortest = (
+                f"(SELECT c::text FROM (SELECT p, {rounded} AS c FROM generate_series(1, 17) AS p) AS r "
+                f"WHERE CASE WHEN abs(c) <= {top}::numeric THEN c::{typ} = {expr} ELSE false END ORDER BY p LIMIT 1)"
+            )
+            return (
+                f"(CASE WHEN {expr} = 'NaN' THEN 'NaN' WHEN {expr} = 'Infinity' THEN 'Infinity' "
+                f"WHEN {expr} = '-Infinity' THEN '-Infinity' WHEN {expr} = 0 THEN '0' ELSE {shortest} END)"
+            )
         if typ == "date":
             return f"to_char({expr}, 'YYYY-MM-DD')"
         if typ in ("timestamp", "timestamptz"):
@@ -204,6 +238,25 @@ class _Postgres(_Dialect):
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         return f"count(DISTINCT ROW({', '.join(exprs)}))"
 
+    def temporary_as(self, table: str, query: str) -> None:
+        self.execute(f"CREATE TEMPORARY TABLE {self.ident(table)} ON COMMIT DROP AS {query}")
+
+    def csv_body(self, header: Sequence[str], query: str) -> Any:
+        # COPY … TO STDOUT: PostgreSQL writes the CSV (quoted where needed, the empty value as
+        # ""), so no row becomes a Python object; sent in blocks of about 1 MiB.
+        def chunks() -> Iterator[bytes]:
+            yield (",".join(csv_cell(h) for h in header) + "\n").encode("utf-8")
+            block = bytearray()
+            with self.conn.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv)") as copy:
+                for data in copy:
+                    block += data
+                    if len(block) >= 1 << 20:
+                        yield bytes(block)
+                        block.clear()
+            yield bytes(block)
+
+        return io.BufferedReader(_ChunkReader(chunks()))
+
 
 _DUCK_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                   "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -225,6 +278,13 @@ class _DuckDB(_Dialect):
             return f"CAST({expr} AS VARCHAR)"
         if typ == "BOOLEAN":
             return f"(CASE WHEN {expr} THEN 'true' WHEN NOT {expr} THEN 'false' END)"
+        if typ in ("FLOAT", "DOUBLE"):
+            # DuckDB's CAST is the shortest text in the type's width (1e+21, 3.0, nan, inf).
+            return (
+                f"(CASE WHEN {expr} IS NULL THEN NULL WHEN isnan({expr}) THEN 'NaN' WHEN {expr} = 'inf'::{typ} "
+                f"THEN 'Infinity' WHEN {expr} = '-inf'::{typ} THEN '-Infinity' "
+                f"ELSE {plain_decimal(f'CAST({expr} AS VARCHAR)')} END)"
+            )
         if typ in _DUCK_TIMESTAMPS:
             # Through the epoch: independent of the session's time zone; TIMESTAMP is UTC wall time.
             unit, digits = ("epoch_ns", 9) if typ == "TIMESTAMP_NS" else ("epoch_us", 6)
@@ -279,6 +339,9 @@ class _DuckDB(_Dialect):
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         return f"count(DISTINCT [{', '.join(exprs)}])"
 
+    def temporary_as(self, table: str, query: str) -> None:
+        self.execute(f"CREATE OR REPLACE TEMPORARY TABLE {self.ident(table)} AS {query}")
+
 
 def _dialect(conn: Any) -> _Dialect:
     module = type(conn).__module__
@@ -305,11 +368,21 @@ class _Query:
     cols: Columns
     types: dict[str, str]
     floor: dict[str, int]
-    key: list[str] = field(default_factory=list)
+    #: The source is the level-0 frequency table (``k0``, ``k1``, … already text, and ``n``).
+    texts: bool = False
 
     def value(self, column: str) -> str:
         """The column's text by the rule, NULL as the empty cell."""
+        if self.texts:
+            return "s." + self.d.ident(f"k{self.cols.sent.index(column)}")
         return f"COALESCE({self.d.text('s.' + self.d.ident(column), column, self.types[column])}, '')"
+
+    def grouped(self, levels: Mapping[str, int]) -> str:
+        """The frequency table at ``levels``: the keys ``k0``, ``k1``, … and the count ``n``."""
+        keys = [f"{k} AS {self.d.ident('k' + str(j))}" for j, k in enumerate(self.keys(levels))]
+        count = "sum(s.n)" if self.texts else "count(*)"
+        group = ", ".join(str(j + 1) for j in range(len(keys)))
+        return f"SELECT {', '.join(keys)}, {count} AS n FROM {self.from_clause(levels)} GROUP BY {group}"
 
     def joins(self, levels: Mapping[str, int]) -> str:
         return "".join(
@@ -330,6 +403,10 @@ class _Query:
 
     def from_clause(self, levels: Mapping[str, int]) -> str:
         return f"{self.source} AS s{self.joins(levels)}"
+
+
+#: The temporary table of the level-0 frequency table.
+_FREQ = f"{PREFIX}freq"
 
 
 def _htable(i: int) -> str:
@@ -364,22 +441,26 @@ def _load_hierarchies(q: _Query) -> None:
         q.d.load(_htable(i), columns, rows)
 
 
-def _profile(q: _Query, max_groups: int) -> tuple[int, int, dict[str, int]]:
-    """(groups at level 0, groups at the floor, the floor): exact distinct counts, one scan per
-    round of the floor's choice."""
-    level0 = int(q.d.execute(f"SELECT {q.d.distinct_tuples(q.keys({}))} FROM {q.from_clause({})}")[0][0])
+def _profile(q: _Query, max_groups: int) -> tuple[int, int, dict[str, int], str]:
+    """(groups at level 0, groups at the floor, the floor, the query of the frequency table at
+    the floor): the source is grouped once at level 0 into a temporary table; when it has more
+    than ``max_groups`` rows, the floor is chosen on that table (exact distinct counts, one scan
+    per round), which the frequency table at the floor then regroups."""
+    q.d.temporary_as(_FREQ, q.grouped({}))
+    f = _Query(q.d, q.d.ident(_FREQ), q.cols, q.types, {}, texts=True)
+    level0 = int(q.d.execute(f"SELECT count(*) FROM {f.source}")[0][0])
     if level0 <= max_groups:
-        return level0, level0, {}
+        return level0, level0, {}, f"SELECT * FROM {f.source}"
     _load_hierarchies(q)
 
     def count(trials: Sequence[dict[str, int]]) -> Sequence[int]:
-        top = {c: max(t.get(c, 0) for t in trials) for c in q.cols.qis}
-        return q.d.execute(
-            "SELECT " + ", ".join(q.d.distinct_tuples(q.keys(t)) for t in trials) + f" FROM {q.from_clause(top)}"
+        top = {c: max(t.get(c, 0) for t in trials) for c in f.cols.qis}
+        return f.d.execute(
+            "SELECT " + ", ".join(f.d.distinct_tuples(f.keys(t)) for t in trials) + f" FROM {f.from_clause(top)}"
         )[0]
 
     groups, floor = choose_floor(q.cols, level0, max_groups, count)
-    return level0, groups, floor
+    return level0, groups, floor, f.grouped(floor)
 
 
 # ---------------------------------------------------------------- apply
@@ -480,11 +561,12 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
         f"CROSS JOIN {d.ident(f'{PREFIX}marker')} AS {d.ident('mk')}"
     )
     d.execute(query)
-    uncovered = int(d.execute(f"SELECT count(*) FROM {target} WHERE {st} = -2")[0][0])
+    counts = d.execute(f"SELECT count(*) FILTER (WHERE {st} = -2), count(*) FILTER (WHERE {st} >= 0), count(*) FROM {target}")
+    uncovered, published, rows = (int(n) for n in counts[0])
     if plan.suppression.mode == "remove":
         d.execute(f"DELETE FROM {target} WHERE {st} < 0")
+        rows = published
     d.drop_column(target, f"{PREFIX}state")
-    rows = int(d.execute(f"SELECT count(*) FROM {target}")[0][0])
     return rows, uncovered
 
 
@@ -497,8 +579,7 @@ def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: s
     exprs = [f"COALESCE(CAST({d.ident(c)} AS {'text' if isinstance(d, _Postgres) else 'VARCHAR'}), '')" for c in cols]
     group = ", ".join(str(i + 1) for i in range(len(exprs)))
     query = f"SELECT {', '.join(exprs)}, count(*) FROM {target} GROUP BY {group}"
-    released = body([*cols, count_column], d.stream(query), "csv")
-    return client.verify_job(job_id, released, count_column=count_column)
+    return client.verify_job(job_id, d.csv_body([*cols, count_column], query), count_column=count_column)
 
 
 # ---------------------------------------------------------------- the whole
@@ -518,6 +599,7 @@ def _transaction(d: _Dialect) -> Any:
         conn.isolation_level = IsolationLevel.REPEATABLE_READ
         try:
             with conn.transaction():
+                conn.execute("SET LOCAL extra_float_digits = 1")  # floats as their shortest text
                 yield
         finally:
             conn.isolation_level = saved
@@ -563,8 +645,11 @@ def anonymize_table(
     the job fails, ValueError for a specification or data the rule refuses.
     """
     d = _dialect(connection)
+    if upload_format != "csv":
+        raise ValueError(f"upload_format: expected 'csv', got {upload_format!r}")
     raw = raw_spec(spec)
     src, dst = d.table(source), d.table(target)
+    timings: dict[str, float] = {}
     with _transaction(d):
         types = dict(d.columns(source))
         names = list(types)
@@ -572,33 +657,29 @@ def anonymize_table(
         q = _Query(d, src, cols, types, {})
         for c in cols.sent:
             d.text("x", c, types[c])  # refuses unsupported types before any scan
+        clock = time.monotonic()
         _check_ranges(q)
-        level0, groups, floor = _profile(q, max_groups)
+        level0, groups, floor, freq = _profile(q, max_groups)
         q.floor = floor
+        timings["profile"], clock = time.monotonic() - clock, time.monotonic()
         count_column = count_name(cols.sent)
-        keys = q.keys(floor)
-        group = ", ".join(str(i + 1) for i in range(len(keys)))
-        freq = f"SELECT {', '.join(keys)}, count(*) FROM {q.from_clause(floor)} GROUP BY {group}"
-        ds = client.upload_dataset(body([*cols.sent, count_column], d.stream(freq), upload_format),
-                                   name=f"{PREFIX}frequencies", delimiter=",", count_column=count_column)
-        try:
-            job = run_job(client, raw, cols, ds.id, floor, timeout, progress)
-            report, plan = client.get_result(job.id), client.get_plan(job.id)
+        ds = uploader(client, count_column)(d.csv_body([*cols.sent, count_column], freq))
+        timings["group"], clock = time.monotonic() - clock, time.monotonic()
+        with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
+            timings["search"], clock = time.monotonic() - clock, time.monotonic()
             rows, uncovered = _apply(q, plan, names, dst)
             verification = _verify(client, q, dst, job.id, count_column, names)
             if not verification.passed:
                 raise VerificationFailedError(verification, job.id)
-        finally:
-            if not keep_dataset:
-                forget(client, ds.id)
+            timings["apply_verify"] = time.monotonic() - clock
         _drop_temporary(d, cols, plan)
     warnings = floor_warning(level0, max_groups, floor, groups)
-    return SqlResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, warnings)
+    return SqlResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, timings, warnings)
 
 
 def _drop_temporary(d: _Dialect, cols: Columns, plan: Plan) -> None:
     names = [_htable(i) for i in range(len(cols.qis))] + [f"{PREFIX}m{i}" for i in range(len(plan.quasi_identifiers))]
-    names += [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")]
+    names += [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")] + [_FREQ]
     for n in names:
         d.execute(f"DROP TABLE IF EXISTS {d.ident(n)}")
 
