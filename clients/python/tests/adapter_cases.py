@@ -97,6 +97,25 @@ def cli_output(tmp: Path, header: Sequence[str], rows: Sequence[Sequence[Any]], 
         return Counter(tuple(r) for r in reader)
 
 
+# ---------------------------------------------------------------- a plan made on other data
+
+
+def plans_without(monkeypatch: Any, column: str, value: str) -> None:
+    """``Client.get_plan`` answers plans whose maps lack ``value`` of ``column``: plans made on
+    data without it."""
+    from deid_client import Client
+
+    real = Client.get_plan
+
+    def get_plan(self: Client, job_id: str) -> Any:
+        plan = real(self, job_id)
+        for step in plan.steps:
+            step.maps[plan.quasi_identifiers.index(column)].pop(value, None)
+        return plan
+
+    monkeypatch.setattr(Client, "get_plan", get_plan)
+
+
 # ---------------------------------------------------------------- adult
 
 

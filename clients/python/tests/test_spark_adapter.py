@@ -36,6 +36,7 @@ from adapter_cases import (
     float_rule,
     generated,
     generated_spec,
+    plans_without,
     rule,
 )
 
@@ -149,16 +150,9 @@ def test_uncovered_rows_are_suppressed_and_counted(
     spark: SparkSession, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     header, rows, df = adult_df(spark)
-    real = Client.get_plan
     ages = Counter(r[header.index("age")] for r in rows)
 
-    def without_age_90(self: Client, job_id: str) -> Any:  # a plan made on data without age 90
-        plan = real(self, job_id)
-        for step in plan.steps:
-            step.maps[plan.quasi_identifiers.index("age")].pop("90", None)
-        return plan
-
-    monkeypatch.setattr(Client, "get_plan", without_age_90)
+    plans_without(monkeypatch, "age", "90")  # a plan made on data without age 90
     name = "2025"  # a name Spark SQL reads as a number unless quoted
     result = dspark.anonymize(client, df, adult_spec(), table=name, progress=False)
     assert result.uncovered_rows == ages[90] > 0

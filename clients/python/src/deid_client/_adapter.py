@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .builders import JobSpec, to_json
@@ -82,6 +82,35 @@ class VerificationFailedError(DeidError):
         super().__init__(f"verification of job {job_id} failed for: {', '.join(failed) or '?'}")
         self.verification = verification
         self.job_id = job_id
+
+
+@dataclass
+class AdapterResult:
+    """What an adapter did (:class:`deid_client.sql.SqlResult`,
+    :class:`deid_client.spark.SparkResult`)."""
+
+    #: The finished job (its id finds the report, plan and verification again).
+    job: Job
+    #: The job's report (records, not frequency rows: ``report.rows`` is the source's rows).
+    report: Report
+    #: The plan applied in the engine.
+    plan: Plan
+    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
+    floor: dict[str, int]
+    #: Rows of the frequency table at level 0 (Spark: estimated) and as sent (exact).
+    groups_level0: int
+    groups: int
+    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
+    uncovered_rows: int
+    #: deid's verdict on the released data.
+    verification: Verification
+    #: Rows released (suppressed ones included unless the mode is ``remove``).
+    rows_written: int
+    #: Seconds per phase: profile, group (frequency table and upload), search, apply_verify
+    #: (apply, write, verification).
+    timings: dict[str, float] = field(default_factory=dict)
+    #: Notes for the user (e.g. a floor was chosen).
+    warnings: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- the specification

@@ -44,6 +44,7 @@ from ._adapter import (
     FETCH_ROWS,
     FIRST_EPOCH_SECOND,
     PREFIX,
+    AdapterResult,
     Columns,
     VerificationFailedError,
     _ChunkReader,
@@ -80,34 +81,11 @@ _DAY_MICROS = 86_400_000_000
 
 
 @dataclass
-class SparkResult:
-    """What :func:`anonymize` did."""
+class SparkResult(AdapterResult):
+    """What :func:`anonymize` did (``groups_level0`` is an ``approx_count_distinct``)."""
 
     #: The released data: lazy (a plan over the source) or, when written, read from the target.
-    df: DataFrame
-    #: The finished job (its id finds the report, plan and verification again).
-    job: Job
-    #: The job's report (records, not frequency rows: ``report.rows`` is the DataFrame's rows).
-    report: Report
-    #: The plan applied in Spark.
-    plan: Plan
-    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
-    floor: dict[str, int]
-    #: Estimated rows of the frequency table at level 0 (``approx_count_distinct``).
-    groups_level0: int
-    #: Rows of the frequency table sent (exact).
-    groups: int
-    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
-    uncovered_rows: int
-    #: deid's verdict on the released data.
-    verification: Verification
-    #: Rows released (suppressed ones included unless the mode is ``remove``).
-    rows_written: int
-    #: Seconds per phase: profile, group (frequency table and upload), search, apply_verify
-    #: (apply, write when asked, verification).
-    timings: dict[str, float] = field(default_factory=dict)
-    #: Notes for the user (e.g. a floor was chosen).
-    warnings: list[str] = field(default_factory=list)
+    df: DataFrame = field(kw_only=True)
 
 
 # ---------------------------------------------------------------- the rule in Spark SQL
@@ -634,7 +612,8 @@ def anonymize(
         )
         timings["apply_verify"] = time.monotonic() - clock
     warnings = floor_warning(level0, max_groups, floor, groups)
-    return SparkResult(released, job, report, plan, floor, level0, groups, uncovered, verification, rows, timings, warnings)
+    return SparkResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, timings, warnings,
+                       df=released)
 
 
 def _release(

@@ -29,7 +29,7 @@ import contextlib
 import io
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from ._adapter import (
@@ -40,6 +40,7 @@ from ._adapter import (
     FIRST_EPOCH_SECOND,
     LAST_DATE,
     PREFIX,
+    AdapterResult,
     Columns,
     VerificationFailedError,
     _ChunkReader,
@@ -72,31 +73,8 @@ __all__ = [
 TableName = Union[str, tuple[str, str]]
 
 @dataclass
-class SqlResult:
-    """What :func:`anonymize_table` did."""
-
-    #: The finished job (its id finds the report, plan and verification again).
-    job: Job
-    #: The job's report (records, not frequency rows: ``report.rows`` is the table's row count).
-    report: Report
-    #: The plan applied in the database.
-    plan: Plan
-    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
-    floor: dict[str, int]
-    #: Rows of the frequency table at level 0 and as sent.
-    groups_level0: int
-    groups: int
-    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
-    uncovered_rows: int
-    #: deid's verdict on the released table.
-    verification: Verification
-    #: Rows written to the target.
-    rows_written: int
-    #: Seconds per phase: profile (level-0 frequency table and floor), group (upload), search,
-    #: apply_verify (the target written and verified).
-    timings: dict[str, float] = field(default_factory=dict)
-    #: Notes for the user (e.g. a floor was chosen).
-    warnings: list[str] = field(default_factory=list)
+class SqlResult(AdapterResult):
+    """What :func:`anonymize_table` did (``rows_written``: rows of the target table)."""
 
 
 # ---------------------------------------------------------------- dialects
@@ -155,6 +133,17 @@ class _Dialect:
         self.execute(f"ALTER TABLE {table} DROP COLUMN {self.ident(column)}")
 
 
+def _fraction(frac: str, text: str, digits: int) -> str:
+    """A timestamp's fraction of a second (``frac`` units of 10^-digits s, ``text`` its SQL
+    text): '' when 0, else '.' and the digits without trailing zeros."""
+    return f"CASE WHEN {frac} = 0 THEN '' ELSE '.' || rtrim(lpad({text}, {digits}, '0'), '0') END"
+
+
+def _outside_dates(expr: str) -> str:
+    """A condition true for a date outside the rule's years 1–9999."""
+    return f"NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
+
+
 _PG_INTEGERS = {20: "bigint", 21: "smallint", 23: "integer", 26: "oid"}
 _PG_TEXT = {25: "text", 1043: "varchar", 1042: "char", 19: "name", 2950: "uuid"}
 _PG_TYPES = {**_PG_INTEGERS, **_PG_TEXT, 16: "boolean", 1700: "numeric", 1082: "date",
@@ -199,15 +188,12 @@ class _Postgres(_Dialect):
         if typ in ("timestamp", "timestamptz"):
             ts = f"({expr} AT TIME ZONE 'UTC')" if typ == "timestamptz" else f"({expr})"
             frac = f"(extract(microseconds FROM {ts})::bigint % 1000000)"
-            return (
-                f"(to_char({ts}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN {frac} = 0 THEN '' "
-                f"ELSE '.' || rtrim(lpad({frac}::text, 6, '0'), '0') END || 'Z')"
-            )
+            return f"(to_char({ts}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || {_fraction(frac, f'{frac}::text', 6)} || 'Z')"
         raise unsupported(column, typ)
 
     def out_of_range(self, expr: str, typ: str) -> str | None:
         if typ == "date":
-            return f"NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
+            return _outside_dates(expr)
         if typ in ("timestamp", "timestamptz"):
             ts = f"({expr} AT TIME ZONE 'UTC')" if typ == "timestamptz" else f"({expr})"
             return f"NOT ({ts} >= TIMESTAMP '{FIRST_DATE}' AND {ts} < TIMESTAMP '10000-01-01')"
@@ -292,15 +278,13 @@ class _DuckDB(_Dialect):
             epoch = f"{unit}({expr})"
             frac = f"((({epoch} % {scale}) + {scale}) % {scale})"
             micros = f"(({epoch} - {frac}) // {scale // 1_000_000})" if digits == 9 else f"({epoch} - {frac})"
-            return (
-                f"(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S') || CASE WHEN {frac} = 0 THEN '' "
-                f"ELSE '.' || rtrim(lpad(CAST({frac} AS VARCHAR), {digits}, '0'), '0') END || 'Z')"
-            )
+            fraction = _fraction(frac, f"CAST({frac} AS VARCHAR)", digits)
+            return f"(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S') || {fraction} || 'Z')"
         raise unsupported(column, typ)
 
     def out_of_range(self, expr: str, typ: str) -> str | None:
         if typ == "DATE":
-            return f"NOT isfinite({expr}) OR NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
+            return f"NOT isfinite({expr}) OR {_outside_dates(expr)}"
         if typ in _DUCK_TIMESTAMPS:
             unit, scale = ("epoch_ns", 10**9) if typ == "TIMESTAMP_NS" else ("epoch_us", 10**6)
             lo, hi = FIRST_EPOCH_SECOND * scale, END_EPOCH_SECOND * scale
