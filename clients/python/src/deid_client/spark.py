@@ -5,12 +5,13 @@ needs leaves Spark (docs/engines.md).
 Connect and on shared clusters as well as on a classic session:
 
 1. *profile*: one aggregation: approximate distinct counts (``approx_count_distinct``) of the
-   tuple of the quasi-identifiers, sensitive and microaggregated columns at level 0 and at
-   every floor of a chain — a level per quasi-identifier, from the hierarchy tables given
+   tuple of the quasi-identifiers, sensitive and microaggregated columns at level 0, the rows
+   and the dates the typed→text rule refuses; when level 0 exceeds ``max_groups``, a second
+   at every floor of a chain — a level per quasi-identifier, from the hierarchy tables given
    inline in the specification, raising one level at a time the column whose hierarchy shrinks
    most (the hierarchies as broadcast joins; a tuple's hash is the XOR of its columns' hashes,
-   so a floor costs a sketch update per row) —, the rows, and the dates the typed→text rule
-   refuses; the lowest floor whose estimate fits ``max_groups`` is chosen;
+   so a floor costs a sketch update per row); the lowest floor whose estimate fits
+   ``max_groups`` is chosen;
 2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
    Spark SQL) with a count column, written by Spark as one Parquet file in a staging directory
    and uploaded as Parquet (``upload_format="parquet"``, the default), or streamed partition by
@@ -234,43 +235,51 @@ def _load_hierarchies(src: _Source) -> None:
 
 
 def _profile(src: _Source, max_groups: int, original: Any) -> tuple[int, int, dict[str, int], int]:
-    """(estimated groups at level 0, at the floor, the floor, the source's rows) from one
-    aggregation: the approximate distinct tuples at level 0 and at every floor of the chain
-    (:func:`deid_client._adapter.floor_chain`), the rows, and the dates the rule refuses
-    (ValueError). A tuple's hash is the XOR of its columns' seeded ``xxhash64`` at their levels,
-    so every floor costs one XOR per column and one sketch update per row."""
+    """(estimated groups at level 0, at the floor, the floor, the source's rows). One
+    aggregation gives the approximate distinct tuples at level 0, the rows and the dates the
+    rule refuses (ValueError); when level 0 exceeds ``max_groups``, a second gives those at every
+    floor of the chain (:func:`deid_client._adapter.floor_chain`) at once. A tuple's hash is the
+    XOR of its columns' seeded ``xxhash64`` at their levels, so a floor costs one sketch update
+    per row, not a scan."""
     from pyspark.sql import functions as F
 
-    chain = floor_chain(src.cols)
-    if len(chain) > 1:
-        _load_hierarchies(src)
-    top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
+    # The columns' hashes are a projection below the aggregation: the aggregation refers to
+    # them by name, which keeps its generated code small for a long chain.
     hashes: dict[tuple[int, int], Column] = {}
 
     def tuple_hash(levels: Mapping[str, int]) -> Column:
         cols = []
         for j, key in enumerate(src.keys(levels)):
             lvl = levels.get(src.cols.sent[j], 0)
-            if (j, lvl) not in hashes:
-                hashes[(j, lvl)] = F.xxhash64(key, F.lit(j))
-            cols.append(hashes[(j, lvl)])
+            hashes.setdefault((j, lvl), F.xxhash64(key, F.lit(j)).alias(f"{PREFIX}hash{j}_{lvl}"))
+            cols.append(F.col(f"{PREFIX}hash{j}_{lvl}"))
         out = cols[0]
         for c in cols[1:]:
             out = out.bitwiseXOR(c)
         return out
 
     checks = [(c, _out_of_range(_q(c), original[c])) for c in src.cols.sent]
-    aggs = [F.approx_count_distinct(tuple_hash(f), PROFILE_RSD).alias(f"f{i}") for i, f in enumerate(chain)]
-    aggs.append(F.count(F.lit(1)).alias("rows"))
+    aggs = [F.approx_count_distinct(tuple_hash({}), PROFILE_RSD).alias("level0"), F.count(F.lit(1)).alias("rows")]
     aggs += [F.expr(f"count_if({cond})").alias(f"oor{j}") for j, (_, cond) in enumerate(checks) if cond]
-    first = src.with_levels(top).agg(*aggs).first()
+    first = src.df.select("*", *hashes.values()).agg(*aggs).first()
     assert first is not None
     for j, (c, cond) in enumerate(checks):
         if cond and first[f"oor{j}"]:
             raise out_of_range(c, int(first[f"oor{j}"]))
-    counts = [int(first[f"f{i}"]) for i in range(len(chain))]
-    groups, floor = pick_floor(chain, counts, max_groups)
-    return counts[0], groups, floor, int(first["rows"])
+    level0, rows = int(first["level0"]), int(first["rows"])
+    if level0 <= max_groups:
+        return level0, level0, {}, rows
+    chain = floor_chain(src.cols)
+    if len(chain) == 1:  # no quasi-identifier can be raised
+        pick_floor(chain, [level0], max_groups)
+    _load_hierarchies(src)
+    top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
+    hashes.clear()
+    estimates = [F.approx_count_distinct(tuple_hash(f), PROFILE_RSD) for f in chain[1:]]
+    row = src.with_levels(top).select(*hashes.values()).agg(*estimates).first()
+    assert row is not None
+    groups, floor = pick_floor(chain, [level0, *(int(v) for v in row)], max_groups)
+    return level0, groups, floor, rows
 
 
 def _lines(table: DataFrame, names: Sequence[str]) -> DataFrame:
@@ -349,7 +358,7 @@ def _send(
     counted = named.observe(obs, F.count(F.lit(1)).alias("n"), F.sum(F.col(_q(header[-1]))).alias("records"))
     with tempfile.TemporaryDirectory(prefix=PREFIX, dir=staging) as tmp:
         out = os.path.join(tmp, "table")
-        counted.coalesce(1).write.parquet(out)
+        counted.repartition(1).write.parquet(out)  # the grouping stays parallel; one writer
         files = [f for f in os.listdir(out) if f.endswith(".parquet")]
         if len(files) != 1:
             raise DeidError(f"Spark wrote {len(files)} Parquet files for the frequency table; expected 1")
