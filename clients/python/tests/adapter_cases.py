@@ -25,12 +25,40 @@ ADULT_QIS = ["age", "sex", "race", "marital-status", "education"]
 # ---------------------------------------------------------------- the rule, independently
 
 
+def float_rule(value: float, bits: int = 64) -> str:
+    """A float by the rule: the shortest decimal that reads back in its width (numpy's Dragon4),
+    plain notation, -0.0 as 0, NaN and the infinities spelled out."""
+    import math
+
+    import numpy as np
+
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    typed = np.float32(value) if bits == 32 else np.float64(value)
+    return np.format_float_positional(typed, unique=True, trim="-")
+
+
+#: Floats whose text is hard: not Java 17's toString (1e23, 2.82879384806159e17), exponents,
+#: the smallest subnormal, signed zero, NaN and the infinities.
+FLOATS = [0.1, -0.0, 0.0, 3.0, -12.5, 1e21, 1.5e-7, 1e23, 2.82879384806159e17, 5e-324, 1.7976931348623157e308,
+          float("nan"), float("inf"), float("-inf"), None]
+#: Those within a FLOAT's (REAL's) range, and values a FLOAT rounds or barely holds.
+FLOATS32 = [0.1, -0.0, 0.0, 3.0, -12.5, 1e21, 1.5e-7, 1e23, 2.82879384806159e17, float("nan"), float("inf"),
+            float("-inf"), None, 123456789.125, 16777217.0, 3.4028234663852886e38, 1.401298464324817e-45]
+
+
 def rule(value: Any) -> str:
     """deid's typed→text rule for the values these tests use."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return float_rule(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Decimal):
@@ -69,6 +97,25 @@ def cli_output(tmp: Path, header: Sequence[str], rows: Sequence[Sequence[Any]], 
         return Counter(tuple(r) for r in reader)
 
 
+# ---------------------------------------------------------------- a plan made on other data
+
+
+def plans_without(monkeypatch: Any, column: str, value: str) -> None:
+    """``Client.get_plan`` answers plans whose maps lack ``value`` of ``column``: plans made on
+    data without it."""
+    from deid_client import Client
+
+    real = Client.get_plan
+
+    def get_plan(self: Client, job_id: str) -> Any:
+        plan = real(self, job_id)
+        for step in plan.steps:
+            step.maps[plan.quasi_identifiers.index(column)].pop(value, None)
+        return plan
+
+    monkeypatch.setattr(Client, "get_plan", get_plan)
+
+
 # ---------------------------------------------------------------- adult
 
 
@@ -103,8 +150,8 @@ def adult_spec(**extra: Any) -> dict[str, Any]:
 
 def generated() -> tuple[list[tuple[str, str, str]], list[list[Any]]]:
     """300 rows: NULLs, NFC/NFD spellings, a value equal to the marker (in a copied column),
-    integers, decimals, dates, timestamps (with and without time zone), booleans, several
-    sensitive columns."""
+    integers, decimals, dates, timestamps (with and without time zone), booleans, floats (-0.0,
+    NaN, infinity, exponents), several sensitive columns."""
     import random
 
     rng = random.Random(25)
@@ -126,6 +173,7 @@ def generated() -> tuple[list[tuple[str, str, str]], list[list[Any]]]:
             seen,
             dt.datetime(2023, 6, 1, 8, 0, 0, rng.choice([0, 250000])),
             rng.choice(["*", "note", None]),
+            rng.choice([0.1, -0.0, 0.0, 1e21, 1.5e-7, 1e23, float("nan"), float("inf"), None]),
         ])
     columns = [
         ("id", "integer", "INTEGER"),
@@ -138,6 +186,7 @@ def generated() -> tuple[list[tuple[str, str, str]], list[list[Any]]]:
         ("seen", "timestamptz", "TIMESTAMPTZ"),
         ("visit", "timestamp", "TIMESTAMP"),
         ("note", "text", "VARCHAR"),
+        ("ratio", "double precision", "DOUBLE"),
     ]
     return columns, rows
 
@@ -164,6 +213,7 @@ def generated_spec(rows: Sequence[Sequence[Any]], **extra: Any) -> dict[str, Any
             "disease": {"type": "sensitive"},
             "smoker": {"type": "sensitive"},
             "seen": {"type": "sensitive"},
+            "ratio": {"type": "sensitive"},
         },
         "privacy": ["k-anonymity(k=3)", {"model": "distinct-l-diversity", "attribute": "disease", "l": 2}],
         "suppression_limit": 0.1,
@@ -177,4 +227,5 @@ def generated_spec(rows: Sequence[Sequence[Any]], **extra: Any) -> dict[str, Any
 SPARK_TYPES = {
     "id": "INT", "city": "STRING", "score": "SMALLINT", "birth": "DATE", "salary": "DECIMAL(10,2)",
     "disease": "STRING", "smoker": "BOOLEAN", "seen": "TIMESTAMP", "visit": "TIMESTAMP_NTZ", "note": "STRING",
+    "ratio": "DOUBLE",
 }

@@ -22,7 +22,7 @@ import pytest
 from deid_client import Client
 from deid_client import sql as dsql
 
-from adapter_cases import adult_rows, adult_spec, cli_output, generated, generated_spec, rule
+from adapter_cases import FLOATS, FLOATS32, adult_rows, adult_spec, cli_output, float_rule, generated, generated_spec, plans_without, rule
 
 psycopg = pytest.importorskip("psycopg")
 duckdb = pytest.importorskip("duckdb")
@@ -187,16 +187,9 @@ def test_a_broken_apply_is_caught_by_verify(engine: Engine, client: Client, monk
 def test_uncovered_rows_are_suppressed_and_counted(engine: Engine, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     header, rows = load_adult(engine)
     engine.drop("adult_uncovered")
-    real = Client.get_plan
     ages = Counter(r[header.index("age")] for r in rows)
 
-    def without_age_90(self: Client, job_id: str) -> Any:  # a plan made on data without age 90
-        plan = real(self, job_id)
-        for step in plan.steps:
-            step.maps[plan.quasi_identifiers.index("age")].pop("90", None)
-        return plan
-
-    monkeypatch.setattr(Client, "get_plan", without_age_90)
+    plans_without(monkeypatch, "age", "90")  # a plan made on data without age 90
     result = dsql.anonymize_table(client, engine.conn, "adult", "adult_uncovered", adult_spec(), progress=False)
     assert result.uncovered_rows == ages[90] > 0
     assert result.verification.passed
@@ -242,3 +235,18 @@ def test_bad_input_is_refused_before_any_upload(engine: Engine, client: Client) 
         dsql.anonymize_table(client, engine.conn, "gen_bad", "x", {**generated_spec(rows), "dataset_id": "d"})
     with pytest.raises(TypeError, match="psycopg 3 connection"):
         dsql.anonymize_table(client, object(), "gen_bad", "x", generated_spec(rows))
+
+
+@pytest.mark.parametrize("bits", [64, 32])
+def test_floats_are_written_by_the_rule(engine: Engine, bits: int) -> None:
+    values = FLOATS if bits == 64 else FLOATS32
+    typ = {("postgres", 64): "double precision", ("postgres", 32): "real", ("duckdb", 64): "DOUBLE",
+           ("duckdb", 32): "FLOAT"}[(engine.name, bits)]
+    engine.load("floats", [("i", "integer", "INTEGER"), ("v", typ, typ)], list(enumerate(values)))
+    if engine.name == "postgres":  # the adapter sets the shortest text itself
+        with engine.conn.transaction():
+            engine.conn.execute("SET extra_float_digits = 0")
+    d = dsql._dialect(engine.conn)
+    with dsql._transaction(d):
+        got = d.execute(f"SELECT COALESCE({d.text('v', 'v', typ)}, '') FROM floats ORDER BY i")
+    assert [r[0] for r in got] == ["" if v is None else float_rule(v, bits) for v in values]

@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .builders import JobSpec, to_json
 from .client import Client
 from .errors import DeidError, JobFailedError
-from .types import Job, Plan, Verification
+from .types import Dataset, Job, Plan, Report, Verification
 
 #: Rows per chunk of a streamed frequency table (and per database round trip).
 FETCH_ROWS = 10_000
@@ -25,7 +25,9 @@ DEFAULT_MAX_GROUPS = 1_000_000
 PREFIX = "deid_"
 
 # deid's typed→text rule (docs/engines.md, "Typed values as text"): NULL → the empty value;
-# integers → decimal digits; decimals → exactly their scale's fraction digits; booleans →
+# integers → decimal digits; decimals → exactly their scale's fraction digits; floats → the
+# shortest decimal that reads back as the same number in its width, without exponent (-0.0 →
+# 0; NaN, Infinity, -Infinity); booleans →
 # true/false; dates → YYYY-MM-DD for years 1–9999 (others refused); timestamps → UTC
 # YYYY-MM-DDTHH:MM:SS, then "." and the fraction without trailing zeros when not zero, then "Z"
 # (a timestamp without time zone: its wall time as UTC); text as is (no normalization). Other
@@ -39,11 +41,30 @@ END_EPOCH_SECOND = 253402300800
 FIRST_DATE, LAST_DATE = "0001-01-01", "9999-12-31"
 
 
+def plain_decimal(s: str) -> str:
+    """SQL (Spark's and DuckDB's ``regexp_extract``, ``substring``, ``repeat``, ``length``) that
+    writes ``s`` — the text of a finite number, ``-1.5E-7``, ``1e+21``, ``3.0`` — in the rule's
+    plain notation: no exponent, no leading or trailing zeros, no ``.0``, ``0`` for zero."""
+    mantissa = f"regexp_extract({s}, '^-?([0-9.]+)', 1)"
+    exponent = f"CAST(coalesce(nullif(regexp_extract({s}, '[eE][+]?(-?[0-9]+)$', 1), ''), '0') AS INT)"
+    whole = f"regexp_extract({mantissa}, '^([0-9]*)', 1)"
+    digits = f"concat({whole}, regexp_extract({mantissa}, '[.]([0-9]*)$', 1))"
+    lead = f"regexp_extract({digits}, '^(0*)', 1)"
+    point = f"(length({whole}) + {exponent} - length({lead}))"  # digits before the point
+    sig = f"regexp_extract({digits}, '^0*([0-9]*?)0*$', 1)"
+    body = (
+        f"CASE WHEN {point} <= 0 THEN concat('0.', repeat('0', -{point}), {sig}) "
+        f"WHEN {point} >= length({sig}) THEN concat({sig}, repeat('0', {point} - length({sig}))) "
+        f"ELSE concat(substring({sig}, 1, {point}), '.', substring({sig}, {point} + 1)) END"
+    )
+    return f"CASE WHEN {sig} = '' THEN '0' WHEN {s} LIKE '-%' THEN concat('-', {body}) ELSE {body} END"
+
+
 def unsupported(column: str, typ: str) -> ValueError:
     """The error for a column sent whose type the rule does not cover."""
     return ValueError(
         f"column {column!r} has type {typ}, which deid's typed→text rule does not cover "
-        "(integers, decimals, booleans, dates, timestamps, text); cast it in a view"
+        "(integers, decimals, floats, booleans, dates, timestamps, text); cast it in a view"
     )
 
 
@@ -61,6 +82,35 @@ class VerificationFailedError(DeidError):
         super().__init__(f"verification of job {job_id} failed for: {', '.join(failed) or '?'}")
         self.verification = verification
         self.job_id = job_id
+
+
+@dataclass
+class AdapterResult:
+    """What an adapter did (:class:`deid_client.sql.SqlResult`,
+    :class:`deid_client.spark.SparkResult`)."""
+
+    #: The finished job (its id finds the report, plan and verification again).
+    job: Job
+    #: The job's report (records, not frequency rows: ``report.rows`` is the source's rows).
+    report: Report
+    #: The plan applied in the engine.
+    plan: Plan
+    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
+    floor: dict[str, int]
+    #: Rows of the frequency table at level 0 (Spark: estimated) and as sent (exact).
+    groups_level0: int
+    groups: int
+    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
+    uncovered_rows: int
+    #: deid's verdict on the released data.
+    verification: Verification
+    #: Rows released (suppressed ones included unless the mode is ``remove``).
+    rows_written: int
+    #: Seconds per phase: profile, group (frequency table and upload), search, apply_verify
+    #: (apply, write, verification).
+    timings: dict[str, float] = field(default_factory=dict)
+    #: Notes for the user (e.g. a floor was chosen).
+    warnings: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- the specification
@@ -186,16 +236,51 @@ def choose_floor(
     while groups > max_groups:
         candidates = [c for c in cols.qis if c in cols.hierarchies and floor.get(c, 0) < cols.max_level[c]]
         if not candidates:
-            raise ValueError(
-                f"the frequency table has {groups} rows at the highest floor the hierarchies allow, more "
-                f"than max_groups={max_groups}: raise max_groups or give hierarchies (inline CSV) for more "
-                "quasi-identifiers"
-            )
+            raise too_many_groups(groups, max_groups)
         trials = [{**floor, c: floor.get(c, 0) + 1} for c in candidates]
         counts = count(trials)
         best = min(range(len(trials)), key=lambda j: (counts[j], j))
         floor, groups = trials[best], int(counts[best])
     return groups, {c: lvl for c, lvl in floor.items() if lvl > 0}
+
+
+def floor_chain(cols: Columns) -> list[dict[str, int]]:
+    """Floors from level 0 up, each one level above the previous in one quasi-identifier: the
+    one (with an inline hierarchy, below its highest floor) whose hierarchy has the most labels
+    per label of the next level there (the first on ties) — the raise that shrinks the product
+    of the columns' domains most. The first floor is level 0 (empty)."""
+    labels = {
+        c: [len({r[min(lvl, len(r) - 1)] for r in h.rows.values()}) for lvl in range(h.height)]
+        for c, h in cols.hierarchies.items()
+    }
+    floor: dict[str, int] = {}
+    chain = [dict(floor)]
+    while True:
+        candidates = [c for c in cols.qis if c in labels and floor.get(c, 0) < cols.max_level[c]]
+        if not candidates:
+            return chain
+        ratio = {c: labels[c][floor.get(c, 0)] / max(1, labels[c][floor.get(c, 0) + 1]) for c in candidates}
+        best = max(candidates, key=lambda c: (ratio[c], -candidates.index(c)))
+        floor[best] = floor.get(best, 0) + 1
+        chain.append(dict(floor))
+
+
+def pick_floor(chain: Sequence[dict[str, int]], counts: Sequence[int], max_groups: int) -> tuple[int, dict[str, int]]:
+    """(groups, floor): the first floor of ``chain`` whose frequency table (``counts`` rows) has
+    at most ``max_groups`` rows; ValueError when none has."""
+    for floor, groups in zip(chain, counts):
+        if groups <= max_groups:
+            return int(groups), dict(floor)
+    raise too_many_groups(int(counts[-1]), max_groups)
+
+
+def too_many_groups(groups: int, max_groups: int) -> ValueError:
+    """The error for a frequency table above ``max_groups`` at the highest floor."""
+    return ValueError(
+        f"the frequency table has {groups} rows at the highest floor the hierarchies allow, more "
+        f"than max_groups={max_groups}: raise max_groups or give hierarchies (inline CSV) for more "
+        "quasi-identifiers"
+    )
 
 
 def floor_warning(level0: int, max_groups: int, floor: Mapping[str, int], groups: int) -> list[str]:
@@ -231,6 +316,14 @@ class _ChunkReader(io.RawIOBase):
         b[:n] = self._buffer[:n]
         self._buffer = self._buffer[n:]
         return n
+
+
+def csv_cell(value: str) -> str:
+    """A CSV cell as :func:`csv_chunks` writes it: quoted (quotes doubled) when it holds ``,``,
+    a quote or a line break."""
+    if any(ch in value for ch in ',"\r\n'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
 
 
 def csv_chunks(header: Sequence[str], rows: Iterable[Sequence[Any]], rows_per_chunk: int = FETCH_ROWS) -> Iterator[bytes]:
@@ -295,6 +388,31 @@ def run_job(
     if job.status != "succeeded":
         raise JobFailedError(job)
     return job
+
+
+def uploader(client: Client, count_column: str) -> Callable[[Any], Dataset]:
+    """Uploads a frequency table (a streamed CSV body, or a path ending in ``.parquet``) with
+    its count column."""
+
+    def upload(data: Any) -> Dataset:
+        return client.upload_dataset(data, name=f"{PREFIX}frequencies", delimiter=",", count_column=count_column)
+
+    return upload
+
+
+@contextlib.contextmanager
+def searched(
+    client: Client, raw: Mapping[str, Any], cols: Columns, dataset_id: str, floor: Mapping[str, int],
+    timeout: float | None, progress: bool | None, keep_dataset: bool,
+) -> Iterator[tuple[Job, Report, Plan]]:
+    """The job on the uploaded frequency table, its report and its plan (:func:`run_job`); the
+    frequency table is deleted when the block ends, unless ``keep_dataset``."""
+    try:
+        job = run_job(client, raw, cols, dataset_id, floor, timeout, progress)
+        yield job, client.get_result(job.id), client.get_plan(job.id)
+    finally:
+        if not keep_dataset:
+            forget(client, dataset_id)
 
 
 def check_plan(cols: Columns, plan: Plan) -> None:

@@ -44,6 +44,8 @@ from .types import (
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 CHUNK = 1 << 20
+#: The media type of a Parquet upload (a path ending in ``.parquet``).
+PARQUET_TYPE = "application/vnd.apache.parquet"
 
 PathLike = Union[str, "os.PathLike[str]"]
 # What an upload accepts: a path, bytes, a file object (binary or text) or a pandas DataFrame.
@@ -303,6 +305,8 @@ class Ops:
         count_column: str | None = None,
     ) -> Generator[Call, httpx.Response, Dataset]:
         body, guess, d = csv_upload(source, delimiter)
+        # A path ending in .parquet is sent as Parquet (the service reads it by its typed→text rule).
+        parquet = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".parquet")
         params = _drop_none(
             {"name": name or guess, "delimiter": d, "header": _bool(header), "count_column": count_column}
         )
@@ -311,7 +315,7 @@ class Ops:
             "/v1/datasets",
             params=params,
             content=body,
-            headers={"Content-Type": "text/csv"},
+            headers={"Content-Type": PARQUET_TYPE if parquet else "text/csv"},
             idempotent=False,
             timeout=timeout,
         )

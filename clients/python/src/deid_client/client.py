@@ -175,7 +175,8 @@ class Client:
         count_column: str | None = None,
     ) -> Dataset:
         """Uploads a CSV, streamed: a path, bytes, a file object (binary or text) or a pandas
-        DataFrame (written as CSV chunk by chunk with ``delimiter``, default ``,``).
+        DataFrame (written as CSV chunk by chunk with ``delimiter``, default ``,``); a path
+        ending in ``.parquet`` is sent as Parquet (docs/definitions.md §8).
         ``name`` defaults to the file's name; ``delimiter`` to the service's detection.
         ``count_column``: the data are a frequency table, each row standing for as many records
         as this column says (checked at upload; jobs on the dataset use it)."""

@@ -5,22 +5,26 @@ needs leaves Spark (docs/engines.md).
 Connect and on shared clusters as well as on a classic session:
 
 1. *profile*: one aggregation: approximate distinct counts (``approx_count_distinct``) of the
-   tuple of the quasi-identifiers, sensitive and microaggregated columns, the rows, and the
-   dates the typed→text rule refuses; when the estimate exceeds ``max_groups``, a *floor* — a
-   level per quasi-identifier, from the hierarchy tables given inline in the specification —
-   that brings it below, greedily raising the quasi-identifier that helps most (one
-   aggregation per round, the hierarchies as broadcast joins);
+   tuple of the quasi-identifiers, sensitive and microaggregated columns at level 0, the rows
+   and the dates the typed→text rule refuses; when level 0 exceeds ``max_groups``, a second
+   at every floor of a chain — a level per quasi-identifier, from the hierarchy tables given
+   inline in the specification, raising one level at a time the column whose hierarchy shrinks
+   most (the hierarchies as broadcast joins; a tuple's hash is the XOR of its columns' hashes,
+   so a floor costs a sketch update per row); the lowest floor whose estimate fits
+   ``max_groups`` is chosen;
 2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
-   Spark SQL), streamed partition by partition (``toLocalIterator``) to deid as a CSV upload
-   with a count column — the driver holds one partition of the table, never the rows;
+   Spark SQL) with a count column, written by Spark as one Parquet file in a staging directory
+   and uploaded as Parquet (``upload_format="parquet"``, the default), or streamed partition by
+   partition (``toLocalIterator``) as CSV lines built in Spark SQL (``upload_format="csv"``:
+   no shared directory needed) — this process never holds the table, never the rows;
 3. the *job* on deid (``data_level`` set for the floor), waited for with progress; Ctrl-C
    cancels it;
 4. *apply*: per quasi-identifier one broadcast join with its maps (a column per step), per
    step one join with the classes it publishes, one join with the suppressed tuples, one with
    the classes' values and aggregates; rows the plan does not cover are suppressed and
    counted (an ``Observation``: fail closed);
-5. *verify*: a ``groupBy`` of the released data posted to ``POST /v1/jobs/{id}/verify``; a
-   failure raises :class:`VerificationFailedError` and leaves no released data (the target is
+5. *verify*: a ``groupBy`` of the released data streamed as CSV lines built in Spark SQL to
+   ``POST /v1/jobs/{id}/verify``; a failure raises :class:`VerificationFailedError` and leaves no released data (the target is
    erased when it was written).
 
 pyspark is optional (``deid-client[spark]``): this module imports without it.
@@ -28,31 +32,40 @@ pyspark is optional (``deid-client[spark]``): this module imports without it.
 
 from __future__ import annotations
 
+import io
+import os
+import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ._adapter import (
     DEFAULT_MAX_GROUPS,
     END_EPOCH_SECOND,
+    FETCH_ROWS,
     FIRST_EPOCH_SECOND,
     PREFIX,
+    AdapterResult,
     Columns,
     VerificationFailedError,
-    body,
+    _ChunkReader,
     check_plan,
-    choose_floor,
     columns,
     count_name,
+    csv_cell,
+    floor_chain,
     floor_warning,
-    forget,
     out_of_range,
+    pick_floor,
+    plain_decimal,
     raw_spec,
-    run_job,
+    searched,
     unsupported,
+    uploader,
 )
 from .builders import JobSpec
 from .client import Client
+from .errors import DeidError
 from .types import Job, Plan, Report, Verification
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,34 +82,11 @@ _DAY_MICROS = 86_400_000_000
 
 
 @dataclass
-class SparkResult:
-    """What :func:`anonymize` did."""
+class SparkResult(AdapterResult):
+    """What :func:`anonymize` did (``groups_level0`` is an ``approx_count_distinct``)."""
 
     #: The released data: lazy (a plan over the source) or, when written, read from the target.
-    df: DataFrame
-    #: The finished job (its id finds the report, plan and verification again).
-    job: Job
-    #: The job's report (records, not frequency rows: ``report.rows`` is the DataFrame's rows).
-    report: Report
-    #: The plan applied in Spark.
-    plan: Plan
-    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
-    floor: dict[str, int]
-    #: Estimated rows of the frequency table at level 0 (``approx_count_distinct``).
-    groups_level0: int
-    #: Rows of the frequency table sent (exact).
-    groups: int
-    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
-    uncovered_rows: int
-    #: deid's verdict on the released data.
-    verification: Verification
-    #: Rows released (suppressed ones included unless the mode is ``remove``).
-    rows_written: int
-    #: Seconds per phase: profile, group (frequency table and upload), search, apply_verify
-    #: (apply, write when asked, verification).
-    timings: dict[str, float] = field(default_factory=dict)
-    #: Notes for the user (e.g. a floor was chosen).
-    warnings: list[str] = field(default_factory=list)
+    df: DataFrame = field(kw_only=True)
 
 
 # ---------------------------------------------------------------- the rule in Spark SQL
@@ -115,6 +105,8 @@ def _text(expr: str, column: str, dtype: Any) -> str:
         # Spark writes these as the rule does: digits, plain decimals with the scale's fraction
         # digits, true/false, yyyy-MM-dd (years 1–9999: checked by _out_of_range).
         return f"CAST({expr} AS STRING)"
+    if kind in ("FloatType", "DoubleType"):
+        return _float_text(expr, "FLOAT" if kind == "FloatType" else "DOUBLE")
     if kind == "TimestampNTZType":
         # Spark writes a timestamp without time zone as "yyyy-MM-dd HH:mm:ss" and the fraction
         # without trailing zeros, converting nothing (its arithmetic and date_format would go
@@ -132,6 +124,24 @@ def _text(expr: str, column: str, dtype: Any) -> str:
         )
         return f"concat({day}, 'T', {clock}, {_fraction(f'({rem} % 1000000)')}, 'Z')"
     raise unsupported(column, dtype.simpleString())
+
+
+def _float_text(expr: str, width: str) -> str:
+    """A FLOAT or DOUBLE by the rule: the shortest decimal that reads back as the same number in
+    its width, in plain notation. Spark's CAST to STRING is Java's ``toString``, not always the
+    shortest before Java 19 (``1e23`` is ``9.999999999999999E22``): the shortest is the first of
+    ``%.{p}e`` for p = 0, 1, … that reads back as the value."""
+    digits = 9 if width == "FLOAT" else 17
+    # Lambdas bind the value and the shortest text once (an expression repeating them would
+    # outgrow Java's code size limit).
+    candidates = f"transform(sequence(0, {digits - 1}), p -> format_string(concat('%.', p, 'e'), v))"
+    shortest = f"filter({candidates}, c -> CAST(c AS {width}) = v)[0]"
+    text = f"transform(array({expr}), v -> transform(array({shortest}), s -> {plain_decimal('s')})[0])[0]"
+    return (
+        f"CASE WHEN {expr} IS NULL THEN NULL WHEN isnan({expr}) THEN 'NaN' "
+        f"WHEN {expr} = CAST('Infinity' AS {width}) THEN 'Infinity' "
+        f"WHEN {expr} = CAST('-Infinity' AS {width}) THEN '-Infinity' ELSE {text} END"
+    )
 
 
 def _fraction(micros: str) -> str:
@@ -224,59 +234,137 @@ def _load_hierarchies(src: _Source) -> None:
 # ---------------------------------------------------------------- profile and frequency table
 
 
-def _profile(src: _Source, max_groups: int, original: Any) -> tuple[int, int, dict[str, int]]:
-    """(estimated groups at level 0, at the floor, the floor); ValueError for dates the rule
-    refuses — all in the first aggregation."""
+def _profile(src: _Source, max_groups: int, original: Any) -> tuple[int, int, dict[str, int], int]:
+    """(estimated groups at level 0, at the floor, the floor, the source's rows). One
+    aggregation gives the approximate distinct tuples at level 0, the rows and the dates the
+    rule refuses (ValueError); when level 0 exceeds ``max_groups``, a second gives those at every
+    floor of the chain (:func:`deid_client._adapter.floor_chain`) at once. A tuple's hash is the
+    XOR of its columns' seeded ``xxhash64`` at their levels, so a floor costs one sketch update
+    per row, not a scan."""
     from pyspark.sql import functions as F
 
+    # The columns' hashes are a projection below the aggregation: the aggregation refers to
+    # them by name, which keeps its generated code small for a long chain.
+    hashes: dict[tuple[int, int], Column] = {}
+
+    def tuple_hash(levels: Mapping[str, int]) -> Column:
+        cols = []
+        for j, key in enumerate(src.keys(levels)):
+            lvl = levels.get(src.cols.sent[j], 0)
+            hashes.setdefault((j, lvl), F.xxhash64(key, F.lit(j)).alias(f"{PREFIX}hash{j}_{lvl}"))
+            cols.append(F.col(f"{PREFIX}hash{j}_{lvl}"))
+        out = cols[0]
+        for c in cols[1:]:
+            out = out.bitwiseXOR(c)
+        return out
+
     checks = [(c, _out_of_range(_q(c), original[c])) for c in src.cols.sent]
-    aggs = [F.approx_count_distinct(F.struct(*src.keys({})), PROFILE_RSD).alias("level0")]
+    aggs = [F.approx_count_distinct(tuple_hash({}), PROFILE_RSD).alias("level0"), F.count(F.lit(1)).alias("rows")]
     aggs += [F.expr(f"count_if({cond})").alias(f"oor{j}") for j, (_, cond) in enumerate(checks) if cond]
-    first = src.df.agg(*aggs).first()
+    first = src.df.select("*", *hashes.values()).agg(*aggs).first()
     assert first is not None
     for j, (c, cond) in enumerate(checks):
         if cond and first[f"oor{j}"]:
             raise out_of_range(c, int(first[f"oor{j}"]))
-    level0 = int(first["level0"])
+    level0, rows = int(first["level0"]), int(first["rows"])
     if level0 <= max_groups:
-        return level0, level0, {}
+        return level0, level0, {}, rows
+    chain = floor_chain(src.cols)
+    if len(chain) == 1:  # no quasi-identifier can be raised
+        pick_floor(chain, [level0], max_groups)
     _load_hierarchies(src)
-
-    def count(trials: Sequence[dict[str, int]]) -> Sequence[int]:
-        top = {c: max(t.get(c, 0) for t in trials) for c in src.cols.qis}
-        aggs = [F.approx_count_distinct(F.struct(*src.keys(t)), PROFILE_RSD) for t in trials]
-        row = src.with_levels(top).agg(*aggs).first()
-        assert row is not None
-        return [int(v) for v in row]
-
-    groups, floor = choose_floor(src.cols, level0, max_groups, count)
-    return level0, groups, floor
+    top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
+    hashes.clear()
+    estimates = [F.approx_count_distinct(tuple_hash(f), PROFILE_RSD) for f in chain[1:]]
+    row = src.with_levels(top).select(*hashes.values()).agg(*estimates).first()
+    assert row is not None
+    groups, floor = pick_floor(chain, [level0, *(int(v) for v in row)], max_groups)
+    return level0, groups, floor, rows
 
 
-class _Counted:
-    """Rows of a frequency table's local iterator as tuples, counted as they pass: ``n`` rows,
-    ``records`` the sum of their counts (the last field)."""
+def _lines(table: DataFrame, names: Sequence[str]) -> DataFrame:
+    """The rows of a table of text columns and a count as CSV lines (``,``, quoted where
+    needed, as :func:`deid_client._adapter.csv_chunks` writes them), built in Spark SQL so that
+    one string per row reaches this process."""
+    from pyspark.sql import functions as F
 
-    def __init__(self, rows: Iterator[Any]) -> None:
+    def cell(name: str) -> Column:
+        c = F.col(name)
+        quoted = F.concat(F.lit('"'), F.regexp_replace(c, '"', '""'), F.lit('"'))
+        return F.when(c.rlike('[",\r\n]'), quoted).otherwise(c)
+
+    return table.select(F.concat_ws(",", *[cell(n) for n in names[:-1]], F.col(names[-1]).cast("string")).alias("line"))
+
+
+class _Lines:
+    """CSV lines of a local iterator, each with its newline, counted as they pass: ``n`` rows,
+    ``records`` the sum of their counts (the line's last field)."""
+
+    def __init__(self, header: Sequence[str], rows: Iterator[Any]) -> None:
+        self.header = header
         self.rows = rows
         self.n = 0
         self.records = 0
 
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+    def chunks(self) -> Iterator[bytes]:
+        yield (",".join(csv_cell(h) for h in self.header) + "\n").encode("utf-8")
+        buf: list[str] = []
         for row in self.rows:
+            line = row[0]
             self.n += 1
-            self.records += int(row[-1])
-            yield tuple(row)
+            self.records += int(line[line.rindex(",") + 1:])
+            buf.append(line)
+            if len(buf) == FETCH_ROWS:
+                yield ("\n".join(buf) + "\n").encode("utf-8")
+                buf = []
+        if buf:
+            yield ("\n".join(buf) + "\n").encode("utf-8")
+
+
+def _keys_table(df: DataFrame, keys: Sequence[Column]) -> DataFrame:
+    """One ``groupBy`` of the key columns ``deid_k{j}`` with the rows' count ``deid_n``."""
+    from pyspark.sql import functions as F
+
+    return df.select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).agg(
+        F.count(F.lit(1)).alias(f"{PREFIX}n")
+    )
 
 
 def _frequency_table(src: _Source, floor: Mapping[str, int]) -> DataFrame:
-    """One ``groupBy`` of the keys at the floor with the rows' count."""
+    """The frequency table at the floor: the keys and the rows' count."""
+    return _keys_table(src.with_levels(floor), src.keys(floor))
+
+
+def _send(
+    table: DataFrame, header: Sequence[str], upload_format: str, staging: str | None,
+    post: Callable[[Any], Any],
+) -> tuple[Any, int, int]:
+    """Sends a frequency table (key columns, then the count) with ``post`` (a path or a
+    streamed CSV body → the answer): ``parquet`` writes it as one Parquet file under
+    ``staging`` (a temporary directory when None) and posts that file; ``csv`` streams CSV
+    lines built in Spark partition by partition (``toLocalIterator``). (The answer, rows,
+    records.)"""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    keys = src.keys(floor)
-    return src.with_levels(floor).select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).agg(
-        F.count(F.lit(1)).alias(f"{PREFIX}n")
-    )
+    if upload_format == "csv":
+        lines = _Lines(header, _lines(table, table.columns).toLocalIterator(prefetchPartitions=True))
+        answer = post(io.BufferedReader(_ChunkReader(lines.chunks())))
+        return answer, lines.n, lines.records
+    if upload_format != "parquet":
+        raise ValueError(f"upload_format: expected 'parquet' or 'csv', got {upload_format!r}")
+    named = table.toDF(*header)
+    obs = Observation(f"{PREFIX}sent")
+    counted = named.observe(obs, F.count(F.lit(1)).alias("n"), F.sum(F.col(_q(header[-1]))).alias("records"))
+    with tempfile.TemporaryDirectory(prefix=PREFIX, dir=staging) as tmp:
+        out = os.path.join(tmp, "table")
+        counted.repartition(1).write.parquet(out)  # the grouping stays parallel; one writer
+        files = [f for f in os.listdir(out) if f.endswith(".parquet")]
+        if len(files) != 1:
+            raise DeidError(f"Spark wrote {len(files)} Parquet files for the frequency table; expected 1")
+        answer = post(os.path.join(out, files[0]))
+    got = obs.get
+    return answer, int(got["n"]), int(got["records"] or 0)
 
 
 # ---------------------------------------------------------------- apply
@@ -419,15 +507,18 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
 
 
 def _verify(client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str) -> tuple[Verification, int]:
-    """The released data's frequency table (a ``groupBy`` of the columns sent, as text)
-    streamed to ``POST /v1/jobs/{id}/verify``: (the verdict, the released rows)."""
+    """The released data's frequency table (a ``groupBy`` of the columns sent, as text) posted
+    to ``POST /v1/jobs/{id}/verify`` (always CSV lines built in Spark: the endpoint reads CSV):
+    (the verdict, the released rows)."""
     from pyspark.sql import functions as F
 
     keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
-    table = released.select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).count()
-    rows = _Counted(table.toLocalIterator(prefetchPartitions=True))
-    verification = client.verify_job(job_id, body([*cols.sent, count_column], rows, "csv"), count_column=count_column)
-    return verification, rows.records
+
+    def post(data: Any) -> Verification:
+        return client.verify_job(job_id, data, count_column=count_column)
+
+    verification, _, records = _send(_keys_table(released, keys), [*cols.sent, count_column], "csv", None, post)
+    return verification, records
 
 
 def _write(df: DataFrame, path: str | None, table: str | None, mode: str) -> DataFrame:
@@ -440,6 +531,17 @@ def _write(df: DataFrame, path: str | None, table: str | None, mode: str) -> Dat
     assert table is not None
     df.write.mode(mode).saveAsTable(table)
     return spark.table(table)
+
+
+def _table_name(table: str | tuple[str, ...] | None) -> str | None:
+    """A table's name as Spark SQL: each part quoted (a name is never parsed: ``"a.b"`` is one
+    name; a tuple is catalog/schema parts, then the name)."""
+    if table is None:
+        return None
+    parts = (table,) if isinstance(table, str) else tuple(table)
+    if not parts or not all(isinstance(p, str) and p for p in parts):
+        raise ValueError(f"table: expected a non-empty name or a tuple of names, got {table!r}")
+    return ".".join(_q(p) for p in parts)
 
 
 def _erase(df: DataFrame, path: str | None, table: str | None) -> None:
@@ -460,12 +562,13 @@ def anonymize(
     spec: JobSpec | Mapping[str, Any],
     *,
     path: str | None = None,
-    table: str | None = None,
+    table: str | tuple[str, ...] | None = None,
     mode: str = "error",
     max_groups: int = DEFAULT_MAX_GROUPS,
     timeout: float | None = None,
     progress: bool | None = None,
-    upload_format: str = "csv",
+    upload_format: str = "parquet",
+    staging: str | None = None,
     keep_dataset: bool = False,
 ) -> SparkResult:
     """Anonymizes the DataFrame ``df`` inside Spark, with deid searching on its frequency table
@@ -475,9 +578,14 @@ def anonymize(
     ``dataset_id`` is ignored): ``attributes`` name the roles of ``df``'s columns (columns not
     named are copied as they are); quasi-identifiers whose hierarchy is an inline CSV table
     (``{"csv": …}``) can be sent at a floor when the frequency table has more than
-    ``max_groups`` rows (estimated). The released data are written as Parquet at ``path`` or as
-    the table ``table`` (``mode``: ``error`` or ``overwrite``), then verified as read back; with
-    neither, they are verified and returned lazily (``SparkResult.df``: every action on it
+    ``max_groups`` rows (estimated). ``upload_format`` ``parquet`` has Spark write the
+    frequency table as one Parquet file under ``staging``, a directory that Spark and this
+    process both reach by that path (default: a temporary directory here — right for
+    ``local`` mode; on a cluster, a mount shared at the same path, or ``csv``, which streams
+    through the driver instead). The released data are written as Parquet at ``path`` or as
+    the table ``table`` (a name, quoted, never parsed: ``"a.b"`` is one name; or a tuple of
+    catalog or schema parts and the name) with ``mode`` ``error`` or ``overwrite``, then
+    verified as read back; with neither, they are verified and returned lazily (``SparkResult.df``: every action on it
     reads the source again). ``timeout`` bounds the wait for the job (the job's own
     ``time_limit`` bounds its search); Ctrl-C cancels the job. The uploaded frequency table is
     deleted at the end unless ``keep_dataset``. Raises :class:`VerificationFailedError` when
@@ -487,6 +595,7 @@ def anonymize(
     """
     if path is not None and table is not None:
         raise ValueError("path, table: give at most one target")
+    table = _table_name(table)
     if mode not in ("errorifexists", "error", "overwrite"):
         # Appending would mix released data with what the target holds, and verify both.
         raise ValueError(f"mode: expected 'error' or 'overwrite', got {mode!r}")
@@ -499,35 +608,33 @@ def anonymize(
     timings: dict[str, float] = {}
     clock = time.monotonic()
     src = _source(df, cols)
-    level0, _, floor = _profile(src, max_groups, types)
+    level0, _, floor, _ = _profile(src, max_groups, types)
     timings["profile"], clock = time.monotonic() - clock, time.monotonic()
     count_column = count_name(cols.sent)
-    sent = _Counted(_frequency_table(src, floor).toLocalIterator(prefetchPartitions=True))
-    ds = client.upload_dataset(body([*cols.sent, count_column], sent, upload_format),
-                               name=f"{PREFIX}frequencies", delimiter=",", count_column=count_column)
+    header = [*cols.sent, count_column]
+    ds, groups, _ = _send(_frequency_table(src, floor), header, upload_format, staging, uploader(client, count_column))
     timings["group"], clock = time.monotonic() - clock, time.monotonic()
-    try:
-        job = run_job(client, raw, cols, ds.id, floor, timeout, progress)
-        report, plan = client.get_result(job.id), client.get_plan(job.id)
+    with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
         timings["search"], clock = time.monotonic() - clock, time.monotonic()
-        released, uncovered, verification, rows = _release(client, src, plan, floor, job.id, count_column, path, table, mode)
+        released, uncovered, verification, rows = _release(
+            client, src, plan, floor, job.id, count_column, (path, table, mode)
+        )
         timings["apply_verify"] = time.monotonic() - clock
-    finally:
-        if not keep_dataset:
-            forget(client, ds.id)
-    warnings = floor_warning(level0, max_groups, floor, sent.n)
-    return SparkResult(released, job, report, plan, floor, level0, sent.n, uncovered, verification, rows, timings, warnings)
+    warnings = floor_warning(level0, max_groups, floor, groups)
+    return SparkResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, timings, warnings,
+                       df=released)
 
 
 def _release(
     client: Client, src: _Source, plan: Plan, floor: Mapping[str, int], job_id: str, count_column: str,
-    path: str | None, table: str | None, mode: str,
+    target: tuple[str | None, str | None, str],
 ) -> tuple[DataFrame, int, Verification, int]:
-    """Applies the plan, writes the result when asked and verifies it: (the released data,
-    rows not covered, the verdict, rows released); VerificationFailedError with the target
-    erased."""
+    """Applies the plan, writes the result when asked (``target``: path, table, mode) and
+    verifies it: (the released data, rows not covered, the verdict, rows released);
+    VerificationFailedError with the target erased."""
     from pyspark.sql import Observation
 
+    path, table, mode = target
     applied, uncovered = _apply(src, plan, floor)
     observation = Observation(f"{PREFIX}apply")
     observed = applied.observe(observation, uncovered).drop(f"{PREFIX}state")

@@ -26,8 +26,10 @@ module imports without them and names the extra when a connection of the other k
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from ._adapter import (
@@ -38,19 +40,23 @@ from ._adapter import (
     FIRST_EPOCH_SECOND,
     LAST_DATE,
     PREFIX,
+    AdapterResult,
     Columns,
     VerificationFailedError,
+    _ChunkReader,
     body,
     check_plan,
     choose_floor,
     columns,
     count_name,
+    csv_cell,
     floor_warning,
-    forget,
     out_of_range,
+    plain_decimal,
     raw_spec,
-    run_job,
+    searched,
     unsupported,
+    uploader,
 )
 from .builders import JobSpec
 from .client import Client
@@ -67,28 +73,8 @@ __all__ = [
 TableName = Union[str, tuple[str, str]]
 
 @dataclass
-class SqlResult:
-    """What :func:`anonymize_table` did."""
-
-    #: The finished job (its id finds the report, plan and verification again).
-    job: Job
-    #: The job's report (records, not frequency rows: ``report.rows`` is the table's row count).
-    report: Report
-    #: The plan applied in the database.
-    plan: Plan
-    #: The floor: quasi-identifier → the level its values were sent at (empty: level 0).
-    floor: dict[str, int]
-    #: Rows of the frequency table at level 0 and as sent.
-    groups_level0: int
-    groups: int
-    #: Source rows the plan does not cover (suppressed); 0 on the data the plan was made on.
-    uncovered_rows: int
-    #: deid's verdict on the released table.
-    verification: Verification
-    #: Rows written to the target.
-    rows_written: int
-    #: Notes for the user (e.g. a floor was chosen).
-    warnings: list[str] = field(default_factory=list)
+class SqlResult(AdapterResult):
+    """What :func:`anonymize_table` did (``rows_written``: rows of the target table)."""
 
 
 # ---------------------------------------------------------------- dialects
@@ -134,8 +120,28 @@ class _Dialect:
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         raise NotImplementedError
 
+    def temporary_as(self, table: str, query: str) -> None:
+        """Creates the temporary table ``table`` (dropped with the transaction) from ``query``."""
+        raise NotImplementedError
+
+    def csv_body(self, header: Sequence[str], query: str) -> Any:
+        """The rows of ``query`` (text columns, then a count) as a streamed CSV request body
+        under ``header``."""
+        return body(header, self.stream(query), "csv")
+
     def drop_column(self, table: str, column: str) -> None:
         self.execute(f"ALTER TABLE {table} DROP COLUMN {self.ident(column)}")
+
+
+def _fraction(frac: str, text: str, digits: int) -> str:
+    """A timestamp's fraction of a second (``frac`` units of 10^-digits s, ``text`` its SQL
+    text): '' when 0, else '.' and the digits without trailing zeros."""
+    return f"CASE WHEN {frac} = 0 THEN '' ELSE '.' || rtrim(lpad({text}, {digits}, '0'), '0') END"
+
+
+def _outside_dates(expr: str) -> str:
+    """A condition true for a date outside the rule's years 1–9999."""
+    return f"NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
 
 
 _PG_INTEGERS = {20: "bigint", 21: "smallint", 23: "integer", 26: "oid"}
@@ -160,20 +166,34 @@ class _Postgres(_Dialect):
             return f"({expr})::text"
         if typ == "boolean":
             return f"(CASE WHEN {expr} THEN 'true' WHEN NOT {expr} THEN 'false' END)"
+        if typ in ("real", "double precision"):
+            # PostgreSQL's text (extra_float_digits = 1, set for the transaction) reads back but
+            # is not always the shortest (1e23 is 9.999999999999999e+22): as a numeric, rounded
+            # to 1, 2, … significant digits, the first that reads back; a numeric is written
+            # without exponent.
+            n = f"({expr})::text::numeric"
+            rounded = f"round({n}, p - 1 - floor(log(abs({n})))::int)"
+            # Below the largest finite value and half a unit of its last place: casts that can work.
+            top = "3.40282356e38" if typ == "real" else "1.7976931348623158e308"
+            shortest = (
+                f"(SELECT c::text FROM (SELECT p, {rounded} AS c FROM generate_series(1, 17) AS p) AS r "
+                f"WHERE CASE WHEN abs(c) <= {top}::numeric THEN c::{typ} = {expr} ELSE false END ORDER BY p LIMIT 1)"
+            )
+            return (
+                f"(CASE WHEN {expr} = 'NaN' THEN 'NaN' WHEN {expr} = 'Infinity' THEN 'Infinity' "
+                f"WHEN {expr} = '-Infinity' THEN '-Infinity' WHEN {expr} = 0 THEN '0' ELSE {shortest} END)"
+            )
         if typ == "date":
             return f"to_char({expr}, 'YYYY-MM-DD')"
         if typ in ("timestamp", "timestamptz"):
             ts = f"({expr} AT TIME ZONE 'UTC')" if typ == "timestamptz" else f"({expr})"
             frac = f"(extract(microseconds FROM {ts})::bigint % 1000000)"
-            return (
-                f"(to_char({ts}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN {frac} = 0 THEN '' "
-                f"ELSE '.' || rtrim(lpad({frac}::text, 6, '0'), '0') END || 'Z')"
-            )
+            return f"(to_char({ts}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || {_fraction(frac, f'{frac}::text', 6)} || 'Z')"
         raise unsupported(column, typ)
 
     def out_of_range(self, expr: str, typ: str) -> str | None:
         if typ == "date":
-            return f"NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
+            return _outside_dates(expr)
         if typ in ("timestamp", "timestamptz"):
             ts = f"({expr} AT TIME ZONE 'UTC')" if typ == "timestamptz" else f"({expr})"
             return f"NOT ({ts} >= TIMESTAMP '{FIRST_DATE}' AND {ts} < TIMESTAMP '10000-01-01')"
@@ -204,6 +224,25 @@ class _Postgres(_Dialect):
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         return f"count(DISTINCT ROW({', '.join(exprs)}))"
 
+    def temporary_as(self, table: str, query: str) -> None:
+        self.execute(f"CREATE TEMPORARY TABLE {self.ident(table)} ON COMMIT DROP AS {query}")
+
+    def csv_body(self, header: Sequence[str], query: str) -> Any:
+        # COPY … TO STDOUT: PostgreSQL writes the CSV (quoted where needed, the empty value as
+        # ""), so no row becomes a Python object; sent in blocks of about 1 MiB.
+        def chunks() -> Iterator[bytes]:
+            yield (",".join(csv_cell(h) for h in header) + "\n").encode("utf-8")
+            block = bytearray()
+            with self.conn.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv)") as copy:
+                for data in copy:
+                    block += data
+                    if len(block) >= 1 << 20:
+                        yield bytes(block)
+                        block.clear()
+            yield bytes(block)
+
+        return io.BufferedReader(_ChunkReader(chunks()))
+
 
 _DUCK_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                   "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -225,6 +264,13 @@ class _DuckDB(_Dialect):
             return f"CAST({expr} AS VARCHAR)"
         if typ == "BOOLEAN":
             return f"(CASE WHEN {expr} THEN 'true' WHEN NOT {expr} THEN 'false' END)"
+        if typ in ("FLOAT", "DOUBLE"):
+            # DuckDB's CAST is the shortest text in the type's width (1e+21, 3.0, nan, inf).
+            return (
+                f"(CASE WHEN {expr} IS NULL THEN NULL WHEN isnan({expr}) THEN 'NaN' WHEN {expr} = 'inf'::{typ} "
+                f"THEN 'Infinity' WHEN {expr} = '-inf'::{typ} THEN '-Infinity' "
+                f"ELSE {plain_decimal(f'CAST({expr} AS VARCHAR)')} END)"
+            )
         if typ in _DUCK_TIMESTAMPS:
             # Through the epoch: independent of the session's time zone; TIMESTAMP is UTC wall time.
             unit, digits = ("epoch_ns", 9) if typ == "TIMESTAMP_NS" else ("epoch_us", 6)
@@ -232,15 +278,13 @@ class _DuckDB(_Dialect):
             epoch = f"{unit}({expr})"
             frac = f"((({epoch} % {scale}) + {scale}) % {scale})"
             micros = f"(({epoch} - {frac}) // {scale // 1_000_000})" if digits == 9 else f"({epoch} - {frac})"
-            return (
-                f"(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S') || CASE WHEN {frac} = 0 THEN '' "
-                f"ELSE '.' || rtrim(lpad(CAST({frac} AS VARCHAR), {digits}, '0'), '0') END || 'Z')"
-            )
+            fraction = _fraction(frac, f"CAST({frac} AS VARCHAR)", digits)
+            return f"(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S') || {fraction} || 'Z')"
         raise unsupported(column, typ)
 
     def out_of_range(self, expr: str, typ: str) -> str | None:
         if typ == "DATE":
-            return f"NOT isfinite({expr}) OR NOT ({expr} >= DATE '{FIRST_DATE}' AND {expr} <= DATE '{LAST_DATE}')"
+            return f"NOT isfinite({expr}) OR {_outside_dates(expr)}"
         if typ in _DUCK_TIMESTAMPS:
             unit, scale = ("epoch_ns", 10**9) if typ == "TIMESTAMP_NS" else ("epoch_us", 10**6)
             lo, hi = FIRST_EPOCH_SECOND * scale, END_EPOCH_SECOND * scale
@@ -279,6 +323,9 @@ class _DuckDB(_Dialect):
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         return f"count(DISTINCT [{', '.join(exprs)}])"
 
+    def temporary_as(self, table: str, query: str) -> None:
+        self.execute(f"CREATE OR REPLACE TEMPORARY TABLE {self.ident(table)} AS {query}")
+
 
 def _dialect(conn: Any) -> _Dialect:
     module = type(conn).__module__
@@ -305,11 +352,21 @@ class _Query:
     cols: Columns
     types: dict[str, str]
     floor: dict[str, int]
-    key: list[str] = field(default_factory=list)
+    #: The source is the level-0 frequency table (``k0``, ``k1``, … already text, and ``n``).
+    texts: bool = False
 
     def value(self, column: str) -> str:
         """The column's text by the rule, NULL as the empty cell."""
+        if self.texts:
+            return "s." + self.d.ident(f"k{self.cols.sent.index(column)}")
         return f"COALESCE({self.d.text('s.' + self.d.ident(column), column, self.types[column])}, '')"
+
+    def grouped(self, levels: Mapping[str, int]) -> str:
+        """The frequency table at ``levels``: the keys ``k0``, ``k1``, … and the count ``n``."""
+        keys = [f"{k} AS {self.d.ident('k' + str(j))}" for j, k in enumerate(self.keys(levels))]
+        count = "sum(s.n)" if self.texts else "count(*)"
+        group = ", ".join(str(j + 1) for j in range(len(keys)))
+        return f"SELECT {', '.join(keys)}, {count} AS n FROM {self.from_clause(levels)} GROUP BY {group}"
 
     def joins(self, levels: Mapping[str, int]) -> str:
         return "".join(
@@ -330,6 +387,10 @@ class _Query:
 
     def from_clause(self, levels: Mapping[str, int]) -> str:
         return f"{self.source} AS s{self.joins(levels)}"
+
+
+#: The temporary table of the level-0 frequency table.
+_FREQ = f"{PREFIX}freq"
 
 
 def _htable(i: int) -> str:
@@ -364,22 +425,26 @@ def _load_hierarchies(q: _Query) -> None:
         q.d.load(_htable(i), columns, rows)
 
 
-def _profile(q: _Query, max_groups: int) -> tuple[int, int, dict[str, int]]:
-    """(groups at level 0, groups at the floor, the floor): exact distinct counts, one scan per
-    round of the floor's choice."""
-    level0 = int(q.d.execute(f"SELECT {q.d.distinct_tuples(q.keys({}))} FROM {q.from_clause({})}")[0][0])
+def _profile(q: _Query, max_groups: int) -> tuple[int, int, dict[str, int], str]:
+    """(groups at level 0, groups at the floor, the floor, the query of the frequency table at
+    the floor): the source is grouped once at level 0 into a temporary table; when it has more
+    than ``max_groups`` rows, the floor is chosen on that table (exact distinct counts, one scan
+    per round), which the frequency table at the floor then regroups."""
+    q.d.temporary_as(_FREQ, q.grouped({}))
+    f = _Query(q.d, q.d.ident(_FREQ), q.cols, q.types, {}, texts=True)
+    level0 = int(q.d.execute(f"SELECT count(*) FROM {f.source}")[0][0])
     if level0 <= max_groups:
-        return level0, level0, {}
+        return level0, level0, {}, f"SELECT * FROM {f.source}"
     _load_hierarchies(q)
 
     def count(trials: Sequence[dict[str, int]]) -> Sequence[int]:
-        top = {c: max(t.get(c, 0) for t in trials) for c in q.cols.qis}
-        return q.d.execute(
-            "SELECT " + ", ".join(q.d.distinct_tuples(q.keys(t)) for t in trials) + f" FROM {q.from_clause(top)}"
+        top = {c: max(t.get(c, 0) for t in trials) for c in f.cols.qis}
+        return f.d.execute(
+            "SELECT " + ", ".join(f.d.distinct_tuples(f.keys(t)) for t in trials) + f" FROM {f.from_clause(top)}"
         )[0]
 
     groups, floor = choose_floor(q.cols, level0, max_groups, count)
-    return level0, groups, floor
+    return level0, groups, floor, f.grouped(floor)
 
 
 # ---------------------------------------------------------------- apply
@@ -480,11 +545,12 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
         f"CROSS JOIN {d.ident(f'{PREFIX}marker')} AS {d.ident('mk')}"
     )
     d.execute(query)
-    uncovered = int(d.execute(f"SELECT count(*) FROM {target} WHERE {st} = -2")[0][0])
+    counts = d.execute(f"SELECT count(*) FILTER (WHERE {st} = -2), count(*) FILTER (WHERE {st} >= 0), count(*) FROM {target}")
+    uncovered, published, rows = (int(n) for n in counts[0])
     if plan.suppression.mode == "remove":
         d.execute(f"DELETE FROM {target} WHERE {st} < 0")
+        rows = published
     d.drop_column(target, f"{PREFIX}state")
-    rows = int(d.execute(f"SELECT count(*) FROM {target}")[0][0])
     return rows, uncovered
 
 
@@ -497,8 +563,7 @@ def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: s
     exprs = [f"COALESCE(CAST({d.ident(c)} AS {'text' if isinstance(d, _Postgres) else 'VARCHAR'}), '')" for c in cols]
     group = ", ".join(str(i + 1) for i in range(len(exprs)))
     query = f"SELECT {', '.join(exprs)}, count(*) FROM {target} GROUP BY {group}"
-    released = body([*cols, count_column], d.stream(query), "csv")
-    return client.verify_job(job_id, released, count_column=count_column)
+    return client.verify_job(job_id, d.csv_body([*cols, count_column], query), count_column=count_column)
 
 
 # ---------------------------------------------------------------- the whole
@@ -518,6 +583,7 @@ def _transaction(d: _Dialect) -> Any:
         conn.isolation_level = IsolationLevel.REPEATABLE_READ
         try:
             with conn.transaction():
+                conn.execute("SET LOCAL extra_float_digits = 1")  # floats as their shortest text
                 yield
         finally:
             conn.isolation_level = saved
@@ -563,8 +629,11 @@ def anonymize_table(
     the job fails, ValueError for a specification or data the rule refuses.
     """
     d = _dialect(connection)
+    if upload_format != "csv":
+        raise ValueError(f"upload_format: expected 'csv', got {upload_format!r}")
     raw = raw_spec(spec)
     src, dst = d.table(source), d.table(target)
+    timings: dict[str, float] = {}
     with _transaction(d):
         types = dict(d.columns(source))
         names = list(types)
@@ -572,33 +641,29 @@ def anonymize_table(
         q = _Query(d, src, cols, types, {})
         for c in cols.sent:
             d.text("x", c, types[c])  # refuses unsupported types before any scan
+        clock = time.monotonic()
         _check_ranges(q)
-        level0, groups, floor = _profile(q, max_groups)
+        level0, groups, floor, freq = _profile(q, max_groups)
         q.floor = floor
+        timings["profile"], clock = time.monotonic() - clock, time.monotonic()
         count_column = count_name(cols.sent)
-        keys = q.keys(floor)
-        group = ", ".join(str(i + 1) for i in range(len(keys)))
-        freq = f"SELECT {', '.join(keys)}, count(*) FROM {q.from_clause(floor)} GROUP BY {group}"
-        ds = client.upload_dataset(body([*cols.sent, count_column], d.stream(freq), upload_format),
-                                   name=f"{PREFIX}frequencies", delimiter=",", count_column=count_column)
-        try:
-            job = run_job(client, raw, cols, ds.id, floor, timeout, progress)
-            report, plan = client.get_result(job.id), client.get_plan(job.id)
+        ds = uploader(client, count_column)(d.csv_body([*cols.sent, count_column], freq))
+        timings["group"], clock = time.monotonic() - clock, time.monotonic()
+        with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
+            timings["search"], clock = time.monotonic() - clock, time.monotonic()
             rows, uncovered = _apply(q, plan, names, dst)
             verification = _verify(client, q, dst, job.id, count_column, names)
             if not verification.passed:
                 raise VerificationFailedError(verification, job.id)
-        finally:
-            if not keep_dataset:
-                forget(client, ds.id)
+            timings["apply_verify"] = time.monotonic() - clock
         _drop_temporary(d, cols, plan)
     warnings = floor_warning(level0, max_groups, floor, groups)
-    return SqlResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, warnings)
+    return SqlResult(job, report, plan, floor, level0, groups, uncovered, verification, rows, timings, warnings)
 
 
 def _drop_temporary(d: _Dialect, cols: Columns, plan: Plan) -> None:
     names = [_htable(i) for i in range(len(cols.qis))] + [f"{PREFIX}m{i}" for i in range(len(plan.quasi_identifiers))]
-    names += [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")]
+    names += [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")] + [_FREQ]
     for n in names:
         d.execute(f"DROP TABLE IF EXISTS {d.ident(n)}")
 
