@@ -207,7 +207,7 @@ struct Workspace {
     class_keys: Vec<u64>,
     strides: Vec<u64>,
     class_of_src: Vec<u32>,
-    /// The generalized codes of the entry being regrouped.
+    /// The generalized codes of the block of source entries being regrouped.
     key: Vec<u32>,
     /// The vectors of a released result, reused by the next regrouping.
     spare: Groups,
