@@ -207,7 +207,10 @@ struct Workspace {
     class_keys: Vec<u64>,
     strides: Vec<u64>,
     class_of_src: Vec<u32>,
+    /// The generalized codes of the block of source entries being regrouped.
     key: Vec<u32>,
+    /// The vectors of a released result, reused by the next regrouping.
+    spare: Groups,
     acc: Vec<u32>,
     touched: Vec<u32>,
     order: Vec<u32>,
@@ -217,19 +220,48 @@ struct Workspace {
 const EMPTY: u32 = u32::MAX;
 
 impl Workspace {
-    /// Empties the class table for a regrouping of `entries` source entries with `q` columns
-    /// into at most `bound` classes (load factor ≤ 2/3); returns the hash shift and the slot
-    /// mask of the table.
+    /// Empties the class table for a regrouping of `entries` mapped source entries (0 when the
+    /// class of each is not wanted) with `q` columns into at most `bound` classes (load factor
+    /// ≤ 2/3); returns the hash shift and the slot mask of the table.
     fn reset_table(&mut self, bound: usize, entries: usize, q: usize) -> (u32, usize) {
         let cap = (bound + bound / 2).next_power_of_two().max(16);
         let shift = 64 - cap.trailing_zeros();
         self.slots.clear();
         self.slots.resize(cap, EMPTY);
         self.class_keys.clear();
+        self.class_keys.reserve(presize(bound, q));
         self.class_of_src.clear();
         self.class_of_src.reserve(entries);
-        self.key.resize(q, 0);
         (shift, cap - 1)
+    }
+
+    /// Empty groups for at most `bound` classes with `q` columns, in the vectors of an earlier
+    /// result when one was released (no allocation and no page faults for most checks).
+    fn recycled_groups(&mut self, bound: usize, q: usize) -> Groups {
+        let guess = presize(bound, q);
+        let mut g = std::mem::take(&mut self.spare);
+        g.codes.clear();
+        g.counts.clear();
+        g.reps.clear();
+        g.codes.reserve(guess * q);
+        g.counts.reserve(guess);
+        g.reps.reserve(guess);
+        Groups {
+            codes: g.codes,
+            counts: g.counts,
+            reps: g.reps,
+            pcounts: Vec::new(),
+            hists: Vec::new(),
+        }
+    }
+
+    /// Keeps the vectors of a released result for the next regrouping (the larger of it and
+    /// the one kept), unless they outgrew `limit` words.
+    fn recycle(&mut self, groups: Groups, limit: usize) {
+        let words = |g: &Groups| g.codes.capacity() + g.counts.capacity() + g.reps.capacity();
+        if words(&groups) <= limit && words(&groups) > words(&self.spare) {
+            self.spare = groups;
+        }
     }
 }
 
@@ -247,23 +279,125 @@ fn key_strides(strides: &mut Vec<u64>, hs: &[EncodedHierarchy], levels: &[u8]) -
     product
 }
 
-/// Empty groups with `q` columns, with room for every one of at most `bound` classes when that
-/// is small (the vectors then never grow: growing copies them, about a sixth of a check of
+/// How many classes of at most `bound` to reserve room for, with `q` columns: every one when
+/// that is small (the vectors then never grow: growing copies them, about a sixth of a check of
 /// tens of thousands of classes); else a small start, so that a check of few classes over
 /// millions of entries does not reserve for millions.
-fn presized_groups(bound: usize, q: usize) -> Groups {
-    let guess = if bound.saturating_mul(q + 2) <= PRESIZE_WORDS {
+fn presize(bound: usize, q: usize) -> usize {
+    if bound.saturating_mul(q + 2) <= PRESIZE_WORDS {
         bound
     } else {
         bound.min(1 << 12)
-    };
-    Groups {
-        codes: Vec::with_capacity(guess * q),
-        counts: Vec::with_capacity(guess),
-        reps: Vec::with_capacity(guess),
-        pcounts: Vec::new(),
-        hists: Vec::new(),
     }
+}
+
+/// One regrouping in progress: the source entries, the per-column code tables, and the
+/// workspace's class table.
+struct Regrouping<'a, 'g> {
+    src: &'a Groups,
+    tables: &'a [CodeMap<'a>],
+    /// Radices of the packed keys (used only when they pack).
+    strides: &'a [u64],
+    /// Open-addressing table of class numbers.
+    slots: &'a mut Vec<u32>,
+    /// Packed key (or hash) of every class.
+    class_keys: &'a mut Vec<u64>,
+    /// The class of every source entry, when wanted.
+    class_of_src: Option<&'a mut Vec<u32>>,
+    shift: u32,
+    mask: usize,
+    gate: &'g LargeGate,
+    permit: &'a mut Option<LargePermit<'g>>,
+}
+
+impl Regrouping<'_, '_> {
+    /// Groups every source entry into `out` (empty). With `PACKED` the key of a class is its
+    /// codes packed with the strides (exact: the table compares keys only); otherwise a hash of
+    /// the codes, confirmed by comparing them.
+    ///
+    /// Entries go in blocks of [`BLOCK`]: their codes and keys first, then one read of each
+    /// one's home slot (independent reads: the memory fetches them at once instead of one
+    /// after the other), then the probes, which find the slots in the cache.
+    fn run<const PACKED: bool>(&mut self, out: &mut Groups, buf: &mut Vec<u32>) {
+        let src = self.src;
+        let q = self.tables.len();
+        buf.clear();
+        buf.resize(BLOCK * q, 0);
+        let mut stored = [0u64; BLOCK];
+        let (shift, mask) = (self.shift, self.mask);
+        let large = self.gate.classes;
+        let slots = &mut self.slots[..];
+        let mut first = 0;
+        while first < src.len() {
+            let n = BLOCK.min(src.len() - first);
+            let entries = &src.codes[first * q..(first + n) * q];
+            for ((codes, key), k) in entries
+                .chunks_exact(q.max(1))
+                .zip(buf.chunks_exact_mut(q.max(1)))
+                .zip(&mut stored)
+            {
+                let mut packed_key = 0u64;
+                // Zipped slices: no bounds checks in the hot loop.
+                for (((k, &c), t), &stride) in
+                    key.iter_mut().zip(codes).zip(self.tables).zip(self.strides)
+                {
+                    let c = t.get(c);
+                    *k = c;
+                    if PACKED {
+                        packed_key = packed_key.wrapping_add(u64::from(c) * stride);
+                    }
+                }
+                *k = if PACKED { packed_key } else { hash_codes(key) };
+            }
+            let mut touched = 0u32;
+            for &k in &stored[..n] {
+                touched ^= slots[(mix_for::<PACKED>(k) >> shift) as usize & mask];
+            }
+            std::hint::black_box(touched);
+            for (j, &key_stored) in stored[..n].iter().enumerate() {
+                let e = first + j;
+                let key = &buf[j * q..j * q + q];
+                let mut slot = (mix_for::<PACKED>(key_stored) >> shift) as usize & mask;
+                let class = loop {
+                    let c = slots[slot];
+                    if c == EMPTY {
+                        let c = out.counts.len() as u32;
+                        if c as usize == large && self.permit.is_none() {
+                            *self.permit = Some(self.gate.acquire());
+                        }
+                        slots[slot] = c;
+                        self.class_keys.push(key_stored);
+                        // Element by element: `extend_from_slice` calls `memmove` for a few bytes.
+                        out.codes.extend(key.iter().copied());
+                        out.counts.push(src.counts[e]);
+                        out.reps.push(src.reps[e]);
+                        break c;
+                    }
+                    let ci = c as usize;
+                    if self.class_keys[ci] == key_stored
+                        && (PACKED || out.codes[ci * q..ci * q + q] == key[..])
+                    {
+                        out.counts[ci] += src.counts[e];
+                        break c;
+                    }
+                    slot = (slot + 1) & mask;
+                };
+                if let Some(map) = self.class_of_src.as_deref_mut() {
+                    map.push(class);
+                }
+            }
+            first += n;
+        }
+    }
+}
+
+/// Source entries per block of a regrouping.
+const BLOCK: usize = 16;
+
+/// The slot hash of a stored key: packed keys are mixed, hashes are used as they are.
+#[inline]
+fn mix_for<const PACKED: bool>(stored: u64) -> u64 {
+    if PACKED { mix(stored) } else { stored }
 }
 
 /// Where a check regroups from.
@@ -364,17 +498,31 @@ impl<'p> Checker<'p> {
             // Held (if the regrouping grows large) until the result is judged and stored.
             let mut permit = None;
             let groups = match self.pick_snapshot(ws, levels) {
-                Some(Source::Cached(snap)) => {
-                    self.group_from(ws, &snap.groups, Some(&snap.levels), levels, &mut permit)
-                }
+                Some(Source::Cached(snap)) => self.group_from(
+                    ws,
+                    &snap.groups,
+                    Some(&snap.levels),
+                    levels,
+                    false,
+                    &mut permit,
+                ),
                 Some(Source::Last) => {
                     let snap = ws.last.take().expect("picked");
-                    let out =
-                        self.group_from(ws, &snap.groups, Some(&snap.levels), levels, &mut permit);
+                    let out = self.group_from(
+                        ws,
+                        &snap.groups,
+                        Some(&snap.levels),
+                        levels,
+                        false,
+                        &mut permit,
+                    );
                     ws.last = Some(snap);
                     out
                 }
-                None => self.group_from(ws, self.problem.base_groups(), None, levels, &mut permit),
+                None => {
+                    let base = self.problem.base_groups();
+                    self.group_from(ws, base, None, levels, false, &mut permit)
+                }
             };
             let (result, _, _) = self.judge(levels, &groups);
             self.store_snapshot(ws, levels, groups);
@@ -408,8 +556,14 @@ impl<'p> Checker<'p> {
         let started = std::time::Instant::now();
         let mut permit = None;
         let (groups, class_of_base) = self.with_workspace(|ws| {
-            let mut groups =
-                self.group_from(ws, self.problem.base_groups(), None, levels, &mut permit);
+            let mut groups = self.group_from(
+                ws,
+                self.problem.base_groups(),
+                None,
+                levels,
+                true,
+                &mut permit,
+            );
             // Kept for the output: only its classes (a check's result is shrunk when stored).
             groups.shrink_to_fit();
             let class_of_base = if ws.class_of_src.capacity() > self.gate.classes.saturating_mul(2)
@@ -592,15 +746,17 @@ impl<'p> Checker<'p> {
     }
 
     /// Regroups `src` (the classes of transformation `src_levels`; `None` = the base groups,
-    /// whose codes are level-0 codes) into the classes of `levels`. Leaves the class of every
-    /// source entry in `ws.class_of_src`. Takes the large-regrouping permit into `permit` (waiting
-    /// for it) when the classes reach the large size.
+    /// whose codes are level-0 codes) into the classes of `levels`. With `map_sources` (or
+    /// when the problem tracks more than counts) leaves the class of every source entry in
+    /// `ws.class_of_src`. Takes the large-regrouping permit into `permit` (waiting for it) when
+    /// the classes reach the large size.
     fn group_from<'g>(
         &'g self,
         ws: &mut Workspace,
         src: &Groups,
         src_levels: Option<&[u8]>,
         levels: &[u8],
+        map_sources: bool,
         permit: &mut Option<LargePermit<'g>>,
     ) -> Groups {
         let q = levels.len();
@@ -610,60 +766,30 @@ impl<'p> Checker<'p> {
             .map(|i| hs[i].generalize(src_levels.map_or(0, |s| s[i]) as usize, levels[i] as usize))
             .collect();
         let product = key_strides(&mut ws.strides, hs, levels);
-        let packed = product.is_some();
 
         let entries = src.len();
         self.regrouped.fetch_add(entries as u64, Ordering::Relaxed);
         // At most min(entries, product of distinct values) classes; load factor ≤ 2/3.
         let bound = product.map_or(entries, |p| entries.min(p.min(usize::MAX as u64) as usize));
-        let (shift, mask) = ws.reset_table(bound, entries, q);
-        let large = self.gate.classes;
-        let mut out = presized_groups(bound, q);
-        for e in 0..entries {
-            let codes = &src.codes[e * q..e * q + q];
-            let mut packed_key = 0u64;
-            // Zipped slices: no bounds checks or reloads of the workspace in the hot loop.
-            for (((k, &c), t), &stride) in
-                ws.key.iter_mut().zip(codes).zip(&tables).zip(&ws.strides)
-            {
-                let c = t.get(c);
-                *k = c;
-                packed_key = packed_key.wrapping_add(c as u64 * stride);
-            }
-            let key = &ws.key;
-            // Packed keys are exact: the slot stores the key itself. Otherwise it stores a hash
-            // and the codes are compared on a match.
-            let (h, stored) = if packed {
-                (mix(packed_key), packed_key)
-            } else {
-                let h = hash_codes(key);
-                (h, h)
-            };
-            let mut slot = (h >> shift) as usize & mask;
-            let class = loop {
-                let c = ws.slots[slot];
-                if c == EMPTY {
-                    let c = out.counts.len() as u32;
-                    if c as usize == large && permit.is_none() {
-                        *permit = Some(self.gate.acquire());
-                    }
-                    ws.slots[slot] = c;
-                    ws.class_keys.push(stored);
-                    // Element by element: `extend_from_slice` calls `memmove` for a few bytes.
-                    out.codes.extend(key.iter().copied());
-                    out.counts.push(0);
-                    out.reps.push(src.reps[e]);
-                    break c;
-                }
-                if ws.class_keys[c as usize] == stored
-                    && (packed || out.codes[c as usize * q..c as usize * q + q] == key[..])
-                {
-                    break c;
-                }
-                slot = (slot + 1) & mask;
-            };
-            out.counts[class as usize] += src.counts[e];
-            ws.class_of_src.push(class);
+        let map_sources = map_sources || !src.pcounts.is_empty() || !src.hists.is_empty();
+        let (shift, mask) = ws.reset_table(bound, if map_sources { entries } else { 0 }, q);
+        let mut out = ws.recycled_groups(bound, q);
+        let mut run = Regrouping {
+            src,
+            tables: &tables,
+            strides: &ws.strides,
+            slots: &mut ws.slots,
+            class_keys: &mut ws.class_keys,
+            class_of_src: map_sources.then_some(&mut ws.class_of_src),
+            shift,
+            mask,
+            gate: &self.gate,
+            permit,
+        };
+        if product.is_some() {
+            run.run::<true>(&mut out, &mut ws.key);
+        } else {
+            run.run::<false>(&mut out, &mut ws.key);
         }
         if permit.is_some() {
             // The table and the keys are not needed any more: free them before the result is
@@ -764,24 +890,27 @@ impl<'p> Checker<'p> {
             || cache.entries.iter().any(|(s, _)| s.levels == levels)
         {
             drop(cache);
+            let spare_limit = self.gate.classes.saturating_mul(levels.len() + 2);
             if let Some(old) = ws.last.take() {
                 self.last_words
                     .fetch_sub(old.groups.words(), Ordering::Relaxed);
+                ws.recycle(old.groups, spare_limit);
             }
             let limit = self.snapshot_budget_words.saturating_mul(LAST_BUDGETS);
-            if words <= limit {
-                let total = self.last_words.fetch_add(words, Ordering::Relaxed) + words;
-                if total <= limit {
-                    // The vectors were sized for the worst case; a kept result holds only its
-                    // classes.
+            let total = self.last_words.fetch_add(words, Ordering::Relaxed) + words;
+            if words <= limit && total <= limit {
+                // The vectors were sized for the worst case: a kept result holds little more
+                // than its classes (it is recycled when the next one replaces it).
+                if groups.codes.capacity() + groups.counts.capacity() * 2 > words + PRESIZE_WORDS {
                     groups.shrink_to_fit();
-                    ws.last = Some(Snapshot {
-                        levels: levels.to_vec(),
-                        groups,
-                    });
-                } else {
-                    self.last_words.fetch_sub(words, Ordering::Relaxed);
                 }
+                ws.last = Some(Snapshot {
+                    levels: levels.to_vec(),
+                    groups,
+                });
+            } else {
+                self.last_words.fetch_sub(words, Ordering::Relaxed);
+                ws.recycle(groups, spare_limit);
             }
             return;
         }
@@ -842,6 +971,132 @@ mod tests {
                     .map_or(0, |l| l.groups.words())
             })
             .sum()
+    }
+
+    /// The classes of `src` (at `src_levels`) regrouped at `levels` by a plain ordered map:
+    /// codes, counts and representatives in order of first appearance, and the class of every
+    /// source entry. Shares nothing with the checker but the hierarchies' code tables.
+    fn naive_regrouping(
+        p: &Problem,
+        src: &Groups,
+        src_levels: &[u8],
+        levels: &[u8],
+    ) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+        let q = levels.len();
+        let hs = p.hierarchies();
+        let mut index = std::collections::BTreeMap::<Vec<u32>, u32>::new();
+        let (mut codes, mut counts, mut reps, mut map) = (vec![], vec![], vec![], vec![]);
+        for e in 0..src.len() {
+            let key: Vec<u32> = (0..q)
+                .map(|i| {
+                    let t = hs[i].generalize(src_levels[i] as usize, levels[i] as usize);
+                    t.get(src.codes[e * q + i])
+                })
+                .collect();
+            let class = *index.entry(key.clone()).or_insert_with(|| {
+                codes.extend_from_slice(&key);
+                counts.push(0);
+                reps.push(src.reps[e]);
+                counts.len() as u32 - 1
+            });
+            counts[class as usize] += src.counts[e];
+            map.push(class);
+        }
+        (codes, counts, reps, map)
+    }
+
+    /// Regroups `src` at `levels` with packed keys (`packed`) or hashed ones, mapping sources.
+    fn regroup(
+        p: &Problem,
+        src: &Groups,
+        src_levels: &[u8],
+        levels: &[u8],
+        packed: bool,
+    ) -> (Groups, Vec<u32>) {
+        let checker = Checker::new(p);
+        let hs = p.hierarchies();
+        let q = levels.len();
+        let tables: Vec<CodeMap<'_>> = (0..q)
+            .map(|i| hs[i].generalize(src_levels[i] as usize, levels[i] as usize))
+            .collect();
+        let mut ws = Workspace::default();
+        let product = key_strides(&mut ws.strides, hs, levels);
+        assert!(product.is_some() || !packed);
+        // Bound: every entry its own class (the hashed path never knows better).
+        let (shift, mask) = ws.reset_table(src.len(), src.len(), q);
+        let mut out = ws.recycled_groups(src.len(), q);
+        let mut permit = None;
+        let mut run = Regrouping {
+            src,
+            tables: &tables,
+            strides: &ws.strides,
+            slots: &mut ws.slots,
+            class_keys: &mut ws.class_keys,
+            class_of_src: Some(&mut ws.class_of_src),
+            shift,
+            mask,
+            gate: &checker.gate,
+            permit: &mut permit,
+        };
+        let mut key = Vec::new();
+        if packed {
+            run.run::<true>(&mut out, &mut key);
+        } else {
+            run.run::<false>(&mut out, &mut key);
+        }
+        (out, ws.class_of_src)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Regrouping the classes of a transformation (or the base groups) at a generalization
+        /// of it, with packed keys and with hashed ones, gives exactly the classes of a naive
+        /// grouping, in the same order; so do the checker's evaluation and its check (which
+        /// rolls up from whatever it has cached).
+        #[test]
+        fn regrouping_equals_a_naive_grouping(
+            a in proptest::collection::vec(0u8..8, 9),
+            b in proptest::collection::vec(0u8..8, 9),
+            via_base in proptest::bool::ANY,
+        ) {
+            let p = adult_problem();
+            let (min, max) = (p.lattice().min(), p.lattice().max());
+            let clamp = |v: &[u8]| -> Vec<u8> {
+                (0..9).map(|i| min[i] + v[i] % (max[i] - min[i] + 1)).collect()
+            };
+            let (a, b) = (clamp(&a), clamp(&b));
+            let low: Vec<u8> = a.iter().zip(&b).map(|(&x, &y)| x.min(y)).collect();
+            let high: Vec<u8> = a.iter().zip(&b).map(|(&x, &y)| x.max(y)).collect();
+            let (src, src_levels) = if via_base {
+                (p.base_groups().clone(), vec![0; 9])
+            } else {
+                (Checker::new(p).evaluate(&low).groups, low.clone())
+            };
+            let (codes, counts, reps, map) = naive_regrouping(p, &src, &src_levels, &high);
+            for packed in [true, false] {
+                let (out, of_src) = regroup(p, &src, &src_levels, &high, packed);
+                proptest::prop_assert_eq!(&out.codes, &codes);
+                proptest::prop_assert_eq!(&out.counts, &counts);
+                proptest::prop_assert_eq!(&out.reps, &reps);
+                proptest::prop_assert_eq!(&of_src, &map);
+            }
+            let checker = Checker::new(p);
+            checker.check(&low);
+            let rolled = checker.check(&high);
+            let evaluated = checker.evaluate(&high);
+            let (base_codes, base_counts, _, base_map) =
+                naive_regrouping(p, p.base_groups(), &[0; 9], &high);
+            proptest::prop_assert_eq!(&evaluated.groups.codes, &base_codes);
+            proptest::prop_assert_eq!(&evaluated.groups.counts, &base_counts);
+            proptest::prop_assert_eq!(&evaluated.class_of_base, &base_map);
+            proptest::prop_assert_eq!(rolled, evaluated.result);
+        }
+    }
+
+    /// The adult problem, built once for the property tests.
+    fn adult_problem() -> &'static Problem {
+        static P: std::sync::OnceLock<Problem> = std::sync::OnceLock::new();
+        P.get_or_init(adult)
     }
 
     #[test]

@@ -23,9 +23,6 @@ use super::{ClassView, PreparedQuality, Quality, QualityModel, Summary};
 use crate::hierarchy::PerCode;
 use crate::lattice::MAX_QUASI_IDENTIFIERS;
 
-/// Above this many classes the suppressed ones are not listed (memory of large checks).
-const MAX_LISTED_CLASSES: usize = 1 << 20;
-
 /// Loss of a grouped transformation.
 pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -> Quality {
     let q = view.levels.len();
@@ -35,40 +32,20 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
     // S_i = Σ over suppressed classes of |EC|·share, fixed point.
     let mut suppressed_share = [0i128; MAX_QUASI_IDENTIFIERS];
     if s.suppressed > 0 {
-        // Column by column: a level whose share is the same for every value (always level 0)
-        // needs no pass over the classes.
-        let mut classes: Vec<(u32, u32)> = Vec::new();
+        // A level whose share is the same for every value (always level 0) needs no pass over
+        // the classes; the other columns are summed in one pass over the suppressed classes.
+        let mut each: Vec<(usize, &[i64])> = Vec::with_capacity(q);
         for (i, total) in suppressed_share.iter_mut().enumerate().take(q) {
             match &p.columns[i].share[view.levels[i] as usize] {
                 PerCode::All(share) => *total = s.suppressed as i128 * *share as i128,
-                PerCode::Each(shares) if view.counts.len() > MAX_LISTED_CLASSES => {
-                    // Millions of classes (the bottom of a large lattice): a pass over all of
-                    // them instead of a list of the suppressed ones (8 bytes per class).
-                    *total = view
-                        .counts
-                        .iter()
-                        .zip(view.suppressed)
-                        .zip(view.codes.chunks_exact(q))
-                        .filter(|((_, supp), _)| **supp)
-                        .map(|((&count, _), codes)| {
-                            count as i128 * shares[codes[i] as usize] as i128
-                        })
-                        .sum();
-                }
-                PerCode::Each(shares) => {
-                    if classes.is_empty() {
-                        classes = (0..view.counts.len())
-                            .filter(|&c| view.suppressed[c])
-                            .map(|c| (c as u32, view.counts[c]))
-                            .collect();
-                    }
-                    *total = classes
-                        .iter()
-                        .map(|&(c, count)| {
-                            let code = view.codes[c as usize * q + i];
-                            count as i128 * shares[code as usize] as i128
-                        })
-                        .sum();
+                PerCode::Each(shares) => each.push((i, shares)),
+            }
+        }
+        if !each.is_empty() {
+            let classes = view.counts.iter().zip(view.suppressed);
+            for ((&count, _), codes) in classes.zip(view.codes.chunks_exact(q)).filter(|c| *c.0.1) {
+                for &(i, shares) in &each {
+                    suppressed_share[i] += count as i128 * shares[codes[i] as usize] as i128;
                 }
             }
         }
