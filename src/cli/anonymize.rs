@@ -215,6 +215,14 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     if let Some(bar) = &bar {
         bar.finish();
     }
+    let pitman = deid_engine::population::pitman_statistics();
+    if !args.quiet && pitman.solved + pitman.reused > 0 {
+        eprintln!(
+            "Pitman's estimator: {} class-size histograms solved, {} reused; {} closed-form \
+             roots tested on the literal sums, {} solved by the sums ({} evaluations)",
+            pitman.solved, pitman.reused, pitman.residuals, pitman.by_sums, pitman.sums
+        );
+    }
     if let Verdict::Failed(f) = outcome?.verdict {
         return Err(super::Exit {
             code: super::exit::NO_SOLUTION,
