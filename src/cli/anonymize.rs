@@ -78,7 +78,7 @@ pub struct AnonymizeArgs {
     /// Write the recoding plan (JSON; `deid apply --plan`) here.
     #[arg(long, value_name = "FILE")]
     pub plan_output: Option<PathBuf>,
-    /// No progress bar, even on a terminal.
+    /// No progress bar, even on a terminal, and no solver statistics on stderr.
     #[arg(long)]
     pub quiet: bool,
 }
