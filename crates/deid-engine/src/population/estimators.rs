@@ -240,9 +240,9 @@ fn pitman_start(h: &ClassSizes) -> (f64, f64) {
 /// the literal sums from the same start. Unlike ARX, a root outside the model's domain
 /// ([`pitman_in_domain`]) is no root: the likelihood is undefined there.
 ///
-/// Solutions are memoized process-wide by (histogram, solver settings) ([`PitmanMemo`]): the
-/// result is a pure function of both, so a hit returns exactly what a solve would, whoever asked
-/// first (the search's checks, the input and output risk reports, the verification).
+/// Solutions are memoized process-wide by (histogram, solver settings): the result is a pure
+/// function of both, so a hit returns exactly what a solve would, whoever asked first (the
+/// search's checks, the input and output risk reports, the verification).
 pub fn pitman_parameters(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, f64)> {
     let key = (
         solver.accuracy.to_bits(),
@@ -278,7 +278,7 @@ type PitmanKey = (u64, u32, ClassSizes);
 
 /// Memo of Pitman solutions by histogram, bounded (cleared when full), with counters of how
 /// often a solution was reused and how often it was solved (in closed form or by the sums).
-pub struct PitmanMemo {
+struct PitmanMemo {
     solutions: Mutex<HashMap<PitmanKey, Option<(f64, f64)>, BuildCodeHasher>>,
     reused: AtomicU64,
     solved: AtomicU64,
