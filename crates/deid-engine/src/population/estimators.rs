@@ -276,10 +276,13 @@ fn solve_pitman(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, f64)> {
 /// Key of a memoized Pitman solution: (accuracy bits, steps per try, histogram).
 type PitmanKey = (u64, u32, ClassSizes);
 
+/// Memoized Pitman solutions by key.
+type PitmanSolutions = HashMap<PitmanKey, Option<(f64, f64)>, BuildCodeHasher>;
+
 /// Memo of Pitman solutions by histogram, bounded (cleared when full), with counters of how
 /// often a solution was reused and how often it was solved (in closed form or by the sums).
 struct PitmanMemo {
-    solutions: Mutex<HashMap<PitmanKey, Option<(f64, f64)>, BuildCodeHasher>>,
+    solutions: Mutex<PitmanSolutions>,
     reused: AtomicU64,
     solved: AtomicU64,
     by_sums: AtomicU64,
