@@ -78,7 +78,7 @@ pub struct AnonymizeArgs {
     /// Write the recoding plan (JSON; `deid apply --plan`) here.
     #[arg(long, value_name = "FILE")]
     pub plan_output: Option<PathBuf>,
-    /// No progress bar, even on a terminal.
+    /// No progress bar, even on a terminal, and no solver statistics on stderr.
     #[arg(long)]
     pub quiet: bool,
 }
@@ -214,6 +214,14 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     );
     if let Some(bar) = &bar {
         bar.finish();
+    }
+    let pitman = deid_engine::population::pitman_statistics();
+    if !args.quiet && pitman.solved + pitman.reused > 0 {
+        eprintln!(
+            "Pitman's estimator: {} class-size histograms solved, {} reused; {} closed-form \
+             roots tested on the literal sums, {} solved by the sums ({} evaluations)",
+            pitman.solved, pitman.reused, pitman.residuals, pitman.by_sums, pitman.sums
+        );
     }
     if let Verdict::Failed(f) = outcome?.verdict {
         return Err(super::Exit {

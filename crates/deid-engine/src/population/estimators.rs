@@ -14,9 +14,15 @@
 //! is *valid* when it is a number other than 0 (ARX's rule: negative SNB values count as valid).
 //! Without sample uniques (c₁ = 0) every estimate is 0 and nothing is solved.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::ClassSizes;
 use super::newton::{self, SolverConfig};
 use super::special::{digamma, gamma, ln_gamma, trigamma};
+use crate::hash::BuildCodeHasher;
 
 /// Which estimator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +83,7 @@ fn fraction(h: &ClassSizes, population: u64) -> f64 {
 /// by one in the order of the sums, so the result is bit-identical to adding each term as it is
 /// computed.
 fn pitman_exact(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
+    PITMAN_MEMO.sums.fetch_add(1, Ordering::Relaxed);
     let (n, u) = (h.records(), h.classes());
     // [s1, s3, q1, q3, q4]
     let mut a = [0.0; 5];
@@ -99,9 +106,44 @@ fn pitman_exact(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
         [lanes(|l| 1.0 / t[l]), lanes(|l| 1.0 / (t[l] * t[l]))]
     });
     let [s2, q2] = b;
-    // Σ_j c_j Σ_{k<j} 1/(k−α) = Σ_k 1/(k−α) · (classes larger than k), in runs of k with the
-    // same number of larger classes.
+    // [s4, q5]
     let mut c = [0.0; 2];
+    add_size_terms(h, &mut c, |k, m| {
+        let t = lanes(|l| k[l] - alpha);
+        [lanes(|l| m / t[l]), lanes(|l| m / (t[l] * t[l]))]
+    });
+    let [s4, q5] = c;
+    ([s1 - s2, s3 - s4], [[-q1 + q2, -q3], [-q3, -q4 - q5]])
+}
+
+/// The residual F of [`pitman_exact`] alone, without the Jacobian: the same terms added in the
+/// same order to the same accumulators, so bit-identical to `pitman_exact(h, θ, α).0`, with
+/// 4 divisions per term instead of 9.
+fn pitman_residual(h: &ClassSizes, theta: f64, alpha: f64) -> [f64; 2] {
+    PITMAN_MEMO.residuals.fetch_add(1, Ordering::Relaxed);
+    let (n, u) = (h.records(), h.classes());
+    // [s1, s3]
+    let mut a = [0.0; 2];
+    add_terms(1, u, &mut a, |i| {
+        let t = lanes(|l| theta + i[l] * alpha);
+        [lanes(|l| 1.0 / t[l]), lanes(|l| i[l] / t[l])]
+    });
+    let [s1, s3] = a;
+    let mut b = [0.0; 1];
+    add_terms(1, n, &mut b, |i| [lanes(|l| 1.0 / (theta + i[l]))]);
+    let mut c = [0.0; 1];
+    add_size_terms(h, &mut c, |k, m| [lanes(|l| m / (k[l] - alpha))]);
+    [s1 - b[0], s3 - c[0]]
+}
+
+/// Adds Σ_j c_j Σ_{k<j} g(k) = Σ_k g(k) · (classes larger than k) to `acc`, k ascending, in runs
+/// of k with the same number m of larger classes: `terms(k lanes, m)` gives the `K` terms.
+#[inline(always)]
+fn add_size_terms<const K: usize>(
+    h: &ClassSizes,
+    acc: &mut [f64; K],
+    terms: impl Fn([f64; LANES], f64) -> [[f64; LANES]; K],
+) {
     let pairs = h.pairs();
     let largest = pairs.last().map_or(0, |x| x.0);
     let mut larger = h.classes();
@@ -111,16 +153,11 @@ fn pitman_exact(h: &ClassSizes, theta: f64, alpha: f64) -> newton::Evaluation {
         let end = size.min(largest);
         if k < end {
             let m = larger as f64;
-            add_terms(k, end, &mut c, |k| {
-                let t = lanes(|l| k[l] - alpha);
-                [lanes(|l| m / t[l]), lanes(|l| m / (t[l] * t[l]))]
-            });
+            add_terms(k, end, acc, |k| terms(k, m));
             k = end;
         }
         larger -= count;
     }
-    let [s4, q5] = c;
-    ([s1 - s2, s3 - s4], [[-q1 + q2, -q3], [-q3, -q4 - q5]])
 }
 
 /// Terms computed together by [`add_terms`].
@@ -202,17 +239,118 @@ fn pitman_start(h: &ClassSizes) -> (f64, f64) {
 /// 2. accept the root if the literal sums vanish there too (to the accuracy); 3. otherwise solve
 /// the literal sums from the same start. Unlike ARX, a root outside the model's domain
 /// ([`pitman_in_domain`]) is no root: the likelihood is undefined there.
+///
+/// Solutions are memoized process-wide by (histogram, solver settings): the result is a pure
+/// function of both, so a hit returns exactly what a solve would, whoever asked first (the
+/// search's checks, the input and output risk reports, the verification).
 pub fn pitman_parameters(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, f64)> {
+    let key = (
+        solver.accuracy.to_bits(),
+        solver.iterations_per_try,
+        h.clone(),
+    );
+    if let Some(known) = PITMAN_MEMO.get(&key) {
+        return known;
+    }
+    let solved = solve_pitman(h, solver);
+    PITMAN_MEMO.insert(key, solved);
+    solved
+}
+
+/// Pitman's parameters without the memo (see [`pitman_parameters`]).
+fn solve_pitman(h: &ClassSizes, solver: &SolverConfig) -> Option<(f64, f64)> {
     let start = pitman_start(h);
     let feasible = |theta: f64, _: f64| theta >= 0.0;
     if let Some((t, a)) = newton::solve(solver, start, feasible, |t, a| pitman_closed(h, t, a)) {
-        let ([f1, f2], _) = pitman_exact(h, t, a);
+        // Only the residual decides; the Jacobian is not needed here.
+        let [f1, f2] = pitman_residual(h, t, a);
         if f1.abs() <= solver.accuracy && f2.abs() <= solver.accuracy && pitman_in_domain(h, t, a) {
             return Some((t, a));
         }
     }
+    PITMAN_MEMO.by_sums.fetch_add(1, Ordering::Relaxed);
     newton::solve(solver, start, feasible, |t, a| pitman_exact(h, t, a))
         .filter(|&(t, a)| pitman_in_domain(h, t, a))
+}
+
+/// Key of a memoized Pitman solution: (accuracy bits, steps per try, histogram).
+type PitmanKey = (u64, u32, ClassSizes);
+
+/// Memoized Pitman solutions by key.
+type PitmanSolutions = HashMap<PitmanKey, Option<(f64, f64)>, BuildCodeHasher>;
+
+/// Memo of Pitman solutions by histogram, bounded (cleared when full), with counters of how
+/// often a solution was reused and how often it was solved (in closed form or by the sums).
+struct PitmanMemo {
+    solutions: Mutex<PitmanSolutions>,
+    reused: AtomicU64,
+    solved: AtomicU64,
+    by_sums: AtomicU64,
+    sums: AtomicU64,
+    residuals: AtomicU64,
+}
+
+/// Histograms kept by [`PitmanMemo`] before it is cleared.
+const MEMO_ENTRIES: usize = 4096;
+
+/// The process-wide memo of [`pitman_parameters`].
+static PITMAN_MEMO: PitmanMemo = PitmanMemo {
+    solutions: Mutex::new(HashMap::with_hasher(BuildHasherDefault::new())),
+    reused: AtomicU64::new(0),
+    solved: AtomicU64::new(0),
+    by_sums: AtomicU64::new(0),
+    sums: AtomicU64::new(0),
+    residuals: AtomicU64::new(0),
+};
+
+/// Counts of Pitman solutions since the process started (all problems and threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PitmanStatistics {
+    /// Histograms whose solution came from the memo.
+    pub reused: u64,
+    /// Histograms solved.
+    pub solved: u64,
+    /// Of the solved, those whose closed-form root was not accepted, solved by the literal sums.
+    pub by_sums: u64,
+    /// Evaluations of the literal sums with their Jacobian (each O(records + classes + largest
+    /// class), 9 divisions per term): the Newton steps of the solves by the sums.
+    pub sums: u64,
+    /// Evaluations of the residual of the literal sums alone (4 divisions per term): the
+    /// acceptance tests of closed-form roots.
+    pub residuals: u64,
+}
+
+/// The counters of the Pitman memo (see [`PitmanStatistics`]).
+pub fn pitman_statistics() -> PitmanStatistics {
+    PitmanStatistics {
+        reused: PITMAN_MEMO.reused.load(Ordering::Relaxed),
+        solved: PITMAN_MEMO.solved.load(Ordering::Relaxed),
+        by_sums: PITMAN_MEMO.by_sums.load(Ordering::Relaxed),
+        sums: PITMAN_MEMO.sums.load(Ordering::Relaxed),
+        residuals: PITMAN_MEMO.residuals.load(Ordering::Relaxed),
+    }
+}
+
+impl PitmanMemo {
+    /// The memoized solution of `key`, if any (counted as reused).
+    fn get(&self, key: &PitmanKey) -> Option<Option<(f64, f64)>> {
+        let hit = self.solutions.lock().ok()?.get(key).copied();
+        if hit.is_some() {
+            self.reused.fetch_add(1, Ordering::Relaxed);
+        }
+        hit
+    }
+
+    /// Keeps a solution (counted as solved).
+    fn insert(&self, key: PitmanKey, solution: Option<(f64, f64)>) {
+        self.solved.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut m) = self.solutions.lock() {
+            if m.len() >= MEMO_ENTRIES {
+                m.clear();
+            }
+            m.insert(key, solution);
+        }
+    }
 }
 
 /// Whether Pitman's likelihood is defined at (θ, α) for the histogram: every factor θ + iα

@@ -15,7 +15,9 @@ pub mod kmap;
 pub mod newton;
 pub mod special;
 
-pub use estimators::{Estimate, Estimator, UniquenessEstimates};
+pub use estimators::{
+    Estimate, Estimator, PitmanStatistics, UniquenessEstimates, pitman_statistics,
+};
 pub use kmap::{KMapEstimator, KPrime, k_prime};
 pub use newton::SolverConfig;
 

@@ -378,8 +378,68 @@ fn pitman_literal_sums_are_bit_identical_to_one_term_at_a_time() {
             let (g, k) = pitman_one_term_at_a_time(h, theta, alpha);
             let bits = |e: [f64; 2]| e.map(f64::to_bits);
             assert_eq!(bits(f), bits(g), "{h:?} at ({theta}, {alpha})");
+            assert_eq!(bits(pitman_residual(h, theta, alpha)), bits(g));
             assert_eq!(bits(j[0]), bits(k[0]));
             assert_eq!(bits(j[1]), bits(k[1]));
         }
     }
+}
+
+/// Bits of a Pitman solution, for exact comparisons.
+fn solution_bits(s: Option<(f64, f64)>) -> Option<(u64, u64)> {
+    s.map(|(t, a)| (t.to_bits(), a.to_bits()))
+}
+
+proptest::proptest! {
+    /// The residual alone is bit-identical to the residual of the full evaluation, so testing a
+    /// closed-form root with it accepts exactly the roots the full evaluation accepts.
+    #[test]
+    fn pitman_residual_is_the_residual_of_the_full_evaluation(
+        pairs in proptest::collection::vec((1u64..300, 1u64..400), 1..8),
+        theta in -50.0f64..5e4,
+        alpha in -3.0f64..1.0,
+    ) {
+        let h = hist(&pairs);
+        let bits = |e: [f64; 2]| e.map(f64::to_bits);
+        let (f, _) = pitman_exact(&h, theta, alpha);
+        proptest::prop_assert_eq!(bits(pitman_residual(&h, theta, alpha)), bits(f));
+    }
+
+    /// The memo returns exactly what a solve returns, whatever was asked before and in which
+    /// order: the histograms are asked in the generated order, then again in reverse.
+    #[test]
+    fn memoized_pitman_solutions_are_the_solves(
+        histograms in proptest::collection::vec(
+            proptest::collection::vec((1u64..40, 1u64..60), 1..6),
+            1..5,
+        ),
+    ) {
+        let solver = SolverConfig::default();
+        let hs: Vec<ClassSizes> = histograms.iter().map(|p| hist(p)).collect();
+        let fresh: Vec<_> = hs.iter().map(|h| solution_bits(solve_pitman(h, &solver))).collect();
+        for (h, f) in hs.iter().zip(&fresh) {
+            proptest::prop_assert_eq!(solution_bits(pitman_parameters(h, &solver)), *f);
+        }
+        for (h, f) in hs.iter().zip(&fresh).rev() {
+            proptest::prop_assert_eq!(solution_bits(pitman_parameters(h, &solver)), *f);
+        }
+    }
+}
+
+#[test]
+fn the_pitman_memo_counts_solves_and_reuses() {
+    // A histogram no other test asks for; other tests may run at the same time (the counters
+    // only grow) and may clear the memo in between (then the second call solves again).
+    let h = hist(&[(1, 4_321), (2, 1_234), (3, 77), (9, 5), (31, 2)]);
+    let solver = SolverConfig::default();
+    let before = pitman_statistics();
+    let first = pitman_parameters(&h, &solver);
+    let middle = pitman_statistics();
+    assert!(middle.solved > before.solved || middle.reused > before.reused);
+    let second = pitman_parameters(&h, &solver);
+    let after = pitman_statistics();
+    assert_eq!(solution_bits(first), solution_bits(second));
+    assert!(first.is_some());
+    assert!(after.reused > middle.reused || after.solved > middle.solved);
+    assert!(after.by_sums <= after.solved);
 }
