@@ -316,7 +316,9 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
 }
 
 /// Runs `cmd` to its end; its exit status and wall time in seconds.
-pub(super) fn timed(cmd: &mut std::process::Command) -> anyhow::Result<(std::process::ExitStatus, f64)> {
+pub(super) fn timed(
+    cmd: &mut std::process::Command,
+) -> anyhow::Result<(std::process::ExitStatus, f64)> {
     let started = Instant::now();
     let status = cmd.status()?;
     Ok((status, started.elapsed().as_secs_f64()))
@@ -333,7 +335,10 @@ fn seeds(text: &str) -> anyhow::Result<Vec<u64>> {
         let bad = || anyhow::anyhow!("--seeds: expected a seed or a range like 0-7, got '{part}'");
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                let (a, b): (u64, u64) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
                 anyhow::ensure!(a <= b && b - a < 10_000, bad());
                 out.extend(a..=b);
             }
@@ -361,7 +366,9 @@ impl BackgroundLoad {
                     let mut x = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..1024 {
-                            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                            x = std::hint::black_box(
+                                x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                            );
                         }
                     }
                 })
@@ -383,11 +390,16 @@ impl Drop for BackgroundLoad {
 /// `auto`'s Loss relative to the best other algorithm with the same seed: the median and the
 /// worst over the seeds, in percent (+ = worse), with the seed of the worst. `None` if no seed
 /// had results of both.
-fn auto_vs_best(runs: &[(u64, Vec<(deid_engine::Algorithm, Option<f64>)>)]) -> Option<(f64, f64, u64)> {
+fn auto_vs_best(
+    runs: &[(u64, Vec<(deid_engine::Algorithm, Option<f64>)>)],
+) -> Option<(f64, f64, u64)> {
     use deid_engine::Algorithm;
     let mut diffs: Vec<(f64, u64)> = Vec::new();
     for (seed, results) in runs {
-        let auto = results.iter().find(|(a, _)| *a == Algorithm::Auto).map(|r| r.1);
+        let auto = results
+            .iter()
+            .find(|(a, _)| *a == Algorithm::Auto)
+            .map(|r| r.1);
         let best = results
             .iter()
             .filter(|(a, _)| *a != Algorithm::Auto)
@@ -395,7 +407,13 @@ fn auto_vs_best(runs: &[(u64, Vec<(deid_engine::Algorithm, Option<f64>)>)]) -> O
             .min_by(f64::total_cmp);
         let diff = match (auto, best) {
             (Some(Some(a)), Some(b)) if b > 0.0 => (a / b - 1.0) * 100.0,
-            (Some(Some(a)), Some(b)) => if a <= b { 0.0 } else { f64::INFINITY },
+            (Some(Some(a)), Some(b)) => {
+                if a <= b {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            }
             (Some(None), Some(_)) => f64::INFINITY,
             _ => continue,
         };
@@ -408,7 +426,11 @@ fn auto_vs_best(runs: &[(u64, Vec<(deid_engine::Algorithm, Option<f64>)>)]) -> O
     let mut sorted: Vec<f64> = diffs.iter().map(|d| d.0).collect();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
     Some((median, worst.0, worst.1))
 }
 
@@ -419,16 +441,23 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
     };
     let parse_time = |t: &str| crate::job::spec::parse_duration(t).map_err(|e| anyhow::anyhow!(e));
     let seed_list = seeds(&args.seeds)?;
-    let algorithms = list(&args.algorithms).map(parse_alg).collect::<anyhow::Result<Vec<_>>>()?;
-    let limits = list(&args.time_limits).map(parse_time).collect::<anyhow::Result<Vec<_>>>()?;
-    let optimal = list(&args.optimal).map(parse_alg).collect::<anyhow::Result<Vec<_>>>()?;
+    let algorithms = list(&args.algorithms)
+        .map(parse_alg)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let limits = list(&args.time_limits)
+        .map(parse_time)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let optimal = list(&args.optimal)
+        .map(parse_alg)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let optimal_limit = parse_time(&args.optimal_time_limit)?;
     let _load = BackgroundLoad::start(args.background_load);
     println!(
         "Seeds {}; background load: {} busy-looping thread(s); threads: {}.\n",
         args.seeds,
         args.background_load,
-        args.threads.map_or("all cores".to_string(), |t| t.to_string())
+        args.threads
+            .map_or("all cores".to_string(), |t| t.to_string())
     );
     println!(
         "| dataset | suppression | algorithm | limit | seed | Loss | utility | best found (s) | elapsed (s) | checks | optimal |"
@@ -446,7 +475,10 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
                 ..Default::default()
             };
             let problem = Problem::new(ds.table.clone(), config)?;
-            let run = |algorithm: Algorithm, time_limit: std::time::Duration, seed: u64| -> anyhow::Result<Option<f64>> {
+            let run = |algorithm: Algorithm,
+                       time_limit: std::time::Duration,
+                       seed: u64|
+             -> anyhow::Result<Option<f64>> {
                 let config = SearchConfig {
                     algorithm,
                     time_limit,
