@@ -9,7 +9,7 @@
 //!    transformations): a short top-down descent ([`TOP_DOWN_BEFORE_FLASH`] units), then Flash,
 //!    which proves the optimum and prunes with the best solution from its first step.
 //! 3. **Large spaces**: first top-down's first descent — slices of one budget unit (the
-//!    incumbent's work) for as long as each improves the best solution: its checks lie high in
+//!    incumbent's work) for as long as each lowers the best score top-down has found itself: its checks lie high in
 //!    the lattice and are cheap, and on large spaces nothing improves faster in the first few
 //!    hundred checks (what a short limit or a loaded machine allows). Then rounds of slices of
 //!    the [`MEMBERS`], top-down and the genetic algorithm. In each round every member runs until its new checks have cost `budget × weight` work
@@ -142,13 +142,17 @@ pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
     let mut weights = [1u64; MEMBERS.len()];
     weights[first] = FAVOURED_WEIGHT;
     let mut members: [Option<Member<'p>>; MEMBERS.len()] = std::array::from_fn(|_| None);
-    // Top-down's first descent: slices of one budget unit for as long as each improves the best
-    // solution. Its checks lie high in the lattice (few classes, cheap), and on the benchmark's
+    // Top-down's first descent: slices of one budget unit for as long as each lowers the best
+    // score top-down has found itself (from the top it is worse than the incumbent at first). Its checks lie high in the lattice (few classes, cheap), and on the benchmark's
     // large spaces it is the best member for the first few hundred checks — a short limit or a
     // loaded machine ends the search there.
     ctx.strategy = MEMBERS[TOP_DOWN];
+    let own_best = |m: &Option<Member<'p>>| match m {
+        Some(Member::BestFirst(s)) => s.best_score(),
+        _ => f64::INFINITY,
+    };
     loop {
-        let best_before = ctx.best_score();
+        let before = own_best(&members[TOP_DOWN]);
         let end = ctx.work.saturating_add(budget);
         if resume(ctx, &mut members[TOP_DOWN], TOP_DOWN, end) {
             return true;
@@ -156,7 +160,7 @@ pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
         if ctx.should_stop() {
             return false;
         }
-        if ctx.best_score() >= best_before {
+        if own_best(&members[TOP_DOWN]) >= before {
             break;
         }
     }
