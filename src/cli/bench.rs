@@ -120,6 +120,14 @@ pub struct SearchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Seeds of the heuristic runs: a comma-separated list (`0,3,5`) and/or ranges (`0-7`).
+    /// For every time limit and seed, the algorithms run one after the other (interleaved), so
+    /// that every seed's runs see the same conditions.
+    #[arg(long, default_value = "0")]
+    pub seeds: String,
+    /// Busy-looping threads kept running beside the searches (a concurrent CPU load; 0: none).
+    #[arg(long, default_value_t = 0)]
+    pub background_load: usize,
 }
 
 /// Flags of `deid bench checks`.
@@ -205,9 +213,7 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                     ));
                 }
                 let _ = std::fs::remove_file(&report);
-                let started = Instant::now();
-                let status = cmd.status()?;
-                let wall = started.elapsed().as_secs_f64();
+                let (status, wall) = timed(&mut cmd)?;
                 let Ok(bytes) = std::fs::read(&report) else {
                     println!("| {rows} | {csv_mb:.0} | {algorithm} | {limit} | failed: {status} |");
                     continue;
@@ -309,8 +315,123 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs `cmd` to its end; its exit status and wall time in seconds.
+pub(super) fn timed(
+    cmd: &mut std::process::Command,
+) -> anyhow::Result<(std::process::ExitStatus, f64)> {
+    let started = Instant::now();
+    let status = cmd.status()?;
+    Ok((status, started.elapsed().as_secs_f64()))
+}
+
 fn list(text: &str) -> impl Iterator<Item = &str> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Parses `--seeds`: comma-separated seeds and inclusive ranges (`0-7`).
+fn seeds(text: &str) -> anyhow::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for part in list(text) {
+        let bad = || anyhow::anyhow!("--seeds: expected a seed or a range like 0-7, got '{part}'");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u64, u64) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
+                anyhow::ensure!(a <= b && b - a < 10_000, bad());
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "--seeds: expected at least one seed");
+    Ok(out)
+}
+
+/// Busy-looping threads that load the CPU until dropped.
+struct BackgroundLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BackgroundLoad {
+    fn start(n: usize) -> BackgroundLoad {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..1024 {
+                            x = std::hint::black_box(
+                                x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                            );
+                        }
+                    }
+                })
+            })
+            .collect();
+        BackgroundLoad { stop, threads }
+    }
+}
+
+impl Drop for BackgroundLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `auto`'s Loss relative to the best other algorithm with the same seed: the median and the
+/// worst over the seeds, in percent (+ = worse), with the seed of the worst. `None` if no seed
+/// had results of both.
+fn auto_vs_best(
+    runs: &[(u64, Vec<(deid_engine::Algorithm, Option<f64>)>)],
+) -> Option<(f64, f64, u64)> {
+    use deid_engine::Algorithm;
+    let mut diffs: Vec<(f64, u64)> = Vec::new();
+    for (seed, results) in runs {
+        let auto = results
+            .iter()
+            .find(|(a, _)| *a == Algorithm::Auto)
+            .map(|r| r.1);
+        let best = results
+            .iter()
+            .filter(|(a, _)| *a != Algorithm::Auto)
+            .filter_map(|r| r.1)
+            .min_by(f64::total_cmp);
+        let diff = match (auto, best) {
+            (Some(Some(a)), Some(b)) if b > 0.0 => (a / b - 1.0) * 100.0,
+            (Some(Some(a)), Some(b)) => {
+                if a <= b {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            }
+            (Some(None), Some(_)) => f64::INFINITY,
+            _ => continue,
+        };
+        diffs.push((diff, *seed));
+    }
+    if diffs.is_empty() {
+        return None;
+    }
+    let worst = diffs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let mut sorted: Vec<f64> = diffs.iter().map(|d| d.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    Some((median, worst.0, worst.1))
 }
 
 fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
@@ -319,10 +440,30 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
         Algorithm::parse(name).ok_or_else(|| anyhow::anyhow!("unknown algorithm '{name}'"))
     };
     let parse_time = |t: &str| crate::job::spec::parse_duration(t).map_err(|e| anyhow::anyhow!(e));
+    let seed_list = seeds(&args.seeds)?;
+    let algorithms = list(&args.algorithms)
+        .map(parse_alg)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let limits = list(&args.time_limits)
+        .map(parse_time)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let optimal = list(&args.optimal)
+        .map(parse_alg)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let optimal_limit = parse_time(&args.optimal_time_limit)?;
+    let _load = BackgroundLoad::start(args.background_load);
     println!(
-        "| dataset | suppression | algorithm | limit | Loss | utility | best found (s) | elapsed (s) | checks | optimal |"
+        "Seeds {}; background load: {} busy-looping thread(s); threads: {}.\n",
+        args.seeds,
+        args.background_load,
+        args.threads
+            .map_or("all cores".to_string(), |t| t.to_string())
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| dataset | suppression | algorithm | limit | seed | Loss | utility | best found (s) | elapsed (s) | checks | optimal |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut summary = Vec::new();
     for name in list(&args.datasets) {
         let ds = ArxDataset::load(&args.data.join(name), name)?;
         for limit in list(&args.suppression_limits) {
@@ -334,22 +475,14 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
                 ..Default::default()
             };
             let problem = Problem::new(ds.table.clone(), config)?;
-            let mut runs: Vec<(Algorithm, std::time::Duration)> = Vec::new();
-            let space = problem.lattice().size();
-            if space.is_some_and(|s| s <= args.max_optimal_space as u128) {
-                for a in list(&args.optimal) {
-                    runs.push((parse_alg(a)?, parse_time(&args.optimal_time_limit)?));
-                }
-            }
-            for t in list(&args.time_limits) {
-                for a in list(&args.algorithms) {
-                    runs.push((parse_alg(a)?, parse_time(t)?));
-                }
-            }
-            for (algorithm, time_limit) in runs {
+            let run = |algorithm: Algorithm,
+                       time_limit: std::time::Duration,
+                       seed: u64|
+             -> anyhow::Result<Option<f64>> {
                 let config = SearchConfig {
                     algorithm,
                     time_limit,
+                    seed,
                     threads: args.threads,
                     flash_max_space: args.max_optimal_space as u128,
                     ..Default::default()
@@ -359,8 +492,7 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
                     (format!("{:.4}", b.score), format!("{:.4}", b.utility))
                 });
                 println!(
-                    "| {name} | {limit} | {algorithm} | {:?} | {loss} | {utility} | {} | {:.2} | {} | {} |",
-                    time_limit,
+                    "| {name} | {limit} | {algorithm} | {time_limit:?} | {seed} | {loss} | {utility} | {} | {:.2} | {} | {} |",
                     outcome
                         .best_found_at
                         .map_or("-".into(), |d| format!("{:.2}", d.as_secs_f64())),
@@ -368,7 +500,40 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
                     outcome.checks,
                     if outcome.optimal_proven { "yes" } else { "" },
                 );
+                Ok(outcome.best.map(|b| b.score))
+            };
+            let space = problem.lattice().size();
+            if space.is_some_and(|s| s <= args.max_optimal_space as u128) {
+                for &a in &optimal {
+                    run(a, optimal_limit, seed_list[0])?;
+                }
             }
+            for &time_limit in &limits {
+                let mut runs = Vec::new();
+                for &seed in &seed_list {
+                    let mut results = Vec::new();
+                    for &a in &algorithms {
+                        results.push((a, run(a, time_limit, seed)?));
+                    }
+                    runs.push((seed, results));
+                }
+                if let Some((median, worst, seed)) = auto_vs_best(&runs) {
+                    summary.push(format!(
+                        "| {name} | {limit} | {time_limit:?} | {} | {median:+.2} % | {worst:+.2} % (seed {seed}) |",
+                        runs.len()
+                    ));
+                }
+            }
+        }
+    }
+    if !summary.is_empty() {
+        println!(
+            "\n`auto`'s Loss against the best other algorithm with the same seed (+ = worse):\n"
+        );
+        println!("| dataset | suppression | limit | seeds | median | worst |");
+        println!("|---|---|---|---|---|---|");
+        for line in summary {
+            println!("{line}");
         }
     }
     Ok(())

@@ -8,11 +8,11 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
 
+use super::bench::timed;
 use super::synth::{QUASI_IDENTIFIERS, SENSITIVE, generate};
 
 /// Flags of `deid bench apply`.
@@ -76,28 +76,26 @@ pub fn run(args: ApplyBenchArgs) -> anyhow::Result<()> {
         let mb = |p: &Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);
         let applied = folder.join("applied.csv");
         for run in 1..=args.runs {
-            let started = Instant::now();
-            let status = Command::new(&exe)
-                .args(["apply", "--quiet", "--plan"])
-                .arg(&plan)
-                .arg("--input")
-                .arg(&csv)
-                .arg("--output")
-                .arg(&applied)
-                .status()?;
-            let apply = started.elapsed().as_secs_f64();
+            let (status, apply) = timed(
+                Command::new(&exe)
+                    .args(["apply", "--quiet", "--plan"])
+                    .arg(&plan)
+                    .arg("--input")
+                    .arg(&csv)
+                    .arg("--output")
+                    .arg(&applied),
+            )?;
             anyhow::ensure!(status.success(), "deid apply failed: {status}");
             let same = same_bytes(&applied, &anonymized)?;
-            let started = Instant::now();
-            let verdict = Command::new(&exe)
-                .arg("verify")
-                .args(job_flags(&folder, &name, &args))
-                .arg("--released")
-                .arg(&anonymized)
-                .arg("--report")
-                .arg(folder.join("verify.json"))
-                .status()?;
-            let verify = started.elapsed().as_secs_f64();
+            let (verdict, verify) = timed(
+                Command::new(&exe)
+                    .arg("verify")
+                    .args(job_flags(&folder, &name, &args))
+                    .arg("--released")
+                    .arg(&anonymized)
+                    .arg("--report")
+                    .arg(folder.join("verify.json")),
+            )?;
             println!(
                 "| {rows} | {:.0} | {:.1} | {run} | {apply:.2} | {:.0} | {} | {verify:.2} | {:.0} | {} |",
                 mb(&csv),

@@ -57,6 +57,8 @@ struct Search {
     /// anonymous transformation.
     pruned: Antichain,
     top_down: bool,
+    /// The lowest score of an anonymous transformation this search checked.
+    best: f64,
 }
 
 impl Search {
@@ -72,6 +74,7 @@ impl Search {
             queue: BinaryHeap::new(),
             pruned: Antichain::new(dir, dims),
             top_down,
+            best: f64::INFINITY,
         }
     }
 
@@ -80,10 +83,18 @@ impl Search {
         let Some(r) = ctx.check(&levels) else {
             return false;
         };
+        self.note(&r);
         self.nodes.insert(levels, NodeState::of(&r));
         self.enqueue(&r.levels);
         ctx.set_explored(1);
         true
+    }
+
+    /// Keeps the lowest score of the anonymous transformations checked.
+    fn note(&mut self, r: &CheckResult) {
+        if r.anonymous && r.score < self.best {
+            self.best = r.score;
+        }
     }
 
     fn enqueue(&mut self, levels: &[u8]) {
@@ -160,6 +171,7 @@ impl Search {
             .cloned()
             .collect();
         for r in ctx.check_all(&to_check) {
+            self.note(&r);
             self.nodes.insert(r.levels.clone(), NodeState::of(&r));
         }
         ctx.set_explored(self.nodes.len() as u64);
@@ -227,6 +239,11 @@ impl BestFirst {
             step: 0,
             dive: None,
         }
+    }
+
+    /// The lowest score of an anonymous transformation this search checked (infinite before).
+    pub(crate) fn best_score(&self) -> f64 {
+        self.s.best
     }
 
     /// Searches until the queue runs empty (returns true: optimal) or a limit (or the
