@@ -40,6 +40,10 @@ pub struct AnonymizeArgs {
     /// Local generalization: the quality model's gs-factor in every step (default 0).
     #[arg(long, value_name = "G", requires = "local_iterations")]
     pub local_gs_factor: Option<f64>,
+    /// Local generalization without the refinement of its classes (ARX's procedure's output;
+    /// the specification's `local.refine: false`).
+    #[arg(long, requires = "local_iterations")]
+    pub no_local_refine: bool,
     /// Genetic algorithm: generations (the stop with `--stop-after-iterations`, else the
     /// stagnation window before re-seeding).
     #[arg(long)]
@@ -177,6 +181,9 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
         let mut local = spec.local.unwrap_or_default();
         local.iterations = args.local_iterations.or(local.iterations);
         local.gs_factor = args.local_gs_factor.or(local.gs_factor);
+        if args.no_local_refine {
+            local.refine = Some(false);
+        }
         spec.local = Some(local);
     }
     let mut g: GeneticSpec = spec.genetic.unwrap_or_default();

@@ -652,6 +652,10 @@ pub struct LocalReport {
     pub attempts: u32,
     /// Records no step published (suppressed in the output).
     pub suppressed_rows: usize,
+    /// Records published in a class split off a step's class by the refinement.
+    pub refined_rows: usize,
+    /// Distinct transformations of the refined classes.
+    pub refined_transformations: usize,
     /// The steps that published records, in order.
     pub steps: Vec<LocalStepReport>,
 }
@@ -798,6 +802,8 @@ impl SearchReport {
                 starts_global: outcome.starts_global,
                 attempts: outcome.attempts,
                 suppressed_rows: outcome.suppressed,
+                refined_rows: outcome.refined_records,
+                refined_transformations: outcome.refined.len(),
                 steps: outcome
                     .steps
                     .iter()

@@ -566,6 +566,10 @@ pub struct LocalSpec {
     /// leaves more records suppressed than the suppression limit allows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gs_factor: Option<f64>,
+    /// Refine the output (default true): split published classes into finer ones that satisfy
+    /// the models on their own; false gives ARX's procedure's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refine: Option<bool>,
 }
 
 impl LocalSpec {
@@ -575,6 +579,7 @@ impl LocalSpec {
         deid_engine::local::LocalConfig {
             iterations: self.iterations.unwrap_or(d.iterations),
             gs_factor: self.gs_factor.or(d.gs_factor),
+            refine: self.refine.unwrap_or(d.refine),
         }
     }
 }

@@ -54,13 +54,18 @@ impl Stepped for Evaluation {
     }
 }
 
+/// The refined transformations come first (finer before coarser, see `local::refine`), then
+/// the search steps.
 impl Stepped for LocalOutcome {
     fn step_levels(&self) -> Vec<&[u8]> {
-        self.steps.iter().map(|s| s.levels.as_slice()).collect()
+        (self.refined.iter().map(|l| l.as_slice()))
+            .chain(self.steps.iter().map(|s| s.levels.as_slice()))
+            .collect()
     }
 
     fn step_of(&self, g: usize) -> Option<usize> {
-        LocalOutcome::step_of(self, g)
+        let s = LocalOutcome::step_of(self, g)?;
+        Some(self.refined_of(g).unwrap_or(self.refined.len() + s))
     }
 }
 

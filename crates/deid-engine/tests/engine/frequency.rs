@@ -320,7 +320,7 @@ proptest! {
         let se = search(&e, &flash(), &cancel, &NoObserver).unwrap();
         prop_assert_eq!(outcome(&sf), outcome(&se));
         if deid_engine::local::LocalConfig::validate_config(f.config()).is_ok() {
-            let local = LocalConfig { iterations: 4, gs_factor: None };
+            let local = LocalConfig { iterations: 4, gs_factor: None, refine: true };
             let lf = local_search(&f, &local, &flash(), &cancel, &Quiet);
             let le = local_search(&e, &local, &flash(), &cancel, &Quiet);
             match (lf, le) {
@@ -478,6 +478,7 @@ fn adult_microaggregation_and_local_generalization_match_the_expansion() {
         let local = LocalConfig {
             iterations: 10,
             gs_factor: None,
+            refine: true,
         };
         let lf = local_search(&f, &local, &flash(), &cancel, &Quiet).unwrap();
         let le = local_search(&e, &local, &flash(), &cancel, &Quiet).unwrap();

@@ -175,6 +175,33 @@ fn check(privacy: &[&str], models: &[Model]) {
     assert_eq!(left, local.suppressed);
     // Classes mixing steps: some output class holds records of two steps.
     let local_quality = output_quality(&local_problem, &local);
+    // The refinement splits classes into finer ones: the same steps without it are coarser.
+    let unrefined = local_search(
+        &local_problem,
+        &LocalConfig {
+            refine: false,
+            ..LocalConfig::default()
+        },
+        &budget,
+        &CancelFlag::new(),
+        &Steps::default(),
+    )
+    .unwrap();
+    let summary = |o: &deid_engine::local::LocalOutcome| {
+        (o.steps.iter().map(|s| (s.levels.clone(), s.published))).collect::<Vec<_>>()
+    };
+    assert_eq!(summary(&unrefined), summary(&local));
+    assert_eq!(unrefined.suppressed, local.suppressed);
+    assert!(unrefined.refined.is_empty() && unrefined.refined_records == 0);
+    assert!(local.refined_records > 0, "{privacy:?}: nothing refined");
+    let unrefined_quality = output_quality(&local_problem, &unrefined);
+    assert!(
+        local_quality.granularity.loss < unrefined_quality.granularity.loss,
+        "{privacy:?}: refined {} vs unrefined {}",
+        local_quality.granularity.loss,
+        unrefined_quality.granularity.loss
+    );
+    assert!(local_quality.classes > unrefined_quality.classes);
     assert!(
         local.steps.len() > 1,
         "{privacy:?}: one step only ({:?})",

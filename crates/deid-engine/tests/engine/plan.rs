@@ -193,12 +193,12 @@ proptest! {
             time_limit: Duration::from_secs(600),
             ..Default::default()
         };
-        let local = LocalConfig { iterations: 4, gs_factor: None };
+        let local = LocalConfig { iterations: 4, gs_factor: None, refine: true };
         if let Ok(outcome) = local_search(&p, &local, &search, &CancelFlag::new(), &Quiet)
             && outcome.anonymous
         {
             let plan = reproduces(&p, &outcome, &o, &text)?;
-            prop_assert_eq!(plan.steps.len(), outcome.steps.len());
+            prop_assert_eq!(plan.steps.len(), outcome.refined.len() + outcome.steps.len());
         }
     }
 }

@@ -20,6 +20,10 @@
 //! β-likeness; average risk and the share of records at risk by the mediant inequality).
 //! δ-disclosure and Grassberger's entropy are not, and are refused. [`local_search`] still
 //! checks the assembled output's classes, as a reader sees them, before returning it.
+//!
+//! Then, unlike ARX, the output is refined ([`refine`], [`LocalConfig::refine`]): every
+//! published class is split top-down along the hierarchies into finer classes that satisfy the
+//! class-based models on their own, so records end up as precise as the models allow.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -36,6 +40,8 @@ use crate::search::{
     search,
 };
 
+mod refine;
+
 /// Settings of local generalization.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LocalConfig {
@@ -47,6 +53,11 @@ pub struct LocalConfig {
     /// leaves more records suppressed than the problem's suppression limit allows, a second
     /// attempt with 0.5 on the time left; the attempt with fewer suppressed records wins.
     pub gs_factor: Option<f64>,
+    /// Refine the output (default true): split every published class, top-down along the
+    /// hierarchies, into finer classes that satisfy the models on their own. Without it the
+    /// output is ARX's procedure's. Problems with a sample-based model (average risk) are never
+    /// refined.
+    pub refine: bool,
 }
 
 impl Default for LocalConfig {
@@ -54,6 +65,7 @@ impl Default for LocalConfig {
         LocalConfig {
             iterations: 100,
             gs_factor: None,
+            refine: true,
         }
     }
 }
@@ -255,8 +267,16 @@ pub struct LocalOutcome {
     pub checks: u64,
     /// Total time.
     pub elapsed: Duration,
+    /// The transformations of the refined classes, finer first ([`LocalConfig::refine`]):
+    /// records of a step's class split off into finer classes have one of these.
+    pub refined: Vec<Levels>,
+    /// Records published with a refined transformation.
+    pub refined_records: usize,
     /// Step of every base group (`u32::MAX`: suppressed).
     step_of_base: Vec<u32>,
+    /// Refined transformation of every base group (index in `refined`; `u32::MAX` or empty:
+    /// not refined).
+    refined_of_base: Vec<u32>,
     /// Generalized codes of every base group (`q` per group; meaningless if suppressed).
     codes: Vec<u32>,
     q: usize,
@@ -273,15 +293,32 @@ impl LocalOutcome {
         let s = self.step_of_base[g];
         (s != u32::MAX).then_some(s as usize)
     }
+
+    /// The refined transformation of base group `g` (index in [`LocalOutcome::refined`];
+    /// `None`: it keeps its step's).
+    pub fn refined_of(&self, g: usize) -> Option<usize> {
+        let r = *self.refined_of_base.get(g)?;
+        (r != u32::MAX).then_some(r as usize)
+    }
+
+    /// Refines the published classes (see [`refine`]).
+    fn refine(&mut self, problem: &Problem) {
+        let levels: Vec<&[u8]> = self.steps.iter().map(|s| s.levels.as_slice()).collect();
+        let refined = refine::refine(problem, &levels, &self.step_of_base, &mut self.codes);
+        self.refined = refined.levels;
+        self.refined_records = refined.records;
+        self.refined_of_base = refined.of_base;
+    }
 }
 
 impl Recoding for LocalOutcome {
     fn recode(&self, g: usize) -> Option<(&[u8], &[u32])> {
         let s = self.step_of(g)?;
-        Some((
-            &self.steps[s].levels,
-            &self.codes[g * self.q..(g + 1) * self.q],
-        ))
+        let levels = match self.refined_of(g) {
+            Some(r) => &self.refined[r],
+            None => &self.steps[s].levels,
+        };
+        Some((levels, &self.codes[g * self.q..(g + 1) * self.q]))
     }
 }
 
@@ -383,6 +420,38 @@ pub fn local_search(
         start,
     };
     let gs = local.gs_factor.unwrap_or(0.0);
+    if std::env::var_os("DEID_LOCAL_TOPDOWN").is_some() {
+        let top = problem.lattice().top();
+        let mut state = AttemptState::new(problem, 0);
+        let members: Vec<usize> = (0..problem.base_groups().len()).collect();
+        let published = state.publish(problem, problem, &top, &members);
+        state.left -= published;
+        state.steps.push(LocalStep {
+            index: 0,
+            levels: top,
+            candidates: problem.rows(),
+            published,
+            suppression_limit: 1.0,
+            algorithm: Algorithm::Flash,
+            checks: 1,
+            expansions: 0,
+            elapsed: start.elapsed(),
+            stop: StopReason::Completed,
+            optimal_proven: false,
+        });
+        let attempt = Attempt {
+            first: First::Global,
+            gs,
+            budget: whole,
+            first_step: 0,
+        };
+        let mut outcome = state.into_outcome(&attempt, LocalStop::Complete, start.elapsed());
+        outcome.anonymous = outcome.suppressed <= problem.max_suppressed();
+        outcome.refine(problem);
+        verify_output(problem, &outcome)?;
+        outcome.elapsed = start.elapsed();
+        return Ok(outcome);
+    }
     let first = run.attempt(First::Steps, gs, steps_budget, 0, 0)?;
     let retry = local.gs_factor.is_none()
         && first.suppressed > problem.max_suppressed()
@@ -431,8 +500,21 @@ pub fn local_search(
         outcome.attempts = attempts;
     }
     outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
-    outcome.elapsed = start.elapsed();
     verify_output(problem, &outcome)?;
+    if local.refine && outcome.has_solution() && !cancel.is_cancelled() {
+        let unrefined = outcome.codes.clone();
+        outcome.refine(problem);
+        if let Err(e) = verify_output(problem, &outcome) {
+            // Never expected (every part and rest was checked, and the supported models
+            // survive unions): keep the verified output.
+            debug_assert!(false, "refinement broke the models: {e}");
+            outcome.codes = unrefined;
+            outcome.refined.clear();
+            outcome.refined_records = 0;
+            outcome.refined_of_base.clear();
+        }
+    }
+    outcome.elapsed = start.elapsed();
     Ok(outcome)
 }
 
@@ -564,7 +646,10 @@ impl AttemptState {
             attempts: 1,
             checks: self.checks,
             elapsed,
+            refined: Vec::new(),
+            refined_records: 0,
             step_of_base: self.step_of_base,
+            refined_of_base: Vec::new(),
             codes: self.codes,
             q: self.q,
         }
