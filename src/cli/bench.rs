@@ -387,12 +387,13 @@ impl Drop for BackgroundLoad {
     }
 }
 
+/// One seed's runs: the seed and each algorithm's Loss (`None`: no solution).
+type SeedRuns = (u64, Vec<(deid_engine::Algorithm, Option<f64>)>);
+
 /// `auto`'s Loss relative to the best other algorithm with the same seed: the median and the
 /// worst over the seeds, in percent (+ = worse), with the seed of the worst. `None` if no seed
 /// had results of both.
-fn auto_vs_best(
-    runs: &[(u64, Vec<(deid_engine::Algorithm, Option<f64>)>)],
-) -> Option<(f64, f64, u64)> {
+fn auto_vs_best(runs: &[SeedRuns]) -> Option<(f64, f64, u64)> {
     use deid_engine::Algorithm;
     let mut diffs: Vec<(f64, u64)> = Vec::new();
     for (seed, results) in runs {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use deid_engine::output::OutputOptions;
 use deid_engine::plan::Stepped;
-use deid_engine::{Problem, Table};
+use deid_engine::{Problem, SearchConfig, Table};
 
 use super::search::anonymize;
 use super::{Outcome, Run, Sink, Summary, TaskError, TaskFailure, Verdict, ms};
@@ -41,6 +41,16 @@ pub fn validate(
     })
 }
 
+/// The search settings once loading took `load`: the time limit counts from the start of
+/// loading, so the search gets what loading left of it — at least a quarter of the limit, so
+/// that a load longer than the limit still leaves the search time for a first solution.
+fn search_after_load(search: &SearchConfig, load: Duration) -> SearchConfig {
+    let mut search = search.clone();
+    let floor = search.time_limit / 4;
+    search.time_limit = search.time_limit.saturating_sub(load).max(floor);
+    search
+}
+
 /// Runs the search on `table` and writes the best result's CSV to `sink`.
 pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskError> {
     let spec = run.spec;
@@ -52,10 +62,11 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
     })?;
     let load = run.started.elapsed();
     let observer = run.host.observer(&problem);
+    let search = search_after_load(run.search, load);
     let result = anonymize(
         &problem,
         spec.local_config(),
-        run.search,
+        &search,
         run.host.cancel(),
         &*observer,
     )
@@ -150,4 +161,23 @@ fn plan(
         hierarchies,
     };
     plan_json(problem, stepped, options, run.delimiter, facts).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_limit_counts_from_the_start_of_loading() {
+        let search = SearchConfig {
+            time_limit: Duration::from_secs(60),
+            ..SearchConfig::default()
+        };
+        let after = |load| search_after_load(&search, Duration::from_secs(load)).time_limit;
+        assert_eq!(after(0), Duration::from_secs(60));
+        assert_eq!(after(10), Duration::from_secs(50));
+        // A load longer than the limit still leaves a quarter of it.
+        assert_eq!(after(50), Duration::from_secs(15));
+        assert_eq!(after(90), Duration::from_secs(15));
+    }
 }
