@@ -492,10 +492,8 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     let upload = start.elapsed();
     let (_, upload_peak) = server.memory();
     let id = ds["id"].as_str().context("dataset id")?.to_string();
-    let mut attributes = put_scale_hierarchies(&client, &base, dir, &name, &id).await?;
-    for (column, level) in levels.iter().flatten().filter(|(_, l)| *l > 0) {
-        attributes[column.as_str()]["data_level"] = json!(level);
-    }
+    let floors = levels.unwrap_or_default();
+    let attributes = put_scale_hierarchies(&client, &base, dir, &name, &id, &floors).await?;
     let spec = json!({
         "dataset_id": id, "attributes": attributes, "privacy": ["k-anonymity(k=5)"],
         "suppression_limit": 0.05, "quality": "loss", "algorithm": "auto",
@@ -521,7 +519,7 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         .await?;
     let download = download.elapsed().as_secs_f64();
     let latencies = &run.latencies;
-    let what = match &levels {
+    let what = match args.scale_frequency.as_ref().map(|_| &floors) {
         Some(levels) => format!(
             "as a frequency table at levels {} ({} rows, {} records, {:.0} MB)",
             levels_tag(levels),
@@ -659,7 +657,8 @@ fn frequency_table(
     let source = dir.join(format!("{name}.csv"));
     let input = std::io::BufReader::with_capacity(
         1 << 20,
-        std::fs::File::open(&source).with_context(|| format!("cannot open {}", source.display()))?,
+        std::fs::File::open(&source)
+            .with_context(|| format!("cannot open {}", source.display()))?,
     );
     let mut lines = input.lines();
     let header = lines.next().context("the generated CSV is empty")??;
@@ -739,17 +738,27 @@ async fn submit_job(client: &reqwest::Client, base: &str, spec: &Value) -> anyho
 }
 
 /// Stores the generated hierarchy of each quasi-identifier of dataset `id` (from the files
-/// `<dir>/<name>_hierarchy_<column>.csv`); returns the job's `attributes`.
+/// `<dir>/<name>_hierarchy_<column>.csv`); returns the job's `attributes`. A quasi-identifier
+/// given at a floor (`floors`: column and level) gets its hierarchy inline with its
+/// `data_level` instead (a stored hierarchy must cover the data's values, which are labels of
+/// the floor).
 async fn put_scale_hierarchies(
     client: &reqwest::Client,
     base: &str,
     dir: &std::path::Path,
     name: &str,
     id: &str,
+    floors: &[(String, usize)],
 ) -> anyhow::Result<serde_json::Map<String, Value>> {
     let mut attributes = serde_json::Map::new();
     for q in super::synth::QUASI_IDENTIFIERS {
         let h = std::fs::read(dir.join(format!("{name}_hierarchy_{q}.csv")))?;
+        if let Some((_, level)) = floors.iter().find(|(c, l)| c == q && *l > 0) {
+            let csv = String::from_utf8(h)?;
+            let attribute = json!({"type": "quasi_identifying", "hierarchy": {"csv": csv}, "data_level": level});
+            attributes.insert(q.to_string(), attribute);
+            continue;
+        }
         let r = client
             .put(format!("{base}/v1/datasets/{id}/hierarchies/{q}"))
             .body(h)

@@ -92,7 +92,9 @@ pub fn parts(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut parts = Vec::new();
-    for entry in std::fs::read_dir(path).with_context(|| format!("cannot list {}", path.display()))? {
+    for entry in
+        std::fs::read_dir(path).with_context(|| format!("cannot list {}", path.display()))?
+    {
         let entry = entry.with_context(|| format!("cannot list {}", path.display()))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -120,7 +122,12 @@ pub fn open(path: &Path, delimiter: u8) -> anyhow::Result<ParquetInput> {
     let first = open_part(&parts[0], delimiter)?;
     let schema = first.schema();
     for part in &parts[1..] {
-        check_schema(&schema, &parts[0], &open_part(part, delimiter)?.schema(), part)?;
+        check_schema(
+            &schema,
+            &parts[0],
+            &open_part(part, delimiter)?.schema(),
+            part,
+        )?;
     }
     Ok(ParquetInput {
         current: first,
@@ -205,8 +212,8 @@ impl std::io::Read for ParquetInput {
             let Some(next) = self.rest.next() else {
                 return Ok(0);
             };
-            self.current =
-                open_part(&next, self.delimiter).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+            self.current = open_part(&next, self.delimiter)
+                .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
             self.current.skip_header();
             self.current_path = next;
         }

@@ -169,41 +169,51 @@ fn parquet_input_and_output_match_the_csv_path() {
         std::fs::read(dir.join("out.parquet")).unwrap()
     );
 
-    let verify = |released: &Path| {
-        let mut args: Vec<String> = [
-            "verify",
-            "--delimiter",
-            ";",
-            "--sensitive",
-            "salary-class",
-            "--privacy",
-            "k-anonymity(k=5)",
-            "--released",
-        ]
-        .map(str::to_string)
-        .to_vec();
-        args.push(released.display().to_string());
-        for q in ADULT_QIS {
-            args.extend(["--hierarchy".into(), format!("{q}=adult_hierarchy_{q}.csv")]);
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        deid(&args, &repo("examples/adult")).0
-    };
+    let verify = |released: &Path| verify_adult(released).0;
     assert_eq!(verify(&dir.join("out.parquet")), 0);
     // Tampered: the first suppressed row un-suppressed with the original values of its input
     // row (written by the parquet crate's own writer, through deid's library).
+    let tampered = unsuppressed(&rows);
+    let text = as_csv(&header, &tampered, b';');
+    let out = std::fs::File::create(dir.join("tampered.parquet")).unwrap();
+    deid::parquet::csv_to_parquet(text.as_bytes(), b';', None, out, "tampered").unwrap();
+    assert_eq!(verify(&dir.join("tampered.parquet")), 5);
+}
+
+/// adult's output `rows` with the first suppressed row replaced by its input row.
+fn unsuppressed(rows: &[Vec<String>]) -> Vec<Vec<String>> {
     let input = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
     let (_, input_rows) = csv_rows(&input, b';');
     let i = rows
         .iter()
         .position(|r| r[0] == "*")
         .expect("a suppressed row");
-    let mut tampered = rows.clone();
+    let mut tampered = rows.to_vec();
     tampered[i] = input_rows[i].clone();
-    let text = as_csv(&header, &tampered, b';');
-    let out = std::fs::File::create(dir.join("tampered.parquet")).unwrap();
-    deid::parquet::csv_to_parquet(text.as_bytes(), b';', None, out, "tampered").unwrap();
-    assert_eq!(verify(&dir.join("tampered.parquet")), 5);
+    tampered
+}
+
+/// `deid verify` of adult's k = 5 job (salary-class sensitive) on `released`, from
+/// examples/adult: (exit status, stdout, stderr).
+fn verify_adult(released: &Path) -> (i32, String, String) {
+    let mut args: Vec<String> = [
+        "verify",
+        "--delimiter",
+        ";",
+        "--sensitive",
+        "salary-class",
+        "--privacy",
+        "k-anonymity(k=5)",
+        "--released",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    args.push(released.display().to_string());
+    for q in ADULT_QIS {
+        args.extend(["--hierarchy".into(), format!("{q}=adult_hierarchy_{q}.csv")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    deid(&args, &repo("examples/adult"))
 }
 
 /// Writes `rows` under `header` as Parquet part files of `per_part` rows each
@@ -254,7 +264,15 @@ fn a_directory_of_parquet_parts_is_one_table() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(std::fs::read(&applied).unwrap(), out);
 
-    let profile = |input: &Path| run(&["profile", "--delimiter", ";", "--input", input.to_str().unwrap()]);
+    let profile = |input: &Path| {
+        run(&[
+            "profile",
+            "--delimiter",
+            ";",
+            "--input",
+            input.to_str().unwrap(),
+        ])
+    };
     let (code, from_parts, stderr) = profile(&parts);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(from_parts, profile(&adult).1);
@@ -262,24 +280,7 @@ fn a_directory_of_parquet_parts_is_one_table() {
     let (out_header, out_rows) = csv_rows(std::str::from_utf8(&out).unwrap(), b';');
     let released = dir.join("released");
     write_parts(&released, &out_header, &out_rows, 7_000);
-    let mut verify: Vec<String> = [
-        "verify",
-        "--delimiter",
-        ";",
-        "--sensitive",
-        "salary-class",
-        "--privacy",
-        "k-anonymity(k=5)",
-        "--released",
-    ]
-    .map(str::to_string)
-    .to_vec();
-    verify.push(released.display().to_string());
-    for q in ADULT_QIS {
-        verify.extend(["--hierarchy".into(), format!("{q}=adult_hierarchy_{q}.csv")]);
-    }
-    let verify: Vec<&str> = verify.iter().map(String::as_str).collect();
-    let (code, report, stderr) = run(&verify);
+    let (code, report, stderr) = verify_adult(&released);
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["released_records"], 30162, "{report}");
@@ -295,7 +296,10 @@ fn a_directory_of_parquet_parts_is_one_table() {
     let (code, _, stderr) = profile(&dir.join("mixed"));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("part-00009.parquet"), "{stderr}");
-    assert!(stderr.contains(&format!("'years'")) && stderr.contains(&format!("'{}'", header[1])), "{stderr}");
+    assert!(
+        stderr.contains(&format!("'years'")) && stderr.contains(&format!("'{}'", header[1])),
+        "{stderr}"
+    );
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let (code, _, stderr) = profile(&empty);
@@ -409,10 +413,15 @@ async fn parquet_upload_and_result(kind: Db) {
         ("adult.parquet", "application/octet-stream"),
         ("adult.bin", "application/vnd.apache.parquet"),
     ] {
-        let r = app.send(multipart_upload(&app, file_name, media, &adult)).await;
+        let r = app
+            .send(multipart_upload(&app, file_name, media, &adult))
+            .await;
         assert_eq!(r.status, 201, "{file_name}: {}", r.text);
         let ds = r.json();
-        assert_eq!((ds["rows"].as_i64(), ds["name"].as_str()), (Some(30162), Some(file_name)));
+        assert_eq!(
+            (ds["rows"].as_i64(), ds["name"].as_str()),
+            (Some(30162), Some(file_name))
+        );
         assert_eq!(ds["delimiter"], ",", "{ds}");
         let columns: Vec<&str> = (ds["columns"].as_array().unwrap().iter())
             .map(|c| c["name"].as_str().unwrap())
@@ -421,10 +430,17 @@ async fn parquet_upload_and_result(kind: Db) {
     }
     // A CSV part stays CSV; a Parquet part that is not Parquet is refused as such.
     let csv_part = std::fs::read(repo("examples/adult/adult.csv")).unwrap();
-    let r = app.send(multipart_upload(&app, "adult.csv", "text/csv", &csv_part)).await;
+    let r = app
+        .send(multipart_upload(&app, "adult.csv", "text/csv", &csv_part))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let v = app
-        .send(multipart_upload(&app, "adult.parquet", "text/csv", &csv_part))
+        .send(multipart_upload(
+            &app,
+            "adult.parquet",
+            "text/csv",
+            &csv_part,
+        ))
         .await
         .assert_error(422, "invalid_csv");
     assert_eq!(v["error"]["details"]["format"], "parquet", "{v}");
@@ -466,9 +482,12 @@ async fn verify_parquet_releases(
     rows: &[Vec<String>],
 ) {
     let verify = |body: Vec<u8>, query: &str| {
-        app.request(reqwest::Method::POST, &format!("/v1/jobs/{job}/verify?{query}"))
-            .header("content-type", "application/vnd.apache.parquet")
-            .body(body)
+        app.request(
+            reqwest::Method::POST,
+            &format!("/v1/jobs/{job}/verify?{query}"),
+        )
+        .header("content-type", "application/vnd.apache.parquet")
+        .body(body)
     };
     let r = app.send(verify(result.clone(), "")).await;
     assert_eq!(r.status, 200, "{}", r.text);
@@ -478,12 +497,10 @@ async fn verify_parquet_releases(
     assert_eq!(passed["released_rows"], 30162, "{passed}");
 
     // Tampered: the first suppressed row gets the input values of its row.
-    let input = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
-    let (_, input_rows) = csv_rows(&input, b';');
-    let i = rows.iter().position(|r| r[0] == "*").expect("a suppressed row");
-    let mut tampered = rows.to_vec();
-    tampered[i] = input_rows[i].clone();
-    let r = app.send(verify(to_parquet(header, &tampered, None), "")).await;
+    let tampered = unsuppressed(rows);
+    let r = app
+        .send(verify(to_parquet(header, &tampered, None), ""))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["passed"], false, "{}", r.text);
 
@@ -503,19 +520,30 @@ async fn verify_parquet_releases(
         .map(|(row, n)| row.iter().cloned().chain([n.to_string()]).collect())
         .collect();
     let r = app
-        .send(verify(to_parquet(&freq_header, &freq_rows, Some("n")), "count_column=n"))
+        .send(verify(
+            to_parquet(&freq_header, &freq_rows, Some("n")),
+            "count_column=n",
+        ))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let grouped = r.json();
     assert_eq!(grouped["passed"], true, "{grouped}");
     assert_eq!(grouped["released_rows"], freq_rows.len(), "{grouped}");
-    for field in ["released_records", "suppressed_records", "classes", "class_sizes"] {
+    for field in [
+        "released_records",
+        "suppressed_records",
+        "classes",
+        "class_sizes",
+    ] {
         assert_eq!(grouped[field], passed[field], "{field}");
     }
 
     let mut truncated = result;
     truncated.truncate(truncated.len() / 2);
-    let v = app.send(verify(truncated, "")).await.assert_error(422, "invalid_csv");
+    let v = app
+        .send(verify(truncated, ""))
+        .await
+        .assert_error(422, "invalid_csv");
     assert_eq!(v["error"]["details"]["format"], "parquet", "{v}");
 }
 

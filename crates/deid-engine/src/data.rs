@@ -17,7 +17,12 @@ pub use scanner::{CsvScanner, Record, sniff_delimiter};
 /// Refuses a record of `found` fields in a table of `expected` columns:
 /// [`EngineError::RaggedRow`] naming the input and `row` (the 1-based record number, the header
 /// being record 1).
-pub(crate) fn check_width(source_name: &str, row: u64, expected: usize, found: usize) -> Result<()> {
+pub(crate) fn check_width(
+    source_name: &str,
+    row: u64,
+    expected: usize,
+    found: usize,
+) -> Result<()> {
     match found == expected {
         true => Ok(()),
         false => Err(EngineError::RaggedRow {

@@ -592,7 +592,10 @@ mod tests {
             let r = crate::hash::splitmix64(&mut state);
             let (q1, q2) = match r % 50 {
                 0 => ("*".to_string(), "*".to_string()),
-                _ => (format!("a{}", r % 37), format!("long-label-{}", (r >> 8) % 23)),
+                _ => (
+                    format!("a{}", r % 37),
+                    format!("long-label-{}", (r >> 8) % 23),
+                ),
             };
             let s = format!("v{}", (r >> 16) % 5);
             text += &format!("{s},{q1},{},{q2},{}\n", r >> 40, (r >> 20) % 4);

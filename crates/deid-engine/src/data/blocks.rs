@@ -343,7 +343,9 @@ fn wait<T>(receiver: &Receiver<Result<T>>) -> Result<T> {
         }
     }
     // A job whose sender is dropped unsent panicked; the scope passes its panic on.
-    receiver.recv().unwrap_or_else(|_| Err(EngineError::Cancelled))
+    receiver
+        .recv()
+        .unwrap_or_else(|_| Err(EngineError::Cancelled))
 }
 
 /// Whether `bytes` have no `"`, CR or NUL and are valid UTF-8.
@@ -533,18 +535,27 @@ mod tests {
             let rows = mapped(text.as_bytes(), threads).unwrap();
             assert_eq!(rows.len(), 300_000);
             for (i, (row, value)) in rows.iter().enumerate() {
-                assert_eq!((*row, value.as_str()), (i as u64 + 1, i.to_string().as_str()));
+                assert_eq!(
+                    (*row, value.as_str()),
+                    (i as u64 + 1, i.to_string().as_str())
+                );
             }
         }
         let failing = text.replacen("1000,x\n", "fail,x\n", 1);
         let both = failing.replacen("250000,x\n", "250000\n", 1);
         let err = mapped(both.as_bytes(), 2).unwrap_err();
-        assert_eq!(err.to_string(), EngineError::config("t", "row 1001").to_string());
-        let ragged_first = text
-            .replacen("1000,x\n", "1000\n", 1)
-            .replacen("250000,x\n", "fail,x\n", 1);
+        assert_eq!(
+            err.to_string(),
+            EngineError::config("t", "row 1001").to_string()
+        );
+        let ragged_first =
+            text.replacen("1000,x\n", "1000\n", 1)
+                .replacen("250000,x\n", "fail,x\n", 1);
         let err = mapped(ragged_first.as_bytes(), 2).unwrap_err();
-        assert!(matches!(err, EngineError::RaggedRow { row: 1002, .. }), "{err:?}");
+        assert!(
+            matches!(err, EngineError::RaggedRow { row: 1002, .. }),
+            "{err:?}"
+        );
         // A read error (invalid UTF-8 far into the input) after every block before it.
         let mut bad = text.clone().into_bytes();
         let at = bad.len() - 5;
