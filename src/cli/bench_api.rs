@@ -49,7 +49,8 @@ pub struct BenchArgs {
     /// `data_level`: `0` (every quasi-identifier at level 0: the distinct records), or
     /// `column=level,…` (the others at level 0), e.g. `zip=2,age=1,income=1`. The table is
     /// made by this command before the server starts (as the engine that holds the data would
-    /// make it) and kept as `<dir>/<name>-frequency-<levels>.csv`.
+    /// make it) and kept as `<dir>/<name>-frequency-<levels>.csv`. With a floor the job's
+    /// suppression marker is `[suppressed]` (a floor at a hierarchy's top makes `*` a value).
     #[arg(long, value_name = "LEVELS")]
     pub scale_frequency: Option<String>,
     /// Rows of each load job's hierarchy (at least 20: the data use the values 0–19, the rest
@@ -494,11 +495,15 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     let id = ds["id"].as_str().context("dataset id")?.to_string();
     let floors = levels.unwrap_or_default();
     let attributes = put_scale_hierarchies(&client, &base, dir, &name, &id, &floors).await?;
-    let spec = json!({
+    let mut spec = json!({
         "dataset_id": id, "attributes": attributes, "privacy": ["k-anonymity(k=5)"],
         "suppression_limit": 0.05, "quality": "loss", "algorithm": "auto",
         "time_limit": args.scale_time_limit,
     });
+    if floors.iter().any(|(_, l)| *l > 0) {
+        // A floor at a hierarchy's top makes `*` a value of the data.
+        spec["suppression_marker"] = json!("[suppressed]");
+    }
     let job_id = submit_job(&client, &base, &spec).await?;
     let run = poll_until_done(&client, &base, &job_id).await?;
     let planned = Instant::now();

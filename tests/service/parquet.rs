@@ -297,7 +297,7 @@ fn a_directory_of_parquet_parts_is_one_table() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("part-00009.parquet"), "{stderr}");
     assert!(
-        stderr.contains(&format!("'years'")) && stderr.contains(&format!("'{}'", header[1])),
+        stderr.contains("'years'") && stderr.contains(&format!("'{}'", header[1])),
         "{stderr}"
     );
     let empty = dir.join("empty");
