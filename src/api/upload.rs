@@ -1,10 +1,11 @@
 //! Receiving an upload (`POST /v1/datasets`, a `text/csv` body or a multipart form with a `file`
-//! field): the body is streamed into 1 MiB chunks in the database and, at the same time, through
+//! field; Parquet as either): the body is streamed into 1 MiB chunks in the database and, at the same time, through
 //! a channel into the CSV profiler on a blocking thread, which validates and profiles it (rows,
 //! distinct values, a type guess). Nothing holds the whole file. A failed or interrupted upload
 //! is removed, even if the request is dropped.
 //!
-//! A Parquet body (`application/vnd.apache.parquet`) needs random access (its footer is at the
+//! A Parquet body (`application/vnd.apache.parquet`, or a multipart `file` part of that type or
+//! named `*.parquet`) needs random access (its footer is at the
 //! end): it is spooled to a temporary file, then converted row group by row group to the CSV
 //! text of the typed→text rule ([`crate::parquet`]), which is stored and profiled as above.
 
@@ -21,7 +22,7 @@ use tokio::task::JoinHandle;
 use super::error::{ApiError, ErrorCode, Result};
 use super::state::AppState;
 use crate::job::id::{DatasetId, TenantId};
-use crate::parquet::{ParquetCsv, ParquetError};
+use crate::parquet::{ParquetError, SpooledParquet};
 use crate::store::datasets::{FinishedDataset, NewDataset};
 use crate::store::{CHUNK_BYTES, Store};
 use deid_engine::{ColumnProfile, CsvOptions, EngineError};
@@ -136,14 +137,24 @@ pub async fn receive(
         let name = name
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| field.file_name().unwrap_or("dataset").to_string());
+        let parquet_part = is_parquet_part(field.content_type(), field.file_name());
+        if parquet_part {
+            check_parquet_header(has_header)?;
+            upload.sniff = false;
+        }
         new(name).create(&state.store).await?;
         guard.armed = true;
-        while let Some(chunk) = field
-            .chunk()
-            .await
-            .map_err(|e| ApiError::new(ErrorCode::UploadInterrupted, e.body_text()))?
-        {
-            upload.push(&chunk).await?;
+        match parquet_part {
+            true => upload.push_parquet(field).await?,
+            false => {
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(|e| ApiError::new(ErrorCode::UploadInterrupted, e.body_text()))?
+                {
+                    upload.push(&chunk).await?;
+                }
+            }
         }
     } else {
         let name = name
@@ -152,7 +163,7 @@ pub async fn receive(
         new(name).create(&state.store).await?;
         guard.armed = true;
         match parquet {
-            true => upload.push_parquet(req).await?,
+            true => (upload.push_parquet(req.into_body().into_data_stream())).await?,
             false => upload.push_body(req).await?,
         }
     }
@@ -171,14 +182,29 @@ fn body_kind(req: &Request, has_header: bool) -> Result<(bool, bool)> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let parquet = is_parquet_type(content_type);
-    if parquet && !has_header {
-        return Err(ApiError::new(
+    if parquet {
+        check_parquet_header(has_header)?;
+    }
+    Ok((content_type.starts_with("multipart/form-data"), parquet))
+}
+
+/// Refuses a Parquet upload without a header (Parquet names its columns).
+fn check_parquet_header(has_header: bool) -> Result<()> {
+    match has_header {
+        true => Ok(()),
+        false => Err(ApiError::new(
             ErrorCode::InvalidQuery,
             "header must be true for a Parquet upload: a Parquet file always names its columns",
         )
-        .with_details(json!({"field": "header"})));
+        .with_details(json!({"field": "header"}))),
     }
-    Ok((content_type.starts_with("multipart/form-data"), parquet))
+}
+
+/// Whether a multipart `file` part is Parquet: by its `Content-Type`, or by a file name ending
+/// in `.parquet` (in any case).
+fn is_parquet_part(content_type: Option<&str>, file_name: Option<&str>) -> bool {
+    content_type.is_some_and(is_parquet_type)
+        || file_name.is_some_and(|n| crate::parquet::parquet_extension(std::path::Path::new(n)))
 }
 
 /// Whether a `Content-Type` is Parquet's (`application/vnd.apache.parquet`, or the older
@@ -334,15 +360,17 @@ impl Upload {
     /// Pushes a Parquet body: spooled to a temporary file (within the upload limit) on a
     /// blocking thread, which then converts it to CSV text, pushed 1 MiB at a time (the limit
     /// applies to the text too).
-    async fn push_parquet(&mut self, req: Request) -> Result<()> {
+    async fn push_parquet<E: std::fmt::Display>(
+        &mut self,
+        mut body: impl futures_util::Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+    ) -> Result<()> {
         let (body_tx, body_rx) = mpsc::channel::<Bytes>(4);
         let (csv_tx, mut csv_rx) = mpsc::channel::<Bytes>(4);
         let path = std::env::temp_dir().join(format!("deid-upload-{}.parquet", self.id));
         let delimiter = self.options.delimiter;
         let task = tokio::task::spawn_blocking(move || {
-            convert_parquet(ChannelReader::new(body_rx), &path, delimiter, &csv_tx)
+            convert_parquet(ChannelReader::new(body_rx), path, delimiter, &csv_tx)
         });
-        let mut body = req.into_body().into_data_stream();
         let mut size = 0u64;
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| {
@@ -422,23 +450,12 @@ fn too_large(limit: u64) -> ApiError {
 /// Spools the Parquet bytes of `body` to `path` (removed at the end, whatever happens), then
 /// sends its CSV text (`delimiter`), 1 MiB at a time, to `csv` until it is closed.
 fn convert_parquet(
-    mut body: impl Read,
-    path: &std::path::Path,
+    body: impl Read,
+    path: std::path::PathBuf,
     delimiter: u8,
     csv: &mpsc::Sender<Bytes>,
 ) -> std::result::Result<(), ParquetError> {
-    struct Remove<'a>(&'a std::path::Path);
-    impl Drop for Remove<'_> {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(self.0);
-        }
-    }
-    let io = |e: std::io::Error| ParquetError::File(format!("spooling the upload failed: {e}"));
-    let _remove = Remove(path);
-    let mut file = std::fs::File::create(path).map_err(io)?;
-    std::io::copy(&mut body, &mut file).map_err(io)?;
-    drop(file);
-    let mut reader = ParquetCsv::new(std::fs::File::open(path).map_err(io)?, delimiter)?;
+    let mut reader = SpooledParquet::new(body, path, delimiter)?;
     loop {
         let mut chunk = Vec::with_capacity(CHUNK_BYTES);
         let n = (&mut reader)

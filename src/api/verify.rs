@@ -1,10 +1,13 @@
-//! `POST /v1/jobs/{id}/verify`: released data (the body, CSV) re-checked against every privacy
+//! `POST /v1/jobs/{id}/verify`: released data (the body: CSV, or Parquet by its `Content-Type`,
+//! either of them a frequency table with `?count_column=`) re-checked against every privacy
 //! model of the job, from scratch ([`crate::job::verify`]). Synchronous, like
 //! `POST /v1/datasets/{id}/risk`: the body is streamed to a blocking thread in chunks (memory
 //! follows the distinct released tuples, not the rows), the stored dataset is read there only
 //! when a model needs the input, at most `--max-risk-requests` synchronous analyses run at once,
 //! and the work stops when the request is dropped ([`CancelOnDrop`]). A verdict — passed or not
 //! — is a 200; unreadable released data are a 422 `invalid_csv` naming the column or the row.
+//! A Parquet body is spooled to a temporary file first (its footer is at the end), then read as
+//! the CSV text of the typed→text rule ([`crate::parquet`]), as an upload is.
 
 use axum::Extension;
 use axum::Json;
@@ -21,11 +24,12 @@ use super::cancel::CancelOnDrop;
 use super::error::{ApiError, ErrorCode, Result};
 use super::extract::ApiQuery;
 use super::state::AppState;
-use super::upload::ChannelReader;
+use super::upload::{ChannelReader, is_parquet_type, parquet_error};
 use crate::job::hierarchy::Frontend;
 use crate::job::id::{JobId, TenantId};
 use crate::job::spec::JobSpec;
 use crate::job::verify::{VerifyError, VerifyRequest, verify, verify_config};
+use crate::parquet::SpooledParquet;
 use crate::store::datasets::DatasetRow;
 use crate::worker::chunks::ChunkReader;
 use deid_engine::verify::VerifyReport;
@@ -54,9 +58,13 @@ pub async fn verify_job(
     query: std::result::Result<ApiQuery<VerifyQuery>, ApiError>,
     req: Request,
 ) -> Response {
+    let content_type = (req.headers().get(header::CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let parquet = is_parquet_type(content_type);
     let mut body = req.into_body().into_data_stream();
     let answer = match query {
-        Ok(query) => verify_released(&state, tenant, id, query, &mut body).await,
+        Ok(query) => verify_released(&state, tenant, id, query, parquet, &mut body).await,
         Err(e) => Err(e),
     };
     match answer {
@@ -90,12 +98,14 @@ async fn drain(body: &mut BodyDataStream, limit: u64) -> bool {
     true
 }
 
-/// The verdict on the released data of the request's body.
+/// The verdict on the released data of the request's body (`parquet`: a Parquet file, read as
+/// CSV text with the dataset's delimiter).
 async fn verify_released(
     state: &AppState,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<JobId>,
     ApiQuery(query): ApiQuery<VerifyQuery>,
+    parquet: bool,
     body: &mut BodyDataStream,
 ) -> Result<Json<VerifyReport>> {
     let row =
@@ -136,21 +146,27 @@ async fn verify_released(
         dataset,
         cancel: cancel.clone(),
     };
+    let spool = std::env::temp_dir().join(format!("deid-verify-{}.parquet", uuid::Uuid::now_v7()));
     let work = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let reader = std::io::BufReader::with_capacity(1 << 16, ChannelReader::new(rx));
+        let released: Box<dyn std::io::Read> = match parquet {
+            true => Box::new(SpooledParquet::new(reader, spool, delimiter).map_err(parquet_error)?),
+            false => Box::new(reader),
+        };
         verify(
             &spec,
             &request,
-            reader,
+            released,
             delimiter,
             || input.table(),
             Frontend::Service,
             &cancel,
         )
+        .map_err(api_error)
     });
     push_body(state, body, tx).await?;
-    let report = work.await.map_err(ApiError::internal)?.map_err(api_error)?;
+    let report = work.await.map_err(ApiError::internal)??;
     Ok(Json(report))
 }
 

@@ -22,7 +22,8 @@ pub struct ApplyArgs {
     /// The recoding plan (JSON, from `deid anonymize --plan-output` or `GET /v1/jobs/{id}/plan`).
     #[arg(long)]
     pub plan: PathBuf,
-    /// The CSV to recode (the plan's columns, its delimiter), or a Parquet file (`.parquet`).
+    /// The CSV to recode (the plan's columns, its delimiter), or a Parquet file (`.parquet`)
+    /// or a directory of Parquet part files read as one table.
     #[arg(long)]
     pub input: PathBuf,
     /// Write the recoded CSV here (Parquet if the name ends in `.parquet`).

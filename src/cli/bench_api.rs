@@ -44,6 +44,15 @@ pub struct BenchArgs {
     /// Time limit of the scale benchmark's job.
     #[arg(long, default_value = "60s")]
     pub scale_time_limit: String,
+    /// With `--scale-dataset`: upload the dataset as a frequency table (count column `n`)
+    /// grouped at these levels of its hierarchies, declared as each quasi-identifier's
+    /// `data_level`: `0` (every quasi-identifier at level 0: the distinct records), or
+    /// `column=level,…` (the others at level 0), e.g. `zip=2,age=1,income=1`. The table is
+    /// made by this command before the server starts (as the engine that holds the data would
+    /// make it) and kept as `<dir>/<name>-frequency-<levels>.csv`. With a floor the job's
+    /// suppression marker is `[suppressed]` (a floor at a hierarchy's top makes `*` a value).
+    #[arg(long, value_name = "LEVELS")]
+    pub scale_frequency: Option<String>,
     /// Rows of each load job's hierarchy (at least 20: the data use the values 0–19, the rest
     /// only make the stored specification large). 20,000 gives a ≈ 4 MB specification, like a
     /// creditcard_int job with its hierarchies inline.
@@ -455,7 +464,23 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         .and_then(|n| n.to_str())
         .context("--scale-dataset: a folder such as target/scale/synth-1000000")?
         .to_string();
-    let csv = dir.join(format!("{name}.csv"));
+    let mut csv = dir.join(format!("{name}.csv"));
+    let levels = match &args.scale_frequency {
+        Some(levels) => {
+            let levels = parse_levels(levels)?;
+            let started = Instant::now();
+            let (table, rows) = frequency_table(dir, &name, &levels)?;
+            println!(
+                "frequency table {}: {rows} rows at levels {}, made in {:.1} s",
+                table.display(),
+                levels_tag(&levels),
+                started.elapsed().as_secs_f64()
+            );
+            csv = table;
+            Some(levels)
+        }
+        None => None,
+    };
     let csv_bytes = std::fs::metadata(&csv)
         .with_context(|| format!("cannot read {}", csv.display()))?
         .len();
@@ -463,18 +488,32 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     let client = reqwest::Client::new();
     let base = server.base.clone();
     let start = Instant::now();
-    let ds = upload_csv(&client, &base, &csv, &name).await?;
+    let count = levels.as_ref().map(|_| FREQUENCY_COUNT);
+    let ds = upload_csv(&client, &base, &csv, &name, count).await?;
     let upload = start.elapsed();
     let (_, upload_peak) = server.memory();
     let id = ds["id"].as_str().context("dataset id")?.to_string();
-    let attributes = put_scale_hierarchies(&client, &base, dir, &name, &id).await?;
-    let spec = json!({
+    let floors = levels.unwrap_or_default();
+    let attributes = put_scale_hierarchies(&client, &base, dir, &name, &id, &floors).await?;
+    let mut spec = json!({
         "dataset_id": id, "attributes": attributes, "privacy": ["k-anonymity(k=5)"],
         "suppression_limit": 0.05, "quality": "loss", "algorithm": "auto",
         "time_limit": args.scale_time_limit,
     });
+    if floors.iter().any(|(_, l)| *l > 0) {
+        // A floor at a hierarchy's top makes `*` a value of the data.
+        spec["suppression_marker"] = json!("[suppressed]");
+    }
     let job_id = submit_job(&client, &base, &spec).await?;
     let run = poll_until_done(&client, &base, &job_id).await?;
+    let planned = Instant::now();
+    let plan = client
+        .get(format!("{base}/v1/jobs/{job_id}/plan"))
+        .send()
+        .await?;
+    anyhow::ensure!(plan.status().is_success(), "plan: {}", plan.status());
+    let plan = plan.bytes().await?;
+    let planned = planned.elapsed().as_secs_f64();
     let (_, peak) = server.memory();
     let download = Instant::now();
     let bytes = client
@@ -485,11 +524,17 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         .await?;
     let download = download.elapsed().as_secs_f64();
     let latencies = &run.latencies;
-    println!(
-        "## Scale: {name} ({} rows, {:.0} MB) through the service",
-        ds["rows"],
-        csv_bytes as f64 / 1e6
-    );
+    let what = match args.scale_frequency.as_ref().map(|_| &floors) {
+        Some(levels) => format!(
+            "as a frequency table at levels {} ({} rows, {} records, {:.0} MB)",
+            levels_tag(levels),
+            ds["rows"],
+            ds["records"],
+            csv_bytes as f64 / 1e6
+        ),
+        None => format!("({} rows, {:.0} MB)", ds["rows"], csv_bytes as f64 / 1e6),
+    };
+    println!("## Scale: {name} {what} through the service");
     println!();
     println!("| measure | value |");
     println!("|---|---|");
@@ -515,6 +560,14 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         percentile_ms(latencies, 1.0)
     );
     println!(
+        "| plan | {:.1} MB in {planned:.2} s |",
+        plan.len() as f64 / 1e6
+    );
+    println!(
+        "| upload + job + plan | {:.1} s |",
+        upload.as_secs_f64() + run.seconds + planned
+    );
+    println!(
         "| result.csv | {:.0} MB in {download:.1} s |",
         bytes.len() as f64 / 1e6
     );
@@ -527,16 +580,142 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     Ok(())
 }
 
-/// Streams the CSV file `csv` to `POST /v1/datasets` (`;`-separated, named `name`); returns
-/// the dataset.
+/// The count column of the scale benchmark's frequency tables.
+const FREQUENCY_COUNT: &str = "n";
+
+/// Parses `--scale-frequency`: `0`, or `column=level,…` of the generated data's
+/// quasi-identifiers; every quasi-identifier with its level, in column order.
+fn parse_levels(text: &str) -> anyhow::Result<Vec<(String, usize)>> {
+    let mut levels: Vec<(String, usize)> = (super::synth::QUASI_IDENTIFIERS.iter())
+        .map(|q| (q.to_string(), 0))
+        .collect();
+    if text.trim() == "0" {
+        return Ok(levels);
+    }
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (column, level) = part
+            .split_once('=')
+            .with_context(|| format!("--scale-frequency: '{part}' is not column=level"))?;
+        let slot = (levels.iter_mut())
+            .find(|(q, _)| q == column.trim())
+            .with_context(|| {
+                format!(
+                    "--scale-frequency: '{column}' is none of the quasi-identifiers {}",
+                    super::synth::QUASI_IDENTIFIERS.join(", ")
+                )
+            })?;
+        slot.1 = level
+            .trim()
+            .parse()
+            .with_context(|| format!("--scale-frequency: level '{level}' of '{column}'"))?;
+    }
+    Ok(levels)
+}
+
+/// The levels in a file name: `0`, or `zip2-age1` (the levels above 0).
+fn levels_tag(levels: &[(String, usize)]) -> String {
+    let above: Vec<String> = (levels.iter())
+        .filter(|(_, l)| *l > 0)
+        .map(|(q, l)| format!("{q}{l}"))
+        .collect();
+    match above.is_empty() {
+        true => "0".into(),
+        false => above.join("-"),
+    }
+}
+
+/// The frequency table of the generated dataset `<dir>/<name>.csv` with every quasi-identifier
+/// replaced by its label at `levels` (from its hierarchy file) and the sensitive column kept:
+/// one row per distinct row, in order of first appearance, with its count in
+/// [`FREQUENCY_COUNT`]. Written once to `<dir>/<name>-frequency-<levels>.csv`; its path and
+/// rows.
+fn frequency_table(
+    dir: &std::path::Path,
+    name: &str,
+    levels: &[(String, usize)],
+) -> anyhow::Result<(PathBuf, u64)> {
+    use std::io::{BufRead, Write};
+    let path = dir.join(format!("{name}-frequency-{}.csv", levels_tag(levels)));
+    let count_rows = |p: &std::path::Path| -> anyhow::Result<u64> {
+        let file = std::io::BufReader::new(std::fs::File::open(p)?);
+        Ok(file.lines().count().saturating_sub(1) as u64)
+    };
+    if path.exists() {
+        return Ok((path.clone(), count_rows(&path)?));
+    }
+    // Per quasi-identifier (in column order): value → its label at the level.
+    let mut maps: Vec<std::collections::HashMap<String, String>> = Vec::new();
+    for (q, level) in levels {
+        let file = dir.join(format!("{name}_hierarchy_{q}.csv"));
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let mut map = std::collections::HashMap::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let cells: Vec<&str> = line.split(';').collect();
+            let label = cells.get(*level).with_context(|| {
+                format!("{}: level {level} is above the hierarchy's", file.display())
+            })?;
+            map.insert(cells[0].to_string(), label.to_string());
+        }
+        maps.push(map);
+    }
+    let source = dir.join(format!("{name}.csv"));
+    let input = std::io::BufReader::with_capacity(
+        1 << 20,
+        std::fs::File::open(&source)
+            .with_context(|| format!("cannot open {}", source.display()))?,
+    );
+    let mut lines = input.lines();
+    let header = lines.next().context("the generated CSV is empty")??;
+    // Distinct row → (its rank of first appearance, its count).
+    let mut counts: std::collections::HashMap<String, (u32, u32)> = Default::default();
+    let mut key = String::new();
+    for line in lines {
+        let line = line?;
+        key.clear();
+        for (i, cell) in line.split(';').enumerate() {
+            if i > 0 {
+                key.push(';');
+            }
+            match maps.get(i) {
+                Some(map) => key.push_str(map.get(cell).map_or(cell, String::as_str)),
+                None => key.push_str(cell),
+            }
+        }
+        match counts.get_mut(key.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => {
+                let rank = counts.len() as u32;
+                counts.insert(key.clone(), (rank, 1));
+            }
+        }
+    }
+    let mut rows: Vec<(String, (u32, u32))> = counts.into_iter().collect();
+    rows.sort_unstable_by_key(|(_, (rank, _))| *rank);
+    let tmp = path.with_extension("csv.partial");
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+    writeln!(out, "{header};{FREQUENCY_COUNT}")?;
+    for (key, (_, n)) in &rows {
+        writeln!(out, "{key};{n}")?;
+    }
+    out.flush()?;
+    drop(out);
+    std::fs::rename(&tmp, &path)?;
+    Ok((path, rows.len() as u64))
+}
+
+/// Streams the CSV file `csv` to `POST /v1/datasets` (`;`-separated, named `name`; a frequency
+/// table with the count column `count`); returns the dataset.
 async fn upload_csv(
     client: &reqwest::Client,
     base: &str,
     csv: &std::path::Path,
     name: &str,
+    count: Option<&str>,
 ) -> anyhow::Result<Value> {
+    let count = count.map_or(String::new(), |c| format!("&count_column={c}"));
     let r = client
-        .post(format!("{base}/v1/datasets?delimiter=;&name={name}"))
+        .post(format!("{base}/v1/datasets?delimiter=;&name={name}{count}"))
         .header("content-type", "text/csv")
         .body(reqwest::Body::wrap_stream(file_stream(csv.to_path_buf())?))
         .send()
@@ -564,17 +743,27 @@ async fn submit_job(client: &reqwest::Client, base: &str, spec: &Value) -> anyho
 }
 
 /// Stores the generated hierarchy of each quasi-identifier of dataset `id` (from the files
-/// `<dir>/<name>_hierarchy_<column>.csv`); returns the job's `attributes`.
+/// `<dir>/<name>_hierarchy_<column>.csv`); returns the job's `attributes`. A quasi-identifier
+/// given at a floor (`floors`: column and level) gets its hierarchy inline with its
+/// `data_level` instead (a stored hierarchy must cover the data's values, which are labels of
+/// the floor).
 async fn put_scale_hierarchies(
     client: &reqwest::Client,
     base: &str,
     dir: &std::path::Path,
     name: &str,
     id: &str,
+    floors: &[(String, usize)],
 ) -> anyhow::Result<serde_json::Map<String, Value>> {
     let mut attributes = serde_json::Map::new();
     for q in super::synth::QUASI_IDENTIFIERS {
         let h = std::fs::read(dir.join(format!("{name}_hierarchy_{q}.csv")))?;
+        if let Some((_, level)) = floors.iter().find(|(c, l)| c == q && *l > 0) {
+            let csv = String::from_utf8(h)?;
+            let attribute = json!({"type": "quasi_identifying", "hierarchy": {"csv": csv}, "data_level": level});
+            attributes.insert(q.to_string(), attribute);
+            continue;
+        }
         let r = client
             .put(format!("{base}/v1/datasets/{id}/hierarchies/{q}"))
             .body(h)

@@ -80,7 +80,8 @@ pub enum Command {
 /// Flags of `deid hierarchy`.
 #[derive(Debug, Args)]
 pub struct HierarchyArgs {
-    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
+    /// Input file: CSV, or Parquet by its `.parquet` extension or a directory of Parquet part
+    /// files read as one table (docs/definitions.md §8).
     #[arg(long)]
     pub input: PathBuf,
     /// Field delimiter of the input (default `,`).
@@ -100,7 +101,8 @@ pub struct HierarchyArgs {
 /// Flags of `deid profile`.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
-    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
+    /// Input file: CSV, or Parquet by its `.parquet` extension or a directory of Parquet part
+    /// files read as one table (docs/definitions.md §8).
     #[arg(long)]
     pub input: PathBuf,
     /// Field delimiter of the input (default `,`).
@@ -111,7 +113,8 @@ pub struct ProfileArgs {
 /// Flags describing the data and the problem (shared by evaluate and anonymize).
 #[derive(Debug, Args, Clone, Default)]
 pub struct ProblemArgs {
-    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
+    /// Input file: CSV, or Parquet by its `.parquet` extension or a directory of Parquet part
+    /// files read as one table (docs/definitions.md §8).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Field delimiter of the input (default `,`).
@@ -464,8 +467,8 @@ fn read_record_numbers(path: &Path) -> anyhow::Result<Vec<u64>> {
         .collect()
 }
 
-/// Reads the input `spec` names (CSV, or Parquet by its `.parquet` extension), with the SHA-256
-/// of its bytes (the file as it is) if `hash`.
+/// Reads the input `spec` names (CSV, or Parquet: a `.parquet` file or a directory of parts),
+/// with the SHA-256 of its bytes (the file as it is) if `hash`.
 fn load_table(spec: &JobSpec, hash: bool) -> anyhow::Result<(Table, Option<String>)> {
     let Some(input) = &spec.input else {
         bail!("no input: give --input FILE or \"input\" in the configuration");
@@ -487,10 +490,16 @@ fn load_table(spec: &JobSpec, hash: bool) -> anyhow::Result<(Table, Option<Strin
     Ok((table, reader.digest()))
 }
 
-/// The SHA-256 of the file at `path`.
+/// The SHA-256 of the file at `path` (of a directory of Parquet part files: of their bytes one
+/// after the other, in name order).
 fn file_digest(path: &Path) -> anyhow::Result<Option<String>> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut reader = HashingReader::new(BufReader::with_capacity(1 << 16, file), true);
+    use std::io::Read;
+    let mut bytes: Box<dyn Read> = Box::new(std::io::empty());
+    for part in crate::parquet::parts(path)? {
+        let file = File::open(&part).with_context(|| format!("cannot open {}", part.display()))?;
+        bytes = Box::new(bytes.chain(file));
+    }
+    let mut reader = HashingReader::new(BufReader::with_capacity(1 << 16, bytes), true);
     std::io::copy(&mut reader, &mut std::io::sink())
         .with_context(|| format!("cannot read {}", path.display()))?;
     Ok(reader.digest())

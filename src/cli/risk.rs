@@ -13,7 +13,8 @@ use deid_engine::risk::QiCombinations;
 /// Flags of `deid risk`.
 #[derive(Debug, Args)]
 pub struct RiskArgs {
-    /// Input file: CSV, or Parquet by its `.parquet` extension (docs/definitions.md §8).
+    /// Input file: CSV, or Parquet by its `.parquet` extension or a directory of Parquet part
+    /// files read as one table (docs/definitions.md §8).
     #[arg(long)]
     pub input: PathBuf,
     /// Field delimiter of the input (default `,`).

@@ -23,7 +23,7 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub problem: ProblemArgs,
     /// The released data: a CSV as deid writes it (delimiter: the job's), or its frequency table;
-    /// Parquet by the `.parquet` extension.
+    /// Parquet by the `.parquet` extension or a directory of Parquet part files.
     #[arg(long, value_name = "FILE")]
     pub released: PathBuf,
     /// The released data are a frequency table with this count column (default: the job's

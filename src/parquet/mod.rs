@@ -11,7 +11,7 @@ pub mod read;
 pub mod text;
 pub mod write;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use read::ParquetCsv;
 pub use write::{ParquetSink, csv_to_parquet};
@@ -71,18 +71,195 @@ impl ParquetError {
     }
 }
 
-/// Whether `path` names a Parquet file (its extension is `.parquet`, in any case).
+/// Whether `path` names Parquet input: a file whose extension is `.parquet` (in any case), or a
+/// directory of part files ([`parts`]).
 pub fn is_parquet(path: &Path) -> bool {
+    path.is_dir() || parquet_extension(path)
+}
+
+/// Whether the extension of `path` is `.parquet` (in any case).
+pub fn parquet_extension(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
 }
 
-/// Opens the Parquet file at `path` as CSV text with `delimiter`.
-pub fn open(path: &Path, delimiter: u8) -> anyhow::Result<ParquetCsv<std::fs::File>> {
+/// The files of Parquet input at `path`: the file itself, or for a directory (Spark's layout)
+/// every `*.parquet` file in it in name order — hidden files and those starting with `_`
+/// (`_SUCCESS`, `.crc` checksums) left out. A directory without one is an error.
+pub fn parts(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    use anyhow::Context;
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut parts = Vec::new();
+    for entry in
+        std::fs::read_dir(path).with_context(|| format!("cannot list {}", path.display()))?
+    {
+        let entry = entry.with_context(|| format!("cannot list {}", path.display()))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let data_file = !name.starts_with(['.', '_'])
+            && parquet_extension(Path::new(name.as_ref()))
+            && entry.file_type().is_ok_and(|t| t.is_file());
+        if data_file {
+            parts.push(entry.path());
+        }
+    }
+    anyhow::ensure!(
+        !parts.is_empty(),
+        "{}: the directory holds no *.parquet file (a directory is read as the part files \
+         Spark writes, part-*.parquet)",
+        path.display()
+    );
+    parts.sort();
+    Ok(parts)
+}
+
+/// Opens the Parquet input at `path` (a file, or a directory of part files read as one
+/// table: [`ParquetInput`]) as CSV text with `delimiter`.
+pub fn open(path: &Path, delimiter: u8) -> anyhow::Result<ParquetInput> {
+    let parts = parts(path)?;
+    let first = open_part(&parts[0], delimiter)?;
+    let schema = first.schema();
+    for part in &parts[1..] {
+        check_schema(
+            &schema,
+            &parts[0],
+            &open_part(part, delimiter)?.schema(),
+            part,
+        )?;
+    }
+    Ok(ParquetInput {
+        current: first,
+        current_path: parts[0].clone(),
+        rest: parts.into_iter().skip(1).collect::<Vec<_>>().into_iter(),
+        delimiter,
+    })
+}
+
+/// Opens one Parquet file as CSV text with `delimiter`.
+fn open_part(path: &Path, delimiter: u8) -> anyhow::Result<ParquetCsv<std::fs::File>> {
     use anyhow::Context;
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     ParquetCsv::new(file, delimiter).with_context(|| format!("{}", path.display()))
+}
+
+/// Refuses a part file whose schema (`found`, of `part`) is not the first one's (`expected`, of
+/// `first`), naming the file and the first column that differs.
+fn check_schema(
+    expected: &[(String, String)],
+    first: &Path,
+    found: &[(String, String)],
+    part: &Path,
+) -> anyhow::Result<()> {
+    let at = expected.iter().zip(found).position(|(e, f)| e != f);
+    let difference = match at {
+        Some(i) => format!(
+            "column {} is '{}' of type {} where {} has '{}' of type {}",
+            i + 1,
+            found[i].0,
+            found[i].1,
+            first.display(),
+            expected[i].0,
+            expected[i].1
+        ),
+        None if found.len() > expected.len() => format!(
+            "it has a column '{}' that {} does not have",
+            found[expected.len()].0,
+            first.display()
+        ),
+        None if found.len() < expected.len() => format!(
+            "it has no column '{}' (column {} of {})",
+            expected[found.len()].0,
+            found.len() + 1,
+            first.display()
+        ),
+        None => return Ok(()),
+    };
+    anyhow::bail!(
+        "{}: {difference}; every part file of a directory must have the same schema",
+        part.display()
+    )
+}
+
+/// Parquet input as CSV text: one file, or the part files of a directory one after the other
+/// (one header, then the rows of every part in name order). Errors while reading name the part
+/// file.
+pub struct ParquetInput {
+    current: ParquetCsv<std::fs::File>,
+    current_path: PathBuf,
+    rest: std::vec::IntoIter<PathBuf>,
+    delimiter: u8,
+}
+
+impl ParquetInput {
+    /// The column names, in file order.
+    pub fn column_names(&self) -> Vec<String> {
+        self.current.column_names()
+    }
+}
+
+impl std::io::Read for ParquetInput {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = (self.current.read(buf)).map_err(|e| {
+                std::io::Error::other(format!("{}: {e}", self.current_path.display()))
+            })?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let Some(next) = self.rest.next() else {
+                return Ok(0);
+            };
+            self.current = open_part(&next, self.delimiter)
+                .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+            self.current.skip_header();
+            self.current_path = next;
+        }
+    }
+}
+
+/// A Parquet file received as a stream (an upload, released data to verify), spooled to a
+/// temporary file — Parquet needs random access, its footer is at the end — and read as CSV
+/// text ([`ParquetCsv`]). The file is removed when this is dropped, or when opening it fails.
+pub struct SpooledParquet {
+    reader: Option<ParquetCsv<std::fs::File>>,
+    path: std::path::PathBuf,
+}
+
+impl SpooledParquet {
+    /// Copies `body` to a new file at `path`, then opens it as CSV text with `delimiter`.
+    pub fn new(
+        mut body: impl std::io::Read,
+        path: std::path::PathBuf,
+        delimiter: u8,
+    ) -> Result<SpooledParquet, ParquetError> {
+        let mut spooled = SpooledParquet { reader: None, path };
+        let io = |e: std::io::Error| ParquetError::File(format!("spooling the upload failed: {e}"));
+        let mut file = std::fs::File::create(&spooled.path).map_err(io)?;
+        std::io::copy(&mut body, &mut file).map_err(io)?;
+        drop(file);
+        let file = std::fs::File::open(&spooled.path).map_err(io)?;
+        spooled.reader = Some(ParquetCsv::new(file, delimiter)?);
+        Ok(spooled)
+    }
+}
+
+impl std::io::Read for SpooledParquet {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut self.reader {
+            Some(reader) => reader.read(buf),
+            None => Ok(0),
+        }
+    }
+}
+
+impl Drop for SpooledParquet {
+    fn drop(&mut self) {
+        self.reader = None;
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 #[cfg(test)]

@@ -97,6 +97,19 @@ impl<R: ChunkReader + 'static> ParquetCsv<R> {
         self.columns.iter().map(|c| c.name.clone()).collect()
     }
 
+    /// The schema: every column's name and type, as messages name them, in file order.
+    pub fn schema(&self) -> Vec<(String, String)> {
+        let descriptor = self.file.metadata().file_metadata().schema_descr();
+        (descriptor.columns().iter())
+            .map(|c| (c.name().to_string(), type_name(c)))
+            .collect()
+    }
+
+    /// Skips the header: the next read starts with the first data row.
+    pub fn skip_header(&mut self) {
+        self.pos = self.out.len();
+    }
+
     /// Converts the next batch of rows into `out`; `false` at the end of the file.
     fn next_batch(&mut self) -> Result<bool, ParquetError> {
         loop {

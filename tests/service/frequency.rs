@@ -16,23 +16,14 @@ use crate::helpers::*;
 /// adult grouped on all its columns, with the count column `n` last (rows in order of first
 /// appearance); `;`-delimited like adult.csv.
 fn adult_frequency_csv() -> String {
-    let text = std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap();
-    let mut counts: HashMap<&str, u32> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    for line in lines.filter(|l| !l.is_empty()) {
-        let n = counts.entry(line).or_insert(0);
-        if *n == 0 {
-            order.push(line);
-        }
-        *n += 1;
+    grouped(&std::fs::read_to_string(repo("examples/adult/adult.csv")).unwrap())
+}
+
+/// Asserts that the reports `got` and `want` agree on each of `fields`.
+fn assert_same_fields(got: &Value, want: &Value, fields: &[&str]) {
+    for field in fields {
+        assert_eq!(got[field], want[field], "{field}");
     }
-    let mut out = format!("{header};n\n");
-    for line in order {
-        out.push_str(&format!("{line};{}\n", counts[line]));
-    }
-    out
 }
 
 /// The records of a CSV with delimiter `d`: each row repeated as often as its column `count`
@@ -108,18 +99,20 @@ async fn adult_as_a_frequency_table(kind: Db) {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["passed"], true, "{}", r.text);
     assert_eq!(r.json()["released_records"], 30162, "{}", r.text);
-    for field in [
-        "transformation",
-        "suppressed_rows",
-        "classes",
-        "score",
-        "rows",
-        "quality",
-        "risk",
-        "output_quality",
-    ] {
-        assert_eq!(got[field], want[field], "{field}");
-    }
+    assert_same_fields(
+        &got,
+        &want,
+        &[
+            "transformation",
+            "suppressed_rows",
+            "classes",
+            "score",
+            "rows",
+            "quality",
+            "risk",
+            "output_quality",
+        ],
+    );
     assert_eq!(got["rows"], 30162);
     assert_eq!(
         records(&got_csv, ';', Some("n")),
@@ -306,16 +299,18 @@ fn the_command_line_reads_and_writes_frequency_tables() {
         serde_json::from_str(&freq_report).unwrap(),
         serde_json::from_str(&full_report).unwrap(),
     );
-    for field in [
-        "transformation",
-        "rows",
-        "classes",
-        "suppressed_rows",
-        "score",
-        "risk",
-    ] {
-        assert_eq!(f[field], e[field], "{field}");
-    }
+    assert_same_fields(
+        &f,
+        &e,
+        &[
+            "transformation",
+            "rows",
+            "classes",
+            "suppressed_rows",
+            "score",
+            "risk",
+        ],
+    );
     assert_eq!(f["rows"], 7);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
     let out = read("freq-out.csv");
@@ -509,15 +504,17 @@ async fn data_at_a_floor(kind: Db) {
     let (want, want_csv) = run_job(&app, &spec(&raw, zip(json!({"min_level": 1})))).await;
     let (got, got_csv) = run_job(&app, &spec(&floor, zip(json!({"data_level": 1})))).await;
     assert_eq!(got["transformation"], json!({"zip": 1}), "{got}");
-    for field in [
-        "transformation",
-        "rows",
-        "classes",
-        "suppressed_rows",
-        "score",
-    ] {
-        assert_eq!(got[field], want[field], "{field}");
-    }
+    assert_same_fields(
+        &got,
+        &want,
+        &[
+            "transformation",
+            "rows",
+            "classes",
+            "suppressed_rows",
+            "score",
+        ],
+    );
     // Every model's score but the entropy-based ones (left out); utilities are measured from
     // the data as given.
     let scores = |q: &Value| -> Vec<(String, Value)> {

@@ -14,6 +14,26 @@ use crate::error::{EngineError, Result};
 pub use blocks::{Block, TableBlocks};
 pub use scanner::{CsvScanner, Record, sniff_delimiter};
 
+/// Refuses a record of `found` fields in a table of `expected` columns:
+/// [`EngineError::RaggedRow`] naming the input and `row` (the 1-based record number, the header
+/// being record 1).
+pub(crate) fn check_width(
+    source_name: &str,
+    row: u64,
+    expected: usize,
+    found: usize,
+) -> Result<()> {
+    match found == expected {
+        true => Ok(()),
+        false => Err(EngineError::RaggedRow {
+            source_name: source_name.to_string(),
+            row,
+            expected,
+            found,
+        }),
+    }
+}
+
 /// Distinct values of one column, in order of first appearance; code = index.
 ///
 /// The strings live in one contiguous arena (`offsets[c]..offsets[c+1]`). While values are
@@ -407,14 +427,7 @@ impl Table {
             });
         }
         for (r, row) in rows.iter().enumerate() {
-            if row.len() != columns.len() {
-                return Err(EngineError::RaggedRow {
-                    source_name: "table".into(),
-                    row: r as u64 + 2,
-                    expected: columns.len(),
-                    found: row.len(),
-                });
-            }
+            check_width("table", r as u64 + 2, columns.len(), row.len())?;
             for (col, value) in columns.iter_mut().zip(row) {
                 let code = col.dict.encode(value);
                 col.codes.push(code);

@@ -162,10 +162,10 @@ impl Columns {
     }
 }
 
-/// The released data grouped into the classes a reader sees.
+/// Released rows grouped by the text of their quasi-identifiers: the classes in order of first
+/// appearance, texts interned per column in order of first appearance.
 #[derive(Debug)]
-pub struct Released {
-    config: VerifyConfig,
+struct Grouping {
     labels: Vec<Interner>,
     values: Vec<Interner>,
     /// Class of every tuple of label ids by the tuple's hash ([`hash_codes`]); tuples whose
@@ -177,6 +177,17 @@ pub struct Released {
     /// The suppressed block (every quasi-identifier the marker; in `mask` mode every sensitive
     /// value too).
     block: Class,
+}
+
+/// The released data grouped into the classes a reader sees.
+#[derive(Debug)]
+pub struct Released {
+    config: VerifyConfig,
+    labels: Vec<Interner>,
+    values: Vec<Interner>,
+    keys: Vec<Box<[u32]>>,
+    classes: Vec<Class>,
+    block: Class,
     rows: u64,
 }
 
@@ -184,6 +195,10 @@ impl Released {
     /// Reads released data (the CSV rules of [`crate::data::CsvScanner::table`], with a header,
     /// read in blocks by [`TableBlocks`]) and groups its rows. Errors name the column missing
     /// from the header, or the 1-based data row and the value of a bad count.
+    ///
+    /// Every block is grouped on its own in parallel ([`TableBlocks::map_in_order`]), and the
+    /// blocks' groupings are merged in order: ids, classes and each class's values come out in
+    /// the order of their first appearance, as when the rows are grouped one after the other.
     pub fn read<R: Read>(
         config: VerifyConfig,
         input: R,
@@ -192,57 +207,104 @@ impl Released {
     ) -> Result<Released> {
         let mut blocks = TableBlocks::open(input, delimiter, SOURCE)?;
         let columns = Columns::locate(&config, blocks.columns())?;
-        let mut released = Released {
+        let mut total = Grouping::new(&columns);
+        blocks.map_in_order(
+            |block| {
+                if cancel.is_cancelled() {
+                    return Err(EngineError::Cancelled);
+                }
+                let mut part = Grouping::new(&columns);
+                let mut key = vec![0u32; columns.qi.len()];
+                let mut values = vec![0u32; columns.sensitive.len()];
+                block.for_each(|row, fields| {
+                    let records = released_records(&config, &columns, fields, row)?;
+                    part.add(&config, &columns, fields, records, &mut key, &mut values);
+                    Ok(())
+                })?;
+                Ok(part)
+            },
+            |part| {
+                total.merge(part);
+                Ok(())
+            },
+        )?;
+        let Grouping {
+            labels,
+            values,
+            keys,
+            classes,
+            block,
+            ..
+        } = total;
+        Ok(Released {
+            config,
+            labels,
+            values,
+            keys,
+            classes,
+            block,
+            rows: blocks.records(),
+        })
+    }
+
+    /// Released records (suppressed block included).
+    fn records(&self) -> u64 {
+        self.block.records + self.classes.iter().map(|c| c.records).sum::<u64>()
+    }
+}
+
+/// The records a released row stands for: 1, or its count. A bad count is an error naming
+/// `row` (1-based).
+fn released_records(
+    config: &VerifyConfig,
+    columns: &Columns,
+    fields: &[&str],
+    row: u64,
+) -> Result<u64> {
+    match columns.count {
+        None => Ok(1),
+        Some(c) => match parse_count(fields[c]) {
+            Some(n) => Ok(u64::from(n)),
+            None => Err(bad_count(config, fields[c], row)),
+        },
+    }
+}
+
+impl Grouping {
+    fn new(columns: &Columns) -> Grouping {
+        Grouping {
             labels: (0..columns.qi.len()).map(|_| Interner::default()).collect(),
             values: (0..columns.sensitive.len())
                 .map(|_| Interner::default())
                 .collect(),
-            block: Class::new(columns.sensitive.len()),
-            config,
             index: HashMap::default(),
             overflow: HashMap::default(),
             keys: Vec::new(),
             classes: Vec::new(),
-            rows: 0,
-        };
-        let mut key = vec![0u32; columns.qi.len()];
-        let mut values = vec![0u32; columns.sensitive.len()];
-        while let Some(block) = blocks.next_block()? {
-            if cancel.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
-            block.for_each(|row, fields| {
-                released.rows = row;
-                released.add(&columns, fields, &mut key, &mut values)
-            })?;
+            block: Class::new(columns.sensitive.len()),
         }
-        Ok(released)
     }
 
-    /// Adds one released row (its cells) to its class or to the suppressed block.
+    /// Adds one released row (its cells) of `records` records to its class or to the
+    /// suppressed block.
     fn add(
         &mut self,
+        config: &VerifyConfig,
         columns: &Columns,
         fields: &[&str],
+        records: u64,
         key: &mut [u32],
         values: &mut [u32],
-    ) -> Result<()> {
-        let cell = |c: usize| fields[c];
-        let records = match columns.count {
-            None => 1,
-            Some(c) => match parse_count(cell(c)) {
-                Some(n) => u64::from(n),
-                None => return Err(bad_count(&self.config, cell(c), self.rows)),
-            },
-        };
+    ) {
         if records == 0 {
-            return Ok(());
+            return;
         }
-        let marker = self.config.marker.as_str();
+        let cell = |c: usize| fields[c];
+        let marker = config.marker.as_str();
         let masked = |cols: &[usize]| cols.iter().all(|&c| cell(c) == marker);
         let suppressed = !columns.qi.is_empty()
             && masked(&columns.qi)
-            && match self.config.suppressed {
+            && match config.suppressed {
                 SuppressedRecords::Mask => masked(&columns.sensitive),
                 SuppressedRecords::KeepSensitive => true,
                 SuppressedRecords::Remove => false,
@@ -264,7 +326,27 @@ impl Released {
             &mut self.classes[id as usize]
         };
         class.add(records, values);
-        Ok(())
+    }
+
+    /// Adds the grouping of the rows that follow this one's: their texts, classes and values
+    /// in their order of first appearance, after this grouping's.
+    fn merge(&mut self, part: Grouping) {
+        let ids = |total: &mut [Interner], part: &[Interner]| -> Vec<Vec<u32>> {
+            (total.iter_mut().zip(part))
+                .map(|(total, part)| part.texts.iter().map(|t| total.id(t)).collect())
+                .collect()
+        };
+        let labels = ids(&mut self.labels, &part.labels);
+        let values = ids(&mut self.values, &part.values);
+        let mut key = vec![0u32; labels.len()];
+        for (part_key, class) in part.keys.iter().zip(&part.classes) {
+            for ((k, &id), labels) in key.iter_mut().zip(part_key.iter()).zip(&labels) {
+                *k = labels[id as usize];
+            }
+            let id = self.class_of(&key, values.len());
+            self.classes[id as usize].merge(class, &values);
+        }
+        self.block.merge(&part.block, &values);
     }
 
     /// The class of the tuple `key`, a new one if it is new.
@@ -286,11 +368,6 @@ impl Released {
         self.keys.push(Box::from(key));
         self.classes.push(Class::new(sensitive));
         id
-    }
-
-    /// Released records (suppressed block included).
-    fn records(&self) -> u64 {
-        self.block.records + self.classes.iter().map(|c| c.records).sum::<u64>()
     }
 }
 
@@ -318,11 +395,28 @@ impl Class {
     fn add(&mut self, records: u64, values: &[u32]) {
         self.records += records;
         for (hist, &v) in self.values.iter_mut().zip(values) {
-            match hist.iter_mut().find(|(id, _)| *id == v) {
-                Some((_, n)) => *n += records,
-                None => hist.push((v, records)),
+            count(hist, v, records);
+        }
+    }
+
+    /// Adds `other` (a class of later rows whose value ids `ids` maps to this one's, per
+    /// sensitive column).
+    fn merge(&mut self, other: &Class, ids: &[Vec<u32>]) {
+        self.records += other.records;
+        for ((hist, other), ids) in self.values.iter_mut().zip(&other.values).zip(ids) {
+            for &(v, n) in other {
+                count(hist, ids[v as usize], n);
             }
         }
+    }
+}
+
+/// Adds `records` records of value `v` to the histogram `hist` (values in order of first
+/// appearance).
+fn count(hist: &mut Vec<(u32, u64)>, v: u32, records: u64) {
+    match hist.iter_mut().find(|(id, _)| *id == v) {
+        Some((_, n)) => *n += records,
+        None => hist.push((v, records)),
     }
 }
 
@@ -484,5 +578,111 @@ mod tests {
         // keep_sensitive: the block of two (values x and *) is checked as one more class.
         let report = verify(&keep, None).unwrap();
         assert!(report.passed, "{report:?}");
+    }
+
+    /// Released data of several blocks, grouped on pools of 1 and 2 threads, give what one
+    /// pass over the rows gives (computed here with plain maps): the texts of every column and
+    /// the classes in order of first appearance, each class's records and its sensitive values
+    /// in order of first appearance with their records, and the suppressed block.
+    #[test]
+    fn grouping_in_parallel_is_grouping_row_by_row() {
+        let mut text = String::from("s,q1,x,q2,n\n");
+        let mut state = 17u64;
+        for _ in 0..150_000 {
+            let r = crate::hash::splitmix64(&mut state);
+            let (q1, q2) = match r % 50 {
+                0 => ("*".to_string(), "*".to_string()),
+                _ => (
+                    format!("a{}", r % 37),
+                    format!("long-label-{}", (r >> 8) % 23),
+                ),
+            };
+            let s = format!("v{}", (r >> 16) % 5);
+            text += &format!("{s},{q1},{},{q2},{}\n", r >> 40, (r >> 20) % 4);
+        }
+        assert!(text.len() > 3 << 20, "several blocks");
+        let config = VerifyConfig {
+            quasi_identifiers: vec!["q1".into(), "q2".into()],
+            sensitive: vec!["s".into()],
+            models: vec![PrivacyModel::KAnonymity { k: 2 }],
+            suppressed: SuppressedRecords::KeepSensitive,
+            marker: "*".into(),
+            count_column: Some("n".into()),
+            show_values: false,
+        };
+        // One pass: texts, classes (keys as texts) and the block.
+        type Hist = Vec<(String, u64)>;
+        fn add(hist: &mut Hist, v: &str, n: u64) {
+            match hist.iter_mut().find(|(x, _)| x == v) {
+                Some((_, m)) => *m += n,
+                None => hist.push((v.to_string(), n)),
+            }
+        }
+        let mut labels: [Vec<String>; 2] = Default::default();
+        let mut values: Vec<String> = Vec::new();
+        let mut classes: Vec<(Vec<String>, u64, Hist)> = Vec::new();
+        let mut block: (u64, Hist) = (0, Vec::new());
+        for line in text.lines().skip(1) {
+            let cells: Vec<&str> = line.split(',').collect();
+            let n: u64 = cells[4].parse().unwrap();
+            if n == 0 {
+                continue;
+            }
+            if !values.iter().any(|v| v == cells[0]) {
+                values.push(cells[0].to_string());
+            }
+            if cells[1] == "*" && cells[3] == "*" {
+                block.0 += n;
+                add(&mut block.1, cells[0], n);
+                continue;
+            }
+            for (texts, cell) in labels.iter_mut().zip([cells[1], cells[3]]) {
+                if !texts.iter().any(|t| t == cell) {
+                    texts.push(cell.to_string());
+                }
+            }
+            let key = vec![cells[1].to_string(), cells[3].to_string()];
+            let at = match classes.iter().position(|c| c.0 == key) {
+                Some(at) => at,
+                None => {
+                    classes.push((key, 0, Vec::new()));
+                    classes.len() - 1
+                }
+            };
+            classes[at].1 += n;
+            add(&mut classes[at].2, cells[0], n);
+        }
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let released = pool
+                .install(|| {
+                    Released::read(config.clone(), text.as_bytes(), b',', &CancelFlag::new())
+                })
+                .unwrap();
+            assert_eq!(released.rows, 150_000);
+            for (interner, texts) in released.labels.iter().zip(&labels) {
+                assert_eq!(&interner.texts, texts);
+            }
+            assert_eq!(released.values[0].texts, values);
+            let hist = |class: &Class| -> Hist {
+                (class.values[0].iter())
+                    .map(|&(v, n)| (released.values[0].texts[v as usize].clone(), n))
+                    .collect()
+            };
+            let got: Vec<(Vec<String>, u64, Hist)> = (released.keys.iter())
+                .zip(&released.classes)
+                .map(|(key, class)| {
+                    let texts = (key.iter().zip(&released.labels))
+                        .map(|(&id, interner)| interner.texts[id as usize].clone())
+                        .collect();
+                    (texts, class.records, hist(class))
+                })
+                .collect();
+            assert_eq!(got, classes, "{threads} threads");
+            assert_eq!((released.block.records, hist(&released.block)), block);
+        }
     }
 }

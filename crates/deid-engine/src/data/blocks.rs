@@ -11,8 +11,12 @@
 //! which applies every rule and names every error; a plain block reports a record of the wrong
 //! width as the scanner does ([`EngineError::RaggedRow`] with the record number).
 
+use std::collections::VecDeque;
 use std::io::{Chain, Cursor, Read};
 use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+
+use rayon::Yield;
 
 use super::CsvOptions;
 use super::scanner::CsvScanner;
@@ -230,6 +234,45 @@ impl<R: Read> TableBlocks<R> {
         Ok(Some(block))
     }
 
+    /// Maps every remaining block with `map` on rayon's threads and hands the results to
+    /// `consume` in the blocks' order. This thread reads the next blocks and consumes the
+    /// results while a window of blocks is being mapped, so reading, mapping and consuming
+    /// overlap and memory stays bounded. Stops at the first error in the input's order: a
+    /// block's `map` or `consume` error, or a read error after the blocks before it were
+    /// consumed.
+    pub fn map_in_order<T: Send>(
+        &mut self,
+        map: impl Fn(&Block) -> Result<T> + Sync,
+        mut consume: impl FnMut(T) -> Result<()>,
+    ) -> Result<()> {
+        let window = rayon::current_num_threads().max(1) * 4;
+        let map = &map;
+        rayon::in_place_scope(|scope| {
+            let mut pending: VecDeque<Receiver<Result<T>>> = VecDeque::with_capacity(window);
+            let mut failed = None;
+            loop {
+                while failed.is_none() && pending.len() < window {
+                    match self.next_block() {
+                        Ok(Some(block)) => {
+                            let (sender, receiver) = mpsc::sync_channel(1);
+                            scope.spawn(move |_| {
+                                // The receiver is gone only when an earlier block failed.
+                                let _ = sender.send(map(&block));
+                            });
+                            pending.push_back(receiver);
+                        }
+                        Ok(None) => break,
+                        Err(e) => failed = Some(e),
+                    }
+                }
+                let Some(receiver) = pending.pop_front() else {
+                    return failed.map_or(Ok(()), Err);
+                };
+                consume(wait(&receiver)?)?;
+            }
+        })
+    }
+
     fn block(&self, rows: usize, text: String, ends: Vec<usize>, plain: bool) -> Block {
         Block {
             first_row: self.records,
@@ -281,18 +324,28 @@ impl Block {
             fields.clear();
             fields.extend(line.split(self.delimiter));
             let row = self.first_row + r as u64 + 1;
-            if fields.len() != self.width {
-                return Err(EngineError::RaggedRow {
-                    source_name: self.source_name.to_string(),
-                    row: row + 1,
-                    expected: self.width,
-                    found: fields.len(),
-                });
-            }
+            super::check_width(&self.source_name, row + 1, self.width, fields.len())?;
             f(row, &fields)?;
         }
         Ok(())
     }
+}
+
+/// The result of a block's job. On a rayon thread, queued jobs (perhaps this one) run here
+/// while it waits, so a pool of one thread cannot deadlock.
+fn wait<T>(receiver: &Receiver<Result<T>>) -> Result<T> {
+    loop {
+        match receiver.try_recv() {
+            Ok(result) => return result,
+            Err(TryRecvError::Empty) if rayon::yield_now() == Some(Yield::Executed) => {}
+            Err(TryRecvError::Empty) => break,
+            Err(TryRecvError::Disconnected) => break,
+        }
+    }
+    // A job whose sender is dropped unsent panicked; the scope passes its panic on.
+    receiver
+        .recv()
+        .unwrap_or_else(|_| Err(EngineError::Cancelled))
 }
 
 /// Whether `bytes` have no `"`, CR or NUL and are valid UTF-8.
@@ -437,5 +490,77 @@ mod tests {
         same(&plain);
         plain += "1,2\n";
         same(&plain);
+    }
+
+    /// Every block's rows through `map_in_order` with a pool of `threads`: (row, first field).
+    fn mapped(text: &[u8], threads: usize) -> Result<Vec<(u64, String)>> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut blocks = TableBlocks::open(text, b',', "t")?;
+            let mut rows = Vec::new();
+            blocks.map_in_order(
+                |block| {
+                    let mut part = Vec::with_capacity(block.rows());
+                    block.for_each(|row, fields| {
+                        if fields[0] == "fail" {
+                            return Err(EngineError::config("t", format!("row {row}")));
+                        }
+                        part.push((row, fields[0].to_string()));
+                        Ok(())
+                    })?;
+                    Ok(part)
+                },
+                |part| {
+                    rows.extend(part);
+                    Ok(())
+                },
+            )?;
+            Ok(rows)
+        })
+    }
+
+    /// Blocks mapped in parallel are consumed in the input's order, on a pool of one thread
+    /// (which must not wait for itself) as on several; the first error in the input's order
+    /// wins: a failing row before a ragged one, a ragged row before a failing one.
+    #[test]
+    fn blocks_are_mapped_in_parallel_and_consumed_in_order() {
+        let mut text = String::from("a,b\n");
+        for i in 0..300_000 {
+            text += &format!("{i},x\n");
+        }
+        for threads in [1, 2, 3] {
+            let rows = mapped(text.as_bytes(), threads).unwrap();
+            assert_eq!(rows.len(), 300_000);
+            for (i, (row, value)) in rows.iter().enumerate() {
+                assert_eq!(
+                    (*row, value.as_str()),
+                    (i as u64 + 1, i.to_string().as_str())
+                );
+            }
+        }
+        let failing = text.replacen("1000,x\n", "fail,x\n", 1);
+        let both = failing.replacen("250000,x\n", "250000\n", 1);
+        let err = mapped(both.as_bytes(), 2).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            EngineError::config("t", "row 1001").to_string()
+        );
+        let ragged_first =
+            text.replacen("1000,x\n", "1000\n", 1)
+                .replacen("250000,x\n", "fail,x\n", 1);
+        let err = mapped(ragged_first.as_bytes(), 2).unwrap_err();
+        assert!(
+            matches!(err, EngineError::RaggedRow { row: 1002, .. }),
+            "{err:?}"
+        );
+        // A read error (invalid UTF-8 far into the input) after every block before it.
+        let mut bad = text.clone().into_bytes();
+        let at = bad.len() - 5;
+        bad[at] = 0xff;
+        let err = mapped(&bad, 2).unwrap_err();
+        assert!(matches!(err, EngineError::InvalidUtf8 { .. }), "{err:?}");
     }
 }

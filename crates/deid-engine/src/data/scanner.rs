@@ -225,13 +225,9 @@ impl<R: Read> CsvScanner<R> {
             }
             self.record_no += 1;
         }
-        if self.table && self.raw.len() != self.columns.len() {
-            return Err(EngineError::RaggedRow {
-                source_name: self.source_name.clone(),
-                row: self.record_no,
-                expected: self.columns.len(),
-                found: self.raw.len(),
-            });
+        if self.table {
+            let (expected, found) = (self.columns.len(), self.raw.len());
+            super::check_width(&self.source_name, self.record_no, expected, found)?;
         }
         if self.raw.as_slice().contains(&0) {
             let column = self.raw.iter().position(|f| f.contains(&0)).unwrap_or(0) + 1;

@@ -405,9 +405,9 @@ impl<'p> Applier<'p> {
     /// first row the plan does not cover is an error naming its row number (and the column
     /// whose value is in no map); otherwise such rows are suppressed and counted.
     ///
-    /// Blocks of rows ([`TableBlocks`]) are read in order, a window of them formatted in
-    /// parallel and written in order: memory stays bounded and the bytes are those of one row
-    /// after the other.
+    /// Blocks of rows ([`TableBlocks`]) are read in order, formatted in parallel while the next
+    /// are read ([`TableBlocks::map_in_order`]) and written in order: memory stays bounded and
+    /// the bytes are those of one row after the other.
     pub fn apply<R: Read, W: Write>(
         &self,
         input: R,
@@ -415,7 +415,6 @@ impl<'p> Applier<'p> {
         source_name: &str,
         strict: bool,
     ) -> Result<Applied> {
-        use rayon::prelude::*;
         let delimiter = self.plan.delimiter.as_bytes()[0];
         let mut blocks = TableBlocks::open(input, delimiter, source_name)?;
         self.check_header(blocks.columns())?;
@@ -427,41 +426,18 @@ impl<'p> Applier<'p> {
         let write_err = |e: std::io::Error| EngineError::Output(e.to_string());
         output.write_all(&head).map_err(write_err)?;
         let mut applied = Applied::default();
-        let window = rayon::current_num_threads().max(1) * 2;
-        loop {
-            let mut chunks = Vec::with_capacity(window);
-            let mut failed = None;
-            while chunks.len() < window {
-                match blocks.next_block() {
-                    Ok(Some(block)) => chunks.push(block),
-                    Ok(None) => break,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            if chunks.is_empty() && failed.is_none() {
-                break;
-            }
-            // Rows before a read error are formatted first: their errors come first.
-            let parts: Vec<Result<(Vec<u8>, Applied)>> = chunks
-                .par_iter()
-                .map(|block| self.format_block(block, strict))
-                .collect();
-            for part in parts {
-                let (bytes, a) = part?;
+        blocks.map_in_order(
+            |block| self.format_block(block, strict),
+            |(bytes, a)| {
                 output.write_all(&bytes).map_err(write_err)?;
                 applied.rows += a.rows;
                 applied.records += a.records;
                 applied.removed += a.removed;
                 applied.uncovered_rows += a.uncovered_rows;
                 applied.uncovered_records += a.uncovered_records;
-            }
-            if let Some(e) = failed {
-                return Err(e);
-            }
-        }
+                Ok(())
+            },
+        )?;
         applied.rows_read = blocks.records();
         output.flush().map_err(write_err)?;
         Ok(applied)
