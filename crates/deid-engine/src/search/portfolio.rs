@@ -197,25 +197,11 @@ pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::time::Duration;
 
-    use crate::config::ProblemConfig;
-    use crate::dataset::ArxDataset;
-    use crate::privacy::PrivacyModel;
     use crate::problem::Problem;
+    use crate::search::tests::adult;
     use crate::search::{Algorithm, CancelFlag, NoObserver, SearchConfig, SearchOutcome, search};
-
-    fn adult(k: u32, suppression: f64) -> Problem {
-        let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
-        let cfg = ProblemConfig {
-            quasi_identifiers: ds.quasi_identifiers,
-            privacy: vec![PrivacyModel::KAnonymity { k }],
-            suppression_limit: suppression,
-            ..ProblemConfig::default()
-        };
-        Problem::new(ds.table, cfg).unwrap()
-    }
 
     /// `auto` on a large space (Flash disabled) with a seed, a check limit and a time limit.
     fn auto(p: &Problem, seed: u64, checks: u64, time: Duration, threads: usize) -> SearchOutcome {

@@ -317,7 +317,8 @@ fn test_fixture_two_anonymity_has_the_hand_derived_optimum() {
     }
 }
 
-fn adult(k: u32, suppression: f64) -> Problem {
+/// adult (examples/adult) with k-anonymity and a suppression limit.
+pub(crate) fn adult(k: u32, suppression: f64) -> Problem {
     let ds = ArxDataset::load(Path::new("../../examples/adult"), "adult").unwrap();
     let cfg = ProblemConfig {
         quasi_identifiers: ds.quasi_identifiers,
