@@ -806,7 +806,9 @@ fn the_genetic_member_adopts_the_other_members_improvements() {
             adopted += 1;
         }
     }
-    assert!(adopted >= 3, "adopted {adopted}");
+    // auto starts with top-down's first descent, so the genetic member resumes (and adopts)
+    // less often within the check limit; it must still adopt.
+    assert!(adopted >= 1, "adopted {adopted}");
     let p = adult(3, 0.05);
     search(
         &p,
