@@ -89,7 +89,8 @@ impl Received {
 
 /// Receives the body of `req` as dataset of `tenant` (see the module documentation). Without a
 /// `delimiter`, it is detected from the first line ([`deid_engine::data::sniff_delimiter`],
-/// `,` on ties).
+/// `,` on ties). Long because it is one pass over the streamed body, in order: limits,
+/// delimiter, format (CSV or Parquet), storage and the dataset's record.
 pub async fn receive(
     state: &AppState,
     tenant: &TenantId,

@@ -158,7 +158,8 @@ fn cancel_on_ctrl_c(cancel: &CancelFlag) {
     drop(spawned);
 }
 
-/// Runs `deid anonymize`.
+/// Runs `deid anonymize`. Long because it maps each command-line flag onto the job
+/// specification, one assignment per flag, before the shared task runs.
 pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     let mut spec = job_spec(&args.problem)?;
     match spec.task() {

@@ -213,7 +213,7 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                     ));
                 }
                 let _ = std::fs::remove_file(&report);
-                let (status, wall) = timed(&mut cmd)?;
+                let (status, wall) = super::bench_apply::timed(&mut cmd)?;
                 let Ok(bytes) = std::fs::read(&report) else {
                     println!("| {rows} | {csv_mb:.0} | {algorithm} | {limit} | failed: {status} |");
                     continue;
@@ -313,15 +313,6 @@ fn checks(args: ChecksArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Runs `cmd` to its end; its exit status and wall time in seconds.
-pub(super) fn timed(
-    cmd: &mut std::process::Command,
-) -> anyhow::Result<(std::process::ExitStatus, f64)> {
-    let started = Instant::now();
-    let status = cmd.status()?;
-    Ok((status, started.elapsed().as_secs_f64()))
 }
 
 fn list(text: &str) -> impl Iterator<Item = &str> {
@@ -435,6 +426,8 @@ fn auto_vs_best(runs: &[SeedRuns]) -> Option<(f64, f64, u64)> {
     Some((median, worst.0, worst.1))
 }
 
+/// Runs `deid bench search`. Long because it is one nested loop — datasets, suppression limits,
+/// time limits, seeds, algorithms — with each run's row written where it runs.
 fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
     use deid_engine::{Algorithm, CancelFlag, NoObserver, SearchConfig, search};
     let parse_alg = |name: &str| {
@@ -527,15 +520,19 @@ fn search_bench(args: SearchArgs) -> anyhow::Result<()> {
             }
         }
     }
-    if !summary.is_empty() {
-        println!(
-            "\n`auto`'s Loss against the best other algorithm with the same seed (+ = worse):\n"
-        );
-        println!("| dataset | suppression | limit | seeds | median | worst |");
-        println!("|---|---|---|---|---|---|");
-        for line in summary {
-            println!("{line}");
-        }
-    }
+    print_summary(&summary);
     Ok(())
+}
+
+/// Prints the summary rows of `search_bench` (`auto` against the best other algorithm).
+fn print_summary(summary: &[String]) {
+    if summary.is_empty() {
+        return;
+    }
+    println!("\n`auto`'s Loss against the best other algorithm with the same seed (+ = worse):\n");
+    println!("| dataset | suppression | limit | seeds | median | worst |");
+    println!("|---|---|---|---|---|---|");
+    for line in summary {
+        println!("{line}");
+    }
 }

@@ -458,29 +458,50 @@ fn file_stream(
     ))
 }
 
+/// The CSV the scale benchmark uploads: the generated dataset, or (with `--scale-frequency`)
+/// its frequency table at the given levels, made here.
+fn scale_input(
+    args: &BenchArgs,
+    dir: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<(std::path::PathBuf, Option<Vec<(String, usize)>>)> {
+    let Some(levels) = &args.scale_frequency else {
+        return Ok((dir.join(format!("{name}.csv")), None));
+    };
+    let levels = parse_levels(levels)?;
+    let started = Instant::now();
+    let (table, rows) = frequency_table(dir, name, &levels)?;
+    println!(
+        "frequency table {}: {rows} rows at levels {}, made in {:.1} s",
+        table.display(),
+        levels_tag(&levels),
+        started.elapsed().as_secs_f64()
+    );
+    Ok((table, Some(levels)))
+}
+
+/// GETs `url` (it must succeed); the body's length in bytes and the seconds it took.
+async fn fetch(client: &reqwest::Client, url: &str) -> anyhow::Result<(usize, f64)> {
+    let started = Instant::now();
+    let response = client.get(url).send().await?;
+    anyhow::ensure!(
+        response.status().is_success(),
+        "{url}: {}",
+        response.status()
+    );
+    let body = response.bytes().await?;
+    Ok((body.len(), started.elapsed().as_secs_f64()))
+}
+
+/// Runs the scale benchmark on `dir`. Long because it prints the measures of one run — upload,
+/// job, status latencies, plan, result, memory — as one table, each row where it is measured.
 async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Result<()> {
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
         .context("--scale-dataset: a folder such as target/scale/synth-1000000")?
         .to_string();
-    let mut csv = dir.join(format!("{name}.csv"));
-    let levels = match &args.scale_frequency {
-        Some(levels) => {
-            let levels = parse_levels(levels)?;
-            let started = Instant::now();
-            let (table, rows) = frequency_table(dir, &name, &levels)?;
-            println!(
-                "frequency table {}: {rows} rows at levels {}, made in {:.1} s",
-                table.display(),
-                levels_tag(&levels),
-                started.elapsed().as_secs_f64()
-            );
-            csv = table;
-            Some(levels)
-        }
-        None => None,
-    };
+    let (csv, levels) = scale_input(args, dir, &name)?;
     let csv_bytes = std::fs::metadata(&csv)
         .with_context(|| format!("cannot read {}", csv.display()))?
         .len();
@@ -506,23 +527,9 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     }
     let job_id = submit_job(&client, &base, &spec).await?;
     let run = poll_until_done(&client, &base, &job_id).await?;
-    let planned = Instant::now();
-    let plan = client
-        .get(format!("{base}/v1/jobs/{job_id}/plan"))
-        .send()
-        .await?;
-    anyhow::ensure!(plan.status().is_success(), "plan: {}", plan.status());
-    let plan = plan.bytes().await?;
-    let planned = planned.elapsed().as_secs_f64();
+    let (plan, planned) = fetch(&client, &format!("{base}/v1/jobs/{job_id}/plan")).await?;
     let (_, peak) = server.memory();
-    let download = Instant::now();
-    let bytes = client
-        .get(format!("{base}/v1/jobs/{job_id}/result.csv"))
-        .send()
-        .await?
-        .bytes()
-        .await?;
-    let download = download.elapsed().as_secs_f64();
+    let (bytes, download) = fetch(&client, &format!("{base}/v1/jobs/{job_id}/result.csv")).await?;
     let latencies = &run.latencies;
     let what = match args.scale_frequency.as_ref().map(|_| &floors) {
         Some(levels) => format!(
@@ -559,17 +566,14 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         percentile_ms(latencies, 0.99),
         percentile_ms(latencies, 1.0)
     );
-    println!(
-        "| plan | {:.1} MB in {planned:.2} s |",
-        plan.len() as f64 / 1e6
-    );
+    println!("| plan | {:.1} MB in {planned:.2} s |", plan as f64 / 1e6);
     println!(
         "| upload + job + plan | {:.1} s |",
         upload.as_secs_f64() + run.seconds + planned
     );
     println!(
         "| result.csv | {:.0} MB in {download:.1} s |",
-        bytes.len() as f64 / 1e6
+        bytes as f64 / 1e6
     );
     println!(
         "| server peak memory (VmHWM) | {:.0} MiB ({:.1} × the CSV) |",

@@ -12,7 +12,6 @@ use std::process::Command;
 use anyhow::Context;
 use clap::Args;
 
-use super::bench::timed;
 use super::synth::{QUASI_IDENTIFIERS, SENSITIVE, generate};
 
 /// Flags of `deid bench apply`.
@@ -164,4 +163,14 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(at)
+}
+
+/// Runs `cmd` to its end; its exit status and wall time in seconds (the child-process timing
+/// of every `deid bench` command).
+pub(super) fn timed(
+    cmd: &mut std::process::Command,
+) -> anyhow::Result<(std::process::ExitStatus, f64)> {
+    let started = std::time::Instant::now();
+    let status = cmd.status()?;
+    Ok((status, started.elapsed().as_secs_f64()))
 }

@@ -301,6 +301,21 @@ impl LocalOutcome {
         (r != u32::MAX).then_some(r as usize)
     }
 
+    /// Refines the published classes of a verified output and checks the result; if it did not
+    /// satisfy the models (never expected: every part and rest was checked, and the supported
+    /// models survive unions), the verified output is kept.
+    fn refine_checked(&mut self, problem: &Problem) {
+        let unrefined = self.codes.clone();
+        self.refine(problem);
+        if let Err(e) = verify_output(problem, self) {
+            debug_assert!(false, "refinement broke the models: {e}");
+            self.codes = unrefined;
+            self.refined.clear();
+            self.refined_records = 0;
+            self.refined_of_base.clear();
+        }
+    }
+
     /// Refines the published classes (see [`refine`]).
     fn refine(&mut self, problem: &Problem) {
         let levels: Vec<&[u8]> = self.steps.iter().map(|s| s.levels.as_slice()).collect();
@@ -420,38 +435,6 @@ pub fn local_search(
         start,
     };
     let gs = local.gs_factor.unwrap_or(0.0);
-    if std::env::var_os("DEID_LOCAL_TOPDOWN").is_some() {
-        let top = problem.lattice().top();
-        let mut state = AttemptState::new(problem, 0);
-        let members: Vec<usize> = (0..problem.base_groups().len()).collect();
-        let published = state.publish(problem, problem, &top, &members);
-        state.left -= published;
-        state.steps.push(LocalStep {
-            index: 0,
-            levels: top,
-            candidates: problem.rows(),
-            published,
-            suppression_limit: 1.0,
-            algorithm: Algorithm::Flash,
-            checks: 1,
-            expansions: 0,
-            elapsed: start.elapsed(),
-            stop: StopReason::Completed,
-            optimal_proven: false,
-        });
-        let attempt = Attempt {
-            first: First::Global,
-            gs,
-            budget: whole,
-            first_step: 0,
-        };
-        let mut outcome = state.into_outcome(&attempt, LocalStop::Complete, start.elapsed());
-        outcome.anonymous = outcome.suppressed <= problem.max_suppressed();
-        outcome.refine(problem);
-        verify_output(problem, &outcome)?;
-        outcome.elapsed = start.elapsed();
-        return Ok(outcome);
-    }
     let first = run.attempt(First::Steps, gs, steps_budget, 0, 0)?;
     let retry = local.gs_factor.is_none()
         && first.suppressed > problem.max_suppressed()
@@ -478,41 +461,12 @@ pub fn local_search(
         first
     };
     if outcome.suppressed > 0 && !cancel.is_cancelled() {
-        let attempts = outcome.attempts + 1;
-        let global = run.attempt(
-            First::Global,
-            gs,
-            whole,
-            next_step(&outcome),
-            outcome.checks,
-        )?;
-        let checks = global.checks;
-        // The global search's own suppressed records (before its further steps).
-        let global_suppressed = global.steps.first().map(|s| s.candidates - s.published);
-        let starts_global = match global_suppressed {
-            Some(g) => !outcome.has_solution() || outcome.suppressed > g,
-            None => false,
-        };
-        if starts_global {
-            outcome = global;
-        }
-        outcome.checks = checks;
-        outcome.attempts = attempts;
+        outcome = run.with_global_start(outcome, gs, whole)?;
     }
     outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
     verify_output(problem, &outcome)?;
     if local.refine && outcome.has_solution() && !cancel.is_cancelled() {
-        let unrefined = outcome.codes.clone();
-        outcome.refine(problem);
-        if let Err(e) = verify_output(problem, &outcome) {
-            // Never expected (every part and rest was checked, and the supported models
-            // survive unions): keep the verified output.
-            debug_assert!(false, "refinement broke the models: {e}");
-            outcome.codes = unrefined;
-            outcome.refined.clear();
-            outcome.refined_records = 0;
-            outcome.refined_of_base.clear();
-        }
+        outcome.refine_checked(problem);
     }
     outcome.elapsed = start.elapsed();
     Ok(outcome)
@@ -657,6 +611,38 @@ impl AttemptState {
 }
 
 impl Run<'_> {
+    /// The global start: the global search with the problem's own suppression limit (then
+    /// steps on its suppressed records) on the limits `whole`; it replaces `outcome` when it
+    /// suppresses fewer records than `outcome` does.
+    fn with_global_start(
+        &self,
+        mut outcome: LocalOutcome,
+        gs: f64,
+        whole: Budget,
+    ) -> Result<LocalOutcome> {
+        let attempts = outcome.attempts + 1;
+        let global = self.attempt(
+            First::Global,
+            gs,
+            whole,
+            next_step(&outcome),
+            outcome.checks,
+        )?;
+        let checks = global.checks;
+        // The global search's own suppressed records (before its further steps).
+        let global_suppressed = global.steps.first().map(|s| s.candidates - s.published);
+        let starts_global = match global_suppressed {
+            Some(g) => !outcome.has_solution() || outcome.suppressed > g,
+            None => false,
+        };
+        if starts_global {
+            outcome = global;
+        }
+        outcome.checks = checks;
+        outcome.attempts = attempts;
+        Ok(outcome)
+    }
+
     /// One run of the steps with gs-factor `gs` within `budget`; step numbers start at
     /// `first_step` and checks count on from `checks_before`. Until a stop condition holds:
     /// the step's limits, a search on the records still suppressed, and its published records.

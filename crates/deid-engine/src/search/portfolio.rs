@@ -113,7 +113,9 @@ fn resume<'p>(ctx: &mut Ctx<'_, 'p>, state: &mut Option<Member<'p>>, i: usize, e
     })
 }
 
-/// Runs the portfolio. Returns true if the optimum is proven.
+/// Runs the portfolio. Returns true if the optimum is proven. Long because it is the
+/// portfolio's three phases in order (incumbent, first descent, weighted rounds), each a short
+/// loop over the members' slices.
 pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
     ctx.strategy = Algorithm::Bfs;
     ctx.set_phase(Phase::Greedy);
