@@ -458,13 +458,16 @@ fn file_stream(
     ))
 }
 
+/// A level per quasi-identifier of the generated data (`--scale-frequency`).
+type FloorLevels = Vec<(String, usize)>;
+
 /// The CSV the scale benchmark uploads: the generated dataset, or (with `--scale-frequency`)
 /// its frequency table at the given levels, made here.
 fn scale_input(
     args: &BenchArgs,
     dir: &std::path::Path,
     name: &str,
-) -> anyhow::Result<(std::path::PathBuf, Option<Vec<(String, usize)>>)> {
+) -> anyhow::Result<(std::path::PathBuf, Option<FloorLevels>)> {
     let Some(levels) = &args.scale_frequency else {
         return Ok((dir.join(format!("{name}.csv")), None));
     };
