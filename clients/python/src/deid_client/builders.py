@@ -478,6 +478,8 @@ class LocalGeneralization:
 
     iterations: int | None = None
     gs_factor: float | None = None
+    refine: bool | None = None
+    """Refine the published classes into finer ones (default true); False gives ARX's procedure's output."""
 
     def to_json(self) -> dict[str, Any]:
         return _drop_none({f.name: getattr(self, f.name) for f in fields(self)})

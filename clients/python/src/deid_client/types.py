@@ -543,6 +543,10 @@ class LocalReport:
     """Whether the result is the global search's (step 0), which suppressed fewer records."""
     attempts: int | None = None
     suppressed_rows: int | None = None
+    refined_rows: int | None = None
+    """Records published in a class split off a step's class by the refinement."""
+    refined_transformations: int | None = None
+    """Distinct transformations of the refined classes."""
     steps: list[LocalStep] = field(default_factory=list)
     raw: dict[str, Any] = _raw()
 
