@@ -483,6 +483,31 @@ fn scale_input(
     Ok((table, Some(levels)))
 }
 
+/// The phases of a finished job from its report's `timings` (load, search, output) and what
+/// the job's `seconds` spent beyond them (queueing, storing the result).
+async fn job_phases(
+    client: &reqwest::Client,
+    base: &str,
+    job_id: &str,
+    seconds: f64,
+) -> anyhow::Result<String> {
+    let url = format!("{base}/v1/jobs/{job_id}/result");
+    let response = client.get(&url).send().await?;
+    anyhow::ensure!(
+        response.status().is_success(),
+        "{url}: {}",
+        response.status()
+    );
+    let report: Value = response.json().await?;
+    let t = &report["timings"];
+    let [load, search, output] =
+        ["load_ms", "search_ms", "output_ms"].map(|f| t[f].as_f64().unwrap_or(0.0) / 1000.0);
+    Ok(format!(
+        "load {load:.1} s, search {search:.1} s, output {output:.1} s, the rest {:.1} s",
+        seconds - load - search - output
+    ))
+}
+
 /// GETs `url` (it must succeed); the body's length in bytes and the seconds it took.
 async fn fetch(client: &reqwest::Client, url: &str) -> anyhow::Result<(usize, f64)> {
     let started = Instant::now();
@@ -531,6 +556,7 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
     let job_id = submit_job(&client, &base, &spec).await?;
     let run = poll_until_done(&client, &base, &job_id).await?;
     let (plan, planned) = fetch(&client, &format!("{base}/v1/jobs/{job_id}/plan")).await?;
+    let phases = job_phases(&client, &base, &job_id, run.seconds).await?;
     let (_, peak) = server.memory();
     let (bytes, download) = fetch(&client, &format!("{base}/v1/jobs/{job_id}/result.csv")).await?;
     let latencies = &run.latencies;
@@ -569,6 +595,7 @@ async fn scale_benchmark(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Res
         percentile_ms(latencies, 0.99),
         percentile_ms(latencies, 1.0)
     );
+    println!("| job phases (report `timings`) | {phases} |");
     println!("| plan | {:.1} MB in {planned:.2} s |", plan as f64 / 1e6);
     println!(
         "| upload + job + plan | {:.1} s |",

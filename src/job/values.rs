@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use deid_engine::Problem;
@@ -47,30 +48,44 @@ pub struct AttributeValues {
 }
 
 /// Column → its values before and after `recoding` (an output of `problem`), for every
-/// quasi-identifier.
+/// quasi-identifier. Counted in dense per-code tables, chunks of base groups in parallel.
 pub fn attribute_values<R: Recoding + ?Sized>(
     problem: &Problem,
     recoding: &R,
 ) -> BTreeMap<String, AttributeValues> {
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
-    let mut before: Vec<HashMap<u32, u64>> = vec![HashMap::new(); q];
-    let mut after: Vec<HashMap<(u8, u32), u64>> = vec![HashMap::new(); q];
-    let mut suppressed = 0u64;
-    for g in 0..base.len() {
-        let n = u64::from(base.counts[g]);
-        for (i, counts) in before.iter_mut().enumerate() {
-            *counts.entry(base.codes[g * q + i]).or_default() += n;
-        }
-        match recoding.recode(g) {
-            Some((levels, codes)) => {
-                for (i, counts) in after.iter_mut().enumerate() {
-                    *counts.entry((levels[i], codes[i])).or_default() += n;
+    let counts = (0..base.len())
+        .into_par_iter()
+        .with_min_len(1 << 16)
+        .fold(
+            || Counts::new(q),
+            |mut acc, g| {
+                let n = u64::from(base.counts[g]);
+                for (i, counts) in acc.before.iter_mut().enumerate() {
+                    add(counts, base.codes[g * q + i], n);
                 }
-            }
-            None => suppressed += n,
-        }
-    }
+                match recoding.recode(g) {
+                    Some((levels, codes)) => {
+                        for (i, per_level) in acc.after.iter_mut().enumerate() {
+                            let level = usize::from(levels[i]);
+                            if level >= per_level.len() {
+                                per_level.resize_with(level + 1, Vec::new);
+                            }
+                            add(&mut per_level[level], codes[i], n);
+                        }
+                    }
+                    None => acc.suppressed += n,
+                }
+                acc
+            },
+        )
+        .reduce(|| Counts::new(q), Counts::merge);
+    let Counts {
+        before,
+        after,
+        suppressed,
+    } = counts;
     let mut out = BTreeMap::new();
     for (i, qi) in problem.quasi_identifiers().iter().enumerate() {
         let h = &problem.hierarchies()[i];
@@ -78,10 +93,10 @@ pub fn attribute_values<R: Recoding + ?Sized>(
         let label = |level: usize, code: u32| h.label(level, code, column);
         // Base codes are the column's dictionary codes (level 0): the input as given, also for
         // data given at a floor of its hierarchy (`data_level`) or with a `min_level`.
-        let b = before[i].iter().map(|(&code, &n)| (label(0, code), n));
-        let a = after[i]
-            .iter()
-            .map(|(&(level, code), &n)| (label(level as usize, code), n));
+        let b = nonzero(&before[i]).map(|(code, n)| (label(0, code), n));
+        let a = (after[i].iter().enumerate())
+            .flat_map(|(level, per_code)| nonzero(per_code).map(move |(c, n)| (level, c, n)))
+            .map(|(level, code, n)| (label(level, code), n));
         let values = AttributeValues {
             before: distribution(b, None),
             after: distribution(a, Some(suppressed)),
@@ -89,6 +104,65 @@ pub fn attribute_values<R: Recoding + ?Sized>(
         out.insert(qi.column.clone(), values);
     }
     out
+}
+
+/// Records per code of each quasi-identifier: before, after (per level), and suppressed.
+struct Counts {
+    before: Vec<Vec<u64>>,
+    after: Vec<Vec<Vec<u64>>>,
+    suppressed: u64,
+}
+
+impl Counts {
+    fn new(q: usize) -> Counts {
+        Counts {
+            before: vec![Vec::new(); q],
+            after: vec![Vec::new(); q],
+            suppressed: 0,
+        }
+    }
+
+    fn merge(mut self, other: Counts) -> Counts {
+        for (mine, theirs) in self.before.iter_mut().zip(&other.before) {
+            add_all(mine, theirs);
+        }
+        for (mine, theirs) in self.after.iter_mut().zip(&other.after) {
+            if theirs.len() > mine.len() {
+                mine.resize_with(theirs.len(), Vec::new);
+            }
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                add_all(m, t);
+            }
+        }
+        self.suppressed += other.suppressed;
+        self
+    }
+}
+
+/// Adds `n` records to `code` (the table grows to hold it).
+fn add(counts: &mut Vec<u64>, code: u32, n: u64) {
+    let c = code as usize;
+    if c >= counts.len() {
+        counts.resize(c + 1, 0);
+    }
+    counts[c] += n;
+}
+
+/// Adds the counts of `other` to `counts`, code by code.
+fn add_all(counts: &mut Vec<u64>, other: &[u64]) {
+    if other.len() > counts.len() {
+        counts.resize(other.len(), 0);
+    }
+    for (c, o) in counts.iter_mut().zip(other) {
+        *c += o;
+    }
+}
+
+/// The codes with records, and their records.
+fn nonzero(counts: &[u64]) -> impl Iterator<Item = (u32, u64)> + '_ {
+    (counts.iter().enumerate())
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, &n)| (c as u32, n))
 }
 
 /// The distribution of `(text, records)` pairs (a text may come more than once).

@@ -86,16 +86,24 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
     let output_started = Instant::now();
     let options = spec.output_options();
     let threshold = spec.risk_threshold.unwrap_or(DEFAULT_RISK_THRESHOLD);
-    // The CSV and the report are independent: written and computed at once (on 10 M rows each
+    // The CSV, the report and the plan are independent: computed at once (on 10 M rows each
     // takes seconds).
-    let (written, mut report) = rayon::join(
-        || match (sink, result.recoding()) {
-            (Some(out), Some(recoding)) => {
-                super::write_output(run, &problem, recoding, &options, out).map(Some)
-            }
-            _ => Ok(None),
+    let ((written, mut report), plan) = rayon::join(
+        || {
+            rayon::join(
+                || match (sink, result.recoding()) {
+                    (Some(out), Some(recoding)) => {
+                        super::write_output(run, &problem, recoding, &options, out).map(Some)
+                    }
+                    _ => Ok(None),
+                },
+                || result.report(&problem, threshold),
+            )
         },
-        || result.report(&problem, threshold),
+        || match (run.plan, result.stepped()) {
+            (true, Some(stepped)) => Some(plan(run, &problem, stepped, &options, hierarchies)),
+            _ => None,
+        },
     );
     let written = written?;
     if let Some(recoding) = result.recoding() {
@@ -107,10 +115,6 @@ pub fn run(run: &Run<'_>, table: Table, sink: Sink<'_>) -> Result<Outcome, TaskE
             written,
         ));
     }
-    let plan = match (run.plan, result.stepped()) {
-        (true, Some(stepped)) => Some(plan(run, &problem, stepped, &options, hierarchies)),
-        _ => None,
-    };
     report.job = run.job.cloned();
     report.timings = Some(Timings {
         load_ms: ms(load),

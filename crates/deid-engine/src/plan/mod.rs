@@ -16,8 +16,9 @@
 //! The front ends add the `audit` block and the digest of the plan's body (the engine has no
 //! JSON and no SHA-256).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::check::Evaluation;
@@ -297,22 +298,27 @@ impl Plan {
         let columns: Vec<_> = (problem.qi_columns().iter())
             .map(|&c| problem.table().column(c))
             .collect();
-        let mut key = Vec::with_capacity(q);
-        for (g, &expected) in class_of_base.iter().enumerate() {
-            let codes = &base.codes[g * q..(g + 1) * q];
-            let got = applier.classify(|i| columns[i].dict.value(codes[i]), &mut key);
-            let same = match got {
-                apply::Classified::Class(c) => c == expected,
-                apply::Classified::Suppressed => expected == u32::MAX,
-                apply::Classified::Uncovered(_) => false,
-            };
-            if !same {
-                return Err(EngineError::Internal(format!(
-                    "the recoding plan does not reproduce the output of base group {g}"
-                )));
-            }
-        }
-        Ok(())
+        // Base groups in parallel; a failure names one failing group.
+        let checked = (class_of_base.par_iter().enumerate())
+            .with_min_len(1 << 14)
+            .try_for_each_init(
+                || Vec::with_capacity(q),
+                |key, (g, &expected)| {
+                    let codes = &base.codes[g * q..(g + 1) * q];
+                    let got = applier.classify(|i| columns[i].dict.value(codes[i]), key);
+                    let same = match got {
+                        apply::Classified::Class(c) => c == expected,
+                        apply::Classified::Suppressed => expected == u32::MAX,
+                        apply::Classified::Uncovered(_) => false,
+                    };
+                    if same { Ok(()) } else { Err(g) }
+                },
+            );
+        checked.map_err(|g| {
+            EngineError::Internal(format!(
+                "the recoding plan does not reproduce the output of base group {g}"
+            ))
+        })
     }
 }
 
@@ -369,14 +375,24 @@ fn step<R: Stepped + ?Sized>(
                 .collect()
         })
         .collect();
-    let publishes: BTreeSet<u32> = (0..class_of_base.len())
-        .filter(|&g| recoding.step_of(g) == Some(s))
-        .map(|g| class_of_base[g])
-        .collect();
+    // Marks per class (a class's groups are all published by one step), read in class order.
+    let mut published: Vec<bool> = Vec::new();
+    for (g, &c) in class_of_base.iter().enumerate() {
+        if c != u32::MAX && recoding.step_of(g) == Some(s) {
+            let c = c as usize;
+            if c >= published.len() {
+                published.resize(c + 1, false);
+            }
+            published[c] = true;
+        }
+    }
     PlanStep {
         levels: levels.to_vec(),
         maps,
-        publishes: publishes.into_iter().collect(),
+        publishes: (published.iter().enumerate())
+            .filter(|(_, p)| **p)
+            .map(|(c, _)| c as u32)
+            .collect(),
     }
 }
 
@@ -428,17 +444,20 @@ fn suppressed(problem: &Problem, class_of_base: &[u32], last: Option<&[u8]>) -> 
     };
     let q = problem.qi_columns().len();
     let base = problem.base_groups();
-    let mut tuples = BTreeSet::new();
-    let mut codes = vec![0u32; q];
+    // The distinct generalized code tuples first, their labels once each.
+    let mut codes: HashSet<Vec<u32>> = HashSet::new();
     for (g, &c) in class_of_base.iter().enumerate() {
         if c != u32::MAX {
             continue;
         }
-        for (i, code) in codes.iter_mut().enumerate() {
-            *code = problem.hierarchies()[i].code(levels[i] as usize, base.codes[g * q + i]);
-        }
-        tuples.insert(labels(problem, levels, &codes));
+        let tuple: Vec<u32> = (0..q)
+            .map(|i| problem.hierarchies()[i].code(levels[i] as usize, base.codes[g * q + i]))
+            .collect();
+        codes.insert(tuple);
     }
+    let tuples: BTreeSet<Vec<String>> = (codes.iter())
+        .map(|codes| labels(problem, levels, codes))
+        .collect();
     tuples.into_iter().collect()
 }
 
