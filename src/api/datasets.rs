@@ -183,17 +183,15 @@ pub async fn create_dataset(
         params.name.clone(),
         delimiter,
         has_header,
+        params.count_column.clone(),
         req,
     )
     .await?;
     let profile = upload.profile().await?;
     check_limits(&profile, &state.config)?;
-    let records = match &params.count_column {
-        Some(column) => Some(count_records(&state, &upload, column).await?),
-        None => None,
-    };
     let columns_json = serde_json::to_string(&profile.columns).map_err(ApiError::internal)?;
-    let frequency = (params.count_column.as_deref()).zip(records);
+    // A frequency table's counts were checked and summed by the profiler.
+    let frequency = (params.count_column.as_deref()).zip(profile.records);
     let id = upload
         .finish(profile.rows, &columns_json, &profile.values, frequency)
         .await?;
@@ -212,41 +210,6 @@ pub async fn create_dataset(
         Json(DatasetView::new(&row, vec![])),
     )
         .into_response())
-}
-
-/// Checks the count column of an upload declared a frequency table in one scan of its stored
-/// CSV ([`deid_engine::data::frequency::scan_counts`], constant memory) and returns its
-/// records. A bad count is a 422 `invalid_csv` naming `count_column`, the row and the value.
-async fn count_records(
-    state: &AppState,
-    upload: &super::upload::Received,
-    column: &str,
-) -> Result<i64> {
-    let (id, chunks, options) = upload.stored();
-    let reader = ChunkReader::new(
-        state.store.clone(),
-        tokio::runtime::Handle::current(),
-        id,
-        chunks,
-    );
-    let column = column.to_string();
-    let summary = tokio::task::spawn_blocking(move || {
-        deid_engine::data::frequency::scan_counts(
-            std::io::BufReader::with_capacity(1 << 16, reader),
-            options,
-            "dataset",
-            &column,
-        )
-    })
-    .await
-    .map_err(ApiError::internal)?
-    .map_err(|e| match e.config_error() {
-        Some((field, message)) => {
-            ApiError::new(ErrorCode::InvalidCsv, message).with_details(json!({"field": field}))
-        }
-        None => ApiError::new(ErrorCode::InvalidCsv, e.to_string()),
-    })?;
-    Ok(summary.records as i64)
 }
 
 /// Refuses data with more rows or columns than the service accepts.
@@ -481,7 +444,7 @@ mod tests {
 
     #[test]
     fn answers_suggestions_with_sorted_keys() {
-        let p = profile_csv("age\n1\n5\n9\n30\n".as_bytes(), CsvOptions::default()).unwrap();
+        let p = profile_csv("age\n1\n5\n9\n30\n".as_bytes(), CsvOptions::default(), None).unwrap();
         let spec = serde_json::to_value(p.columns[0].suggested_hierarchy.as_ref().unwrap())
             .unwrap()
             .to_string();

@@ -45,7 +45,12 @@ impl Received {
         };
         match parser.await {
             Ok(Ok(p)) => Ok(p),
-            Ok(Err(e)) => Err(csv_error(e)),
+            // A bad count (field `count_column`) names its field.
+            Ok(Err(e)) => Err(match e.config_error() {
+                Some((field, message)) => ApiError::new(ErrorCode::InvalidCsv, message)
+                    .with_details(json!({"field": field})),
+                None => csv_error(e),
+            }),
             Err(e) => Err(ApiError::internal(e)),
         }
     }
@@ -97,6 +102,7 @@ pub async fn receive(
     name: Option<String>,
     delimiter: Option<u8>,
     has_header: bool,
+    count_column: Option<String>,
     req: Request,
 ) -> Result<Received> {
     let (multipart, parquet) = body_kind(&req, has_header)?;
@@ -106,6 +112,7 @@ pub async fn receive(
         has_header,
     };
     let mut upload = Upload::new(state, id.clone(), options, delimiter.is_none() && !parquet);
+    upload.count_column = count_column;
     let mut guard = PurgeGuard {
         store: state.store.clone(),
         id: id.clone(),
@@ -306,6 +313,8 @@ struct Upload {
     options: CsvOptions,
     /// Detect the delimiter from the first chunk.
     sniff: bool,
+    /// A frequency table's count column, checked and summed by the profiler.
+    count_column: Option<String>,
 }
 
 impl Upload {
@@ -320,9 +329,14 @@ impl Upload {
         }
         let (tx, rx) = mpsc::channel::<Bytes>(4);
         let options = self.options;
+        let count_column = self.count_column.clone();
         self.parser = Some(tokio::task::spawn_blocking(move || {
             let reader = ChannelReader::new(rx);
-            profile_csv(std::io::BufReader::with_capacity(1 << 16, reader), options)
+            profile_csv(
+                std::io::BufReader::with_capacity(1 << 16, reader),
+                options,
+                count_column.as_deref(),
+            )
         }));
         self.tx = Some(tx);
     }
@@ -340,6 +354,7 @@ impl Upload {
             parser: None,
             options,
             sniff,
+            count_column: None,
         }
     }
 
@@ -496,6 +511,8 @@ pub struct Profile {
     /// `(column position, JSON array of its distinct values)` for the columns whose values were
     /// kept: the storage format of [`Store::finish_dataset`].
     pub values: Vec<(i64, String)>,
+    /// A frequency table's records: the sum of its count column, checked in the same pass.
+    pub records: Option<i64>,
 }
 
 /// Validates and profiles an upload with the engine's streaming profile (the rules of the
@@ -504,8 +521,15 @@ pub struct Profile {
 pub fn profile_csv<R: Read>(
     input: R,
     options: CsvOptions,
+    count_column: Option<&str>,
 ) -> std::result::Result<Profile, EngineError> {
-    let profile = deid_engine::profile::profile_csv(input, options, "dataset", MAX_STORED_VALUES)?;
+    let (profile, counted) = deid_engine::profile::profile_counted_csv(
+        input,
+        options,
+        "dataset",
+        MAX_STORED_VALUES,
+        count_column,
+    )?;
     let values = profile
         .values
         .into_iter()
@@ -519,6 +543,7 @@ pub fn profile_csv<R: Read>(
         rows: profile.rows,
         columns: profile.columns,
         values,
+        records: counted.map(|c| c.records as i64),
     })
 }
 
@@ -539,6 +564,7 @@ mod tests {
         let p = profile_csv(
             "i,t\n1,x\n22,y\n1,\"a,b\"\n".as_bytes(),
             CsvOptions::default(),
+            None,
         )
         .unwrap();
         assert_eq!(p.rows, 3);
@@ -550,7 +576,7 @@ mod tests {
                 (1, r#"["x","y","a,b"]"#.to_string())
             ]
         );
-        let err = profile_csv("a,b\n1\n".as_bytes(), CsvOptions::default())
+        let err = profile_csv("a,b\n1\n".as_bytes(), CsvOptions::default(), None)
             .err()
             .unwrap();
         assert_eq!(err.to_string(), "dataset: row 2 has 1 fields, expected 2");

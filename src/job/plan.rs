@@ -99,7 +99,8 @@ pub fn plan_json<R: Stepped + ?Sized>(
         deid_version: env!("CARGO_PKG_VERSION").to_string(),
     });
     plan.digest = Some(body_digest(&plan));
-    Ok(serde_json::to_string_pretty(&plan).expect("a plan serializes"))
+    // Compact: a plan of many output classes is tens of megabytes, held while it is stored.
+    Ok(serde_json::to_string(&plan).expect("a plan serializes"))
 }
 
 /// SHA-256 (hex) of the specification as the audit block records it ([`JobSpec::audited`],

@@ -1,9 +1,12 @@
 //! Synchronous adapters between the engine (which reads and writes `std::io`) and chunks in the
 //! database, for use on engine threads: [`ChunkReader`] reads a dataset chunk by chunk,
-//! [`ResultWriter`] stores the anonymized CSV chunk by chunk under the job's lease. Neither ever
-//! holds more than one chunk.
+//! [`ResultWriter`] stores the anonymized CSV chunk by chunk under the job's lease, on a thread of
+//! its own. The reader holds one chunk; the writer at most one being filled and
+//! [`CHUNKS_IN_FLIGHT`] waiting to be stored.
 
 use std::io::{self, Read, Write};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use deid_engine::CancelFlag;
 use tokio::runtime::Handle;
@@ -104,59 +107,98 @@ impl Read for ChunkReader {
     }
 }
 
+/// How many full chunks may wait for the storing thread before `write` blocks: enough to keep
+/// the writer busy while one chunk is stored, and a bound on the memory held.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
 /// Writes a job's result CSV into `result_chunks`, fenced by the lease: once the lease is lost
-/// every write fails with `ErrorKind::PermissionDenied`.
+/// every write fails with `ErrorKind::PermissionDenied`. Full chunks are stored on a thread of
+/// their own ("result-chunks"), so producing the CSV and storing it overlap; at most
+/// [`CHUNKS_IN_FLIGHT`] chunks wait for it.
 #[derive(Debug)]
 pub struct ResultWriter {
-    store: Store,
-    handle: Handle,
-    job_id: JobId,
-    owner: String,
     buf: Vec<u8>,
     chunks: i64,
+    sender: Option<SyncSender<(i64, Vec<u8>)>>,
+    storer: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl ResultWriter {
     /// A writer for `job_id` held by `owner`.
     pub fn new(store: Store, handle: Handle, job_id: JobId, owner: String) -> ResultWriter {
+        let (sender, receiver) = sync_channel::<(i64, Vec<u8>)>(CHUNKS_IN_FLIGHT);
+        let storer = std::thread::Builder::new()
+            .name("result-chunks".into())
+            .spawn(move || {
+                for (index, chunk) in receiver {
+                    let ok = handle
+                        .block_on(store.insert_result_chunk(&job_id, &owner, index, &chunk))
+                        .map_err(io::Error::other)?;
+                    if !ok {
+                        return Err(io::Error::new(
+                            io::ErrorKind::PermissionDenied,
+                            "the job's lease was lost",
+                        ));
+                    }
+                }
+                Ok(())
+            });
+        let (sender, storer) = match storer {
+            Ok(storer) => (Some(sender), Some(storer)),
+            // No thread: every write fails with the reason (see `send`).
+            Err(_) => (None, None),
+        };
         ResultWriter {
-            store,
-            handle,
-            job_id,
-            owner,
             buf: Vec::with_capacity(CHUNK_BYTES),
             chunks: 0,
+            sender,
+            storer,
         }
     }
 
-    fn store_chunk(&mut self) -> io::Result<()> {
+    /// The storing thread's outcome, once it has stopped.
+    fn join(&mut self) -> io::Result<()> {
+        self.sender = None;
+        match self.storer.take() {
+            Some(storer) => storer
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the chunk-storing thread panicked"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands the buffered bytes to the storing thread as the next chunk.
+    fn send(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let ok = self
-            .handle
-            .block_on(self.store.insert_result_chunk(
-                &self.job_id,
-                &self.owner,
-                self.chunks,
-                &self.buf,
-            ))
-            .map_err(io::Error::other)?;
-        if !ok {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                "the job's lease was lost",
-            ));
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        let sent = match &self.sender {
+            Some(sender) => sender.send((self.chunks, chunk)).is_ok(),
+            None => false,
+        };
+        if !sent {
+            // The thread stopped on an error (or never started): report why.
+            self.join()?;
+            return Err(io::Error::other("the result chunks can no longer be stored"));
         }
         self.chunks += 1;
-        self.buf.clear();
         Ok(())
     }
 
-    /// Stores the last chunk and returns the number of chunks.
+    /// Stores the last chunk, waits until every chunk is stored and returns their number.
     pub fn finish(mut self) -> io::Result<i64> {
-        self.store_chunk()?;
+        self.send()?;
+        self.join()?;
         Ok(self.chunks)
+    }
+}
+
+impl Drop for ResultWriter {
+    fn drop(&mut self) {
+        // An abandoned writer (an error upstream) still waits for the chunk being stored, so no
+        // store runs on after the job has moved on; the outcome no longer matters.
+        let _ = self.join();
     }
 }
 
@@ -166,7 +208,7 @@ impl Write for ResultWriter {
         let n = data.len().min(room);
         self.buf.extend_from_slice(&data[..n]);
         if self.buf.len() >= CHUNK_BYTES {
-            self.store_chunk()?;
+            self.send()?;
         }
         Ok(n)
     }

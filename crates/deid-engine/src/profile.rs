@@ -35,7 +35,7 @@ use crate::hierarchy::builder::{
     DateGranularity, DateSpec, GroupSizes, HierarchySpec, IntervalSpec, MAX_SCALE, MaskingSpec,
     Number, OrderSpec, SortOrder,
 };
-pub use streaming::{MAX_KEPT_VALUES, TableProfile, profile_csv, scan_column};
+pub use streaming::{MAX_KEPT_VALUES, TableProfile, profile_counted_csv, profile_csv, scan_column};
 
 /// Values treated as missing-value markers during detection (compared after trimming).
 pub const MISSING_MARKERS: &[&str] = &[

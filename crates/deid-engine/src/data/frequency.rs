@@ -9,7 +9,7 @@
 use std::io::Read;
 
 use crate::data::subset::Subset;
-use crate::data::{CsvOptions, CsvScanner, Table};
+use crate::data::{Codes, CsvOptions, CsvScanner, Table};
 use crate::error::{EngineError, Result};
 
 /// The most records a frequency table may stand for: the engine counts records in `u32`.
@@ -20,9 +20,9 @@ pub const MAX_RECORDS: u64 = u32::MAX as u64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frequencies {
     /// Records per row.
-    counts: Vec<u32>,
+    counts: PerRow,
     /// With a research subset: released records per row (≤ the row's count).
-    released: Option<Vec<u32>>,
+    released: Option<PerRow>,
     /// Sum of `counts`.
     records: usize,
     /// Sum of `released` (or of `counts` without a subset).
@@ -43,7 +43,7 @@ impl Frequencies {
     ) -> Result<Frequencies> {
         let counts = read_counts(table, count_column, "count_column")?;
         let mut records = 0u64;
-        for (row, &c) in counts.iter().enumerate() {
+        for (row, c) in counts.iter().enumerate() {
             records += u64::from(c);
             if records > MAX_RECORDS {
                 return Err(too_many(count_column, row + 1));
@@ -62,7 +62,7 @@ impl Frequencies {
                     ));
                 }
                 let released = read_counts(table, name, "subset_count_column")?;
-                for (row, (&s, &c)) in released.iter().zip(&counts).enumerate() {
+                for (row, (s, c)) in released.iter().zip(counts.iter()).enumerate() {
                     if s > c {
                         return Err(EngineError::config(
                             "subset_count_column",
@@ -80,11 +80,11 @@ impl Frequencies {
         Ok(Frequencies::new(counts, released))
     }
 
-    fn new(counts: Vec<u32>, released: Option<Vec<u32>>) -> Frequencies {
-        let records = counts.iter().map(|&c| c as usize).sum();
+    fn new(counts: PerRow, released: Option<PerRow>) -> Frequencies {
+        let records = counts.iter().map(|c| c as usize).sum();
         let released_records = released
             .as_ref()
-            .map_or(records, |r| r.iter().map(|&c| c as usize).sum());
+            .map_or(records, |r| r.iter().map(|c| c as usize).sum());
         Frequencies {
             counts,
             released,
@@ -97,47 +97,49 @@ impl Frequencies {
     /// its records, another none (replacing any released counts).
     pub fn with_subset(self, subset: &Subset) -> Frequencies {
         let released = (self.counts.iter().enumerate())
-            .map(|(row, &c)| if subset.contains(row) { c } else { 0 })
+            .map(|(row, c)| if subset.contains(row) { c } else { 0 })
             .collect();
-        Frequencies::new(self.counts, Some(released))
+        Frequencies::new(self.counts, Some(PerRow::Plain(released)))
     }
 
     /// The same frequencies with `released[row]` released records per row (each at most the
     /// row's count): differential privacy's sample (`problem::dp`).
     pub(crate) fn with_released(self, released: Vec<u32>) -> Frequencies {
-        debug_assert!(released.iter().zip(&self.counts).all(|(r, c)| r <= c));
-        Frequencies::new(self.counts, Some(released))
+        debug_assert!(released.iter().zip(self.counts.iter()).all(|(&r, c)| r <= c));
+        Frequencies::new(self.counts, Some(PerRow::Plain(released)))
     }
 
     /// The frequencies of the rows with `keep[row]` set.
     pub fn retain(&self, keep: &[bool]) -> Frequencies {
-        let pick = |v: &[u32]| -> Vec<u32> {
-            (v.iter().zip(keep))
-                .filter(|(_, k)| **k)
-                .map(|(&c, _)| c)
-                .collect()
+        let pick = |v: &PerRow| -> PerRow {
+            PerRow::Plain(
+                (v.iter().zip(keep))
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c)
+                    .collect(),
+            )
         };
-        Frequencies::new(pick(&self.counts), self.released.as_deref().map(pick))
+        Frequencies::new(pick(&self.counts), self.released.as_ref().map(pick))
     }
 
     /// Records of row `row`.
     #[inline]
     pub fn count(&self, row: usize) -> u32 {
-        self.counts[row]
+        self.counts.get(row)
     }
 
     /// Released records of row `row`: its count, or its subset count with a research subset.
     #[inline]
     pub fn released(&self, row: usize) -> u32 {
         match &self.released {
-            Some(r) => r[row],
-            None => self.counts[row],
+            Some(r) => r.get(row),
+            None => self.counts.get(row),
         }
     }
 
-    /// Records of every row.
-    pub fn counts(&self) -> &[u32] {
-        &self.counts
+    /// Records of every row, in row order.
+    pub fn counts(&self) -> impl Iterator<Item = u32> + '_ {
+        self.counts.iter()
     }
 
     /// Whether a research subset selects the released records.
@@ -162,7 +164,46 @@ impl Frequencies {
 
     /// Heap size in bytes.
     pub fn heap_bytes(&self) -> usize {
-        (self.counts.capacity() + self.released.as_ref().map_or(0, Vec::capacity)) * 4
+        self.counts.heap_bytes() + self.released.as_ref().map_or(0, PerRow::heap_bytes)
+    }
+}
+
+/// A number per row: as read from a count column, the column's codes and the number of each
+/// code (one byte per row when the column holds fewer than 256 distinct counts); or computed,
+/// one number per row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PerRow {
+    /// `numbers[codes[row]]`.
+    Coded { codes: Codes, numbers: Vec<u32> },
+    /// `numbers[row]`.
+    Plain(Vec<u32>),
+}
+
+impl PerRow {
+    #[inline]
+    fn get(&self, row: usize) -> u32 {
+        match self {
+            PerRow::Coded { codes, numbers } => numbers[codes.get(row) as usize],
+            PerRow::Plain(v) => v[row],
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            PerRow::Coded { codes, .. } => codes.len(),
+            PerRow::Plain(v) => v.len(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len()).map(|row| self.get(row))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            PerRow::Coded { codes, numbers } => codes.heap_bytes() + numbers.capacity() * 4,
+            PerRow::Plain(v) => v.capacity() * 4,
+        }
     }
 }
 
@@ -186,32 +227,68 @@ pub fn scan_counts<R: Read>(
     column: &str,
 ) -> Result<CountSummary> {
     let mut scanner = CsvScanner::table(input, options, source_name)?;
-    let Some(c) = scanner.columns().iter().position(|n| n == column) else {
-        return Err(EngineError::config(
-            "count_column",
-            format!(
-                "the table has no column '{column}'; its columns are: {}",
-                scanner.columns().join(", ")
-            ),
-        ));
-    };
-    let mut summary = CountSummary {
-        rows: 0,
-        records: 0,
-    };
+    let mut sum = CountSum::new(scanner.columns(), column)?;
     while let Some(record) = scanner.next_record()? {
-        summary.rows += 1;
-        let value = record.get(c).unwrap_or("");
-        let count = parse_count(value).ok_or_else(|| bad_count(column, value, summary.rows))?;
-        summary.records += u64::from(count);
-        if summary.records > MAX_RECORDS {
-            return Err(too_many(column, summary.rows));
+        sum.add(record.get(sum.column()).unwrap_or(""))?;
+    }
+    sum.finish()
+}
+
+/// Checks and sums a count column row by row, for a pass over a CSV that does something else
+/// as well (the upload's profile): the checks and errors of [`scan_counts`].
+#[derive(Debug, Clone)]
+pub struct CountSum {
+    name: String,
+    column: usize,
+    summary: CountSummary,
+}
+
+impl CountSum {
+    /// A sum of column `name` of a table with these columns (an error if it has none such).
+    pub fn new(columns: &[String], name: &str) -> Result<CountSum> {
+        let Some(column) = columns.iter().position(|n| n == name) else {
+            return Err(EngineError::config(
+                "count_column",
+                format!(
+                    "the table has no column '{name}'; its columns are: {}",
+                    columns.join(", ")
+                ),
+            ));
+        };
+        Ok(CountSum {
+            name: name.to_string(),
+            column,
+            summary: CountSummary {
+                rows: 0,
+                records: 0,
+            },
+        })
+    }
+
+    /// The count column's position.
+    pub fn column(&self) -> usize {
+        self.column
+    }
+
+    /// Adds the next row's count (its cell `value`).
+    pub fn add(&mut self, value: &str) -> Result<()> {
+        let s = &mut self.summary;
+        s.rows += 1;
+        let count = parse_count(value).ok_or_else(|| bad_count(&self.name, value, s.rows))?;
+        s.records += u64::from(count);
+        if s.records > MAX_RECORDS {
+            return Err(too_many(&self.name, s.rows));
         }
+        Ok(())
     }
-    if summary.records == 0 {
-        return Err(no_record(column));
+
+    /// The rows and records, or an error if no row counts a record.
+    pub fn finish(self) -> Result<CountSummary> {
+        if self.summary.records == 0 {
+            return Err(no_record(&self.name));
+        }
+        Ok(self.summary)
     }
-    Ok(summary)
 }
 
 fn bad_count(column: &str, value: &str, row: usize) -> EngineError {
@@ -251,7 +328,7 @@ pub fn parse_count(value: &str) -> Option<u32> {
 
 /// The count of every row of column `name`, parsed once per distinct value. `field` names the
 /// configuration field in errors.
-fn read_counts(table: &Table, name: &str, field: &str) -> Result<Vec<u32>> {
+fn read_counts(table: &Table, name: &str, field: &str) -> Result<PerRow> {
     let c = table.column_index(name).ok_or_else(|| {
         EngineError::config(
             field,
@@ -274,7 +351,10 @@ fn read_counts(table: &Table, name: &str, field: &str) -> Result<Vec<u32>> {
         };
         parsed.push(n);
     }
-    Ok(col.codes.iter().map(|code| parsed[code as usize]).collect())
+    Ok(PerRow::Coded {
+        codes: col.codes.clone(),
+        numbers: parsed,
+    })
 }
 
 #[cfg(test)]
@@ -299,14 +379,14 @@ mod tests {
     fn counts_and_released_counts_are_read_per_row() {
         let t = table(&[["x", "3", "1"], ["y", "0", "0"], ["x", "007", "7"]]);
         let f = Frequencies::resolve(&t, "n", None).unwrap();
-        assert_eq!(f.counts(), [3, 0, 7]);
+        assert_eq!(f.counts().collect::<Vec<_>>(), [3, 0, 7]);
         assert_eq!((f.records(), f.released_records()), (10, 10));
         assert!(!f.has_subset());
         let f = Frequencies::resolve(&t, "n", Some("s")).unwrap();
         assert_eq!((f.released(0), f.released(2)), (1, 7));
         assert_eq!(f.released_records(), 8);
         let kept = f.retain(&[true, false, true]);
-        assert_eq!(kept.counts(), [3, 7]);
+        assert_eq!(kept.counts().collect::<Vec<_>>(), [3, 7]);
         assert_eq!(kept.released_records(), 8);
     }
 

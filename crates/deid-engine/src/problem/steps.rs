@@ -403,10 +403,10 @@ pub(super) fn frequencies(
     }
     let mut frequencies =
         Frequencies::resolve(&table, count_column, config.subset_count_column.as_deref())?;
-    let keep: Vec<bool> = frequencies.counts().iter().map(|&c| c > 0).collect();
-    let table = if keep.iter().all(|&k| k) {
+    let table = if frequencies.counts().all(|c| c > 0) {
         table
     } else {
+        let keep: Vec<bool> = frequencies.counts().map(|c| c > 0).collect();
         frequencies = frequencies.retain(&keep);
         table.retain_rows(&keep)
     };

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use super::{ColumnProfile, ColumnType, detect_values};
+use crate::data::frequency::{CountSum, CountSummary};
 use crate::data::{Column, CsvOptions, CsvScanner};
 use crate::error::{EngineError, Result};
 
@@ -137,25 +138,45 @@ pub fn profile_csv<R: Read>(
     source_name: &str,
     keep: usize,
 ) -> Result<TableProfile> {
+    profile_counted_csv(input, options, source_name, keep, None).map(|(profile, _)| profile)
+}
+
+/// [`profile_csv`] of a frequency table: in the same pass, the count column `count_column` is
+/// checked and summed as [`scan_counts`](crate::data::frequency::scan_counts) does (its errors
+/// name the field `count_column`). Without a count column, the sum is `None`.
+pub fn profile_counted_csv<R: Read>(
+    input: R,
+    options: CsvOptions,
+    source_name: &str,
+    keep: usize,
+    count_column: Option<&str>,
+) -> Result<(TableProfile, Option<CountSummary>)> {
     let mut scanner = CsvScanner::table(input, options, source_name)?;
     let mut columns: Vec<ColumnStats> = scanner
         .columns()
         .iter()
         .map(|name| ColumnStats::new(name))
         .collect();
+    let mut sum = count_column
+        .map(|name| CountSum::new(scanner.columns(), name))
+        .transpose()?;
     let mut rows = 0usize;
     while let Some(record) = scanner.next_record()? {
         for (column, value) in columns.iter_mut().zip(record.iter()) {
             column.add(value, keep);
         }
+        if let Some(sum) = &mut sum {
+            sum.add(record.get(sum.column()).unwrap_or(""))?;
+        }
         rows += 1;
     }
     let (columns, values) = columns.into_iter().map(ColumnStats::finish).unzip();
-    Ok(TableProfile {
+    let profile = TableProfile {
         rows,
         columns,
         values,
-    })
+    };
+    Ok((profile, sum.map(CountSum::finish).transpose()?))
 }
 
 /// The distinct values of the column at `position` (0-based) of a CSV table, in order of first
@@ -315,5 +336,30 @@ mod tests {
             err.to_string(),
             "invalid value for 'column': d has 2 column(s), there is no column number 3"
         );
+    }
+
+    #[test]
+    fn a_count_column_is_checked_and_summed_in_the_same_pass() {
+        let text = "a,n\nx,3\ny,0\nx,7\n";
+        let (p, sum) =
+            profile_counted_csv(text.as_bytes(), CsvOptions::default(), "d", 4, Some("n"))
+                .unwrap();
+        assert_eq!(p.rows, 3);
+        let sum = sum.unwrap();
+        assert_eq!((sum.rows, sum.records), (3, 10));
+        let (_, none) =
+            profile_counted_csv(text.as_bytes(), CsvOptions::default(), "d", 4, None).unwrap();
+        assert!(none.is_none());
+        for (bad, expected) in [
+            ("a,n\nx,3\ny,-1\n", "row 2 of column 'n' holds '-1'"),
+            ("a,n\nx,0\n", "counts 0 records"),
+            ("a,m\nx,1\n", "no column 'n'"),
+        ] {
+            let e = profile_counted_csv(bad.as_bytes(), CsvOptions::default(), "d", 4, Some("n"))
+                .unwrap_err();
+            let (field, message) = e.config_error().unwrap();
+            assert_eq!(field, "count_column");
+            assert!(message.contains(expected), "{message}");
+        }
     }
 }
