@@ -195,7 +195,8 @@ mod tests {
         assert_eq!(after(10, true), Duration::from_secs(30));
         // A load longer than the limit still leaves a quarter of it.
         assert_eq!(after(15, true), Duration::from_secs(15));
-        assert_eq!(after(20, false), Duration::from_secs(15));
+        assert_eq!(after(20, false), Duration::from_secs(20));
+        assert_eq!(after(25, false), Duration::from_secs(15));
         assert_eq!(after(90, false), Duration::from_secs(15));
     }
 }
