@@ -13,6 +13,7 @@ keeps its JSON as ``raw``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import types as _pytypes
 from dataclasses import dataclass, field
@@ -121,9 +122,13 @@ def _decode(tp: Any, value: Any) -> Any:
         return value
     if origin is list:
         (item,) = get_args(tp)
+        if _plain(item):
+            return list(value)
         return [_decode(item, v) for v in value]
     if origin is dict:
         _, item = get_args(tp)
+        if _plain(item):
+            return dict(value)
         return {k: _decode(item, v) for k, v in value.items()}
     if origin is Literal:
         return value
@@ -138,18 +143,33 @@ def _decode(tp: Any, value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def _plain(tp: Any) -> bool:
+    """Whether JSON values of type ``tp`` are used as decoded (no dataclass, date or float
+    inside): a list of them is copied, not walked (a plan lists millions of strings)."""
+    return tp in (str, int, bool, Any, object) or get_origin(tp) is Literal
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """(attribute, JSON name, type) of a response dataclass's fields but ``raw``, computed once
+    per class."""
+    hints = get_type_hints(cls)
+    return tuple(
+        (f.name, _json_name(f), hints[f.name])
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.name != "raw"
+    )
+
+
 def from_json(cls: type[T], data: Any) -> T:
     """Builds a response dataclass from the decoded JSON of an answer."""
     if not isinstance(data, dict):
         raise TypeError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
-    hints = get_type_hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name == "raw":
-            continue
-        name = _json_name(f)
+    for attribute, name, hint in _fields(cls):
         if name in data:
-            kwargs[f.name] = _decode(hints[f.name], data[name])
+            kwargs[attribute] = _decode(hint, data[name])
     obj = cls(**kwargs)
     object.__setattr__(obj, "raw", data)
     return obj
