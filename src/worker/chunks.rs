@@ -180,7 +180,9 @@ impl ResultWriter {
         if !sent {
             // The thread stopped on an error (or never started): report why.
             self.join()?;
-            return Err(io::Error::other("the result chunks can no longer be stored"));
+            return Err(io::Error::other(
+                "the result chunks can no longer be stored",
+            ));
         }
         self.chunks += 1;
         Ok(())

@@ -186,9 +186,8 @@ mod tests {
             time_limit: Duration::from_secs(60),
             ..SearchConfig::default()
         };
-        let after = |load, plan| {
-            search_after_load(&search, Duration::from_secs(load), plan).time_limit
-        };
+        let after =
+            |load, plan| search_after_load(&search, Duration::from_secs(load), plan).time_limit;
         assert_eq!(after(0, true), Duration::from_secs(60));
         // 10 s of load, 10 s kept for the output; 20 s with a plan.
         assert_eq!(after(10, false), Duration::from_secs(40));

@@ -105,7 +105,12 @@ impl Frequencies {
     /// The same frequencies with `released[row]` released records per row (each at most the
     /// row's count): differential privacy's sample (`problem::dp`).
     pub(crate) fn with_released(self, released: Vec<u32>) -> Frequencies {
-        debug_assert!(released.iter().zip(self.counts.iter()).all(|(&r, c)| r <= c));
+        debug_assert!(
+            released
+                .iter()
+                .zip(self.counts.iter())
+                .all(|(&r, c)| r <= c)
+        );
         Frequencies::new(self.counts, Some(PerRow::Plain(released)))
     }
 

@@ -342,8 +342,7 @@ mod tests {
     fn a_count_column_is_checked_and_summed_in_the_same_pass() {
         let text = "a,n\nx,3\ny,0\nx,7\n";
         let (p, sum) =
-            profile_counted_csv(text.as_bytes(), CsvOptions::default(), "d", 4, Some("n"))
-                .unwrap();
+            profile_counted_csv(text.as_bytes(), CsvOptions::default(), "d", 4, Some("n")).unwrap();
         assert_eq!(p.rows, 3);
         let sum = sum.unwrap();
         assert_eq!((sum.rows, sum.records), (3, 10));
