@@ -150,16 +150,22 @@ def _plain(tp: Any) -> bool:
     return tp in (str, int, bool, Any, object) or get_origin(tp) is Literal
 
 
-@functools.lru_cache(maxsize=None)
-def _fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
+_FIELDS: dict[Any, tuple[tuple[str, str, Any], ...]] = {}
+
+
+def _fields(cls: Any) -> tuple[tuple[str, str, Any], ...]:
     """(attribute, JSON name, type) of a response dataclass's fields but ``raw``, computed once
     per class."""
-    hints = get_type_hints(cls)
-    return tuple(
-        (f.name, _json_name(f), hints[f.name])
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        if f.name != "raw"
-    )
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        hints = get_type_hints(cls)
+        fields = tuple(
+            (f.name, _json_name(f), hints[f.name])
+            for f in dataclasses.fields(cls)
+            if f.name != "raw"
+        )
+        _FIELDS[cls] = fields
+    return fields
 
 
 def from_json(cls: type[T], data: Any) -> T:
