@@ -55,13 +55,6 @@ impl Received {
         }
     }
 
-    /// The stored upload: its id, the number of stored chunks and how its CSV is read (the
-    /// delimiter given or detected).
-    pub fn stored(&self) -> (DatasetId, i64, CsvOptions) {
-        let u = &self.upload;
-        (u.id.clone(), u.seq, u.options)
-    }
-
     /// Marks the dataset ready with its size, rows, column profiles, kept values and, for a
     /// frequency table, its count column and records; returns its id. Until then, dropping
     /// the upload removes it.

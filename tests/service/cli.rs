@@ -1443,3 +1443,49 @@ fn anonymize_with_differential_privacy_reports_the_sample() {
         assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
     }
 }
+
+/// The binary bounds glibc's malloc arenas (`src/main.rs`): started without
+/// `MALLOC_ARENA_MAX`, the running process has it (one arena per core, at least two); a value
+/// the user set is kept.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_bounds_its_malloc_arenas() {
+    let dir = tmp_dir("arenas");
+    let environ_of = |set: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_deid"));
+        cmd.args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.join("data"))
+            .env_remove("DEID_API_KEYS")
+            .env_remove("DATABASE_URL")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        match set {
+            Some(v) => cmd.env("MALLOC_ARENA_MAX", v),
+            None => cmd.env_remove("MALLOC_ARENA_MAX"),
+        };
+        let mut child = cmd.spawn().expect("the deid binary starts");
+        // The re-exec keeps the process id; wait until the listening server's environment is
+        // the final one (it serves once started).
+        let start = std::time::Instant::now();
+        let mut found = None;
+        while start.elapsed() < std::time::Duration::from_secs(20) {
+            let environ =
+                std::fs::read(format!("/proc/{}/environ", child.id())).unwrap_or_default();
+            let value = (environ.split(|&b| b == 0))
+                .filter_map(|e| e.strip_prefix(b"MALLOC_ARENA_MAX="))
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .next();
+            if value.is_some() {
+                found = value;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().ok();
+        child.wait().ok();
+        found
+    };
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    assert_eq!(environ_of(None), Some(cores.to_string()));
+    assert_eq!(environ_of(Some("3")), Some("3".to_string()));
+}

@@ -1,15 +1,13 @@
 //! Frequency tables: a count column says how many records each row stands for
-//! (`docs/definitions.md` §1.1). Parsed once per distinct value of the column into one count per
-//! row; the engine weighs every row by its count and never expands the table.
+//! (`docs/definitions.md` §1.1). Parsed once per distinct value of the column and kept as the
+//! column's codes; the engine weighs every row by its count and never expands the table.
 //!
 //! A second count column may say how many of a row's records are released (the research subset
 //! of a frequency table); a yes/no research subset column releases all of a row's records or
 //! none.
 
-use std::io::Read;
-
 use crate::data::subset::Subset;
-use crate::data::{Codes, CsvOptions, CsvScanner, Table};
+use crate::data::{Codes, Table};
 use crate::error::{EngineError, Result};
 
 /// The most records a frequency table may stand for: the engine counts records in `u32`.
@@ -212,7 +210,7 @@ impl PerRow {
     }
 }
 
-/// What [`scan_counts`] found: rows and the records they stand for.
+/// What a [`CountSum`] found: rows and the records they stand for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CountSummary {
     /// Data rows.
@@ -221,26 +219,9 @@ pub struct CountSummary {
     pub records: u64,
 }
 
-/// Streams a CSV (the rules of [`CsvScanner::table`]) and checks and sums its count column
-/// `column` in constant memory: the check of an upload declared a frequency table. Errors are
-/// those of [`Frequencies::resolve`] (field `count_column`, the 1-based data row, the value),
-/// or the CSV's.
-pub fn scan_counts<R: Read>(
-    input: R,
-    options: CsvOptions,
-    source_name: &str,
-    column: &str,
-) -> Result<CountSummary> {
-    let mut scanner = CsvScanner::table(input, options, source_name)?;
-    let mut sum = CountSum::new(scanner.columns(), column)?;
-    while let Some(record) = scanner.next_record()? {
-        sum.add(record.get(sum.column()).unwrap_or(""))?;
-    }
-    sum.finish()
-}
-
-/// Checks and sums a count column row by row, for a pass over a CSV that does something else
-/// as well (the upload's profile): the checks and errors of [`scan_counts`].
+/// Checks and sums a count column row by row, in a pass over a CSV that does something else as
+/// well (the upload's profile, [`crate::profile::profile_counted_csv`]): constant memory; the
+/// errors of [`Frequencies::resolve`] (field `count_column`, the 1-based data row, the value).
 #[derive(Debug, Clone)]
 pub struct CountSum {
     name: String,
@@ -365,6 +346,7 @@ fn read_counts(table: &Table, name: &str, field: &str) -> Result<PerRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::{CsvOptions, CsvScanner};
 
     fn table(rows: &[[&str; 3]]) -> Table {
         let rows: Vec<Vec<String>> = rows
@@ -427,7 +409,14 @@ mod tests {
     #[test]
     fn a_scan_agrees_with_the_table() {
         let options = CsvOptions::default();
-        let scan = |csv: &str| scan_counts(csv.as_bytes(), options, "t", "n");
+        let scan = |csv: &str| {
+            let mut scanner = CsvScanner::table(csv.as_bytes(), options, "t")?;
+            let mut sum = CountSum::new(scanner.columns(), "n")?;
+            while let Some(record) = scanner.next_record()? {
+                sum.add(record.get(sum.column()).unwrap_or(""))?;
+            }
+            sum.finish()
+        };
         let s = scan("a,n\nx,3\ny,0\nz,12\n").unwrap();
         assert_eq!((s.rows, s.records), (3, 15));
         let e = scan("a,n\nx,3\ny,-1\n").unwrap_err();

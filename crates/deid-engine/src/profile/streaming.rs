@@ -142,8 +142,8 @@ pub fn profile_csv<R: Read>(
 }
 
 /// [`profile_csv`] of a frequency table: in the same pass, the count column `count_column` is
-/// checked and summed as [`scan_counts`](crate::data::frequency::scan_counts) does (its errors
-/// name the field `count_column`). Without a count column, the sum is `None`.
+/// checked and summed ([`CountSum`]: its errors name the field
+/// `count_column`). Without a count column, the sum is `None`.
 pub fn profile_counted_csv<R: Read>(
     input: R,
     options: CsvOptions,
