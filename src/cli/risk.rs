@@ -30,8 +30,9 @@ pub struct RiskArgs {
     #[arg(long, value_name = "T")]
     pub risk_threshold: Option<f64>,
     /// Which combinations of the quasi-identifiers get distinction and separation: `auto` (every
-    /// one while that is cheap, else the single attributes and the whole set) or `all`.
-    #[arg(long, value_name = "auto|all", value_parser = ["auto", "all"])]
+    /// one while that is cheap, else the single attributes and the whole set), `all`, or `singles`
+    /// (each attribute alone and all together).
+    #[arg(long, value_name = "auto|all|singles", value_parser = ["auto", "all", "singles"])]
     pub qi_combinations: Option<String>,
     /// The input is a frequency table: each row stands for as many records as COLUMN says.
     #[arg(long, value_name = "COLUMN")]
@@ -55,6 +56,7 @@ pub fn run(args: RiskArgs) -> anyhow::Result<()> {
         risk_threshold: args.risk_threshold,
         qi_combinations: args.qi_combinations.as_deref().map(|c| match c {
             "all" => QiCombinations::All,
+            "singles" => QiCombinations::Singles,
             _ => QiCombinations::Auto,
         }),
         count_column: args.count_column.clone(),

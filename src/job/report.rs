@@ -18,7 +18,7 @@ use deid_engine::output::OutputClasses;
 use deid_engine::output::Recoding;
 use deid_engine::posthoc::{OutputQuality, output_quality, output_quality_of};
 use deid_engine::quality::QualityModel;
-use deid_engine::risk::RiskReport;
+use deid_engine::risk::{QiCombinations, RiskReport};
 
 use super::id::{DatasetId, JobId};
 use super::values::{AttributeValues, attribute_values};
@@ -38,6 +38,18 @@ pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
 }
 
 /// The names of the quasi-identifiers, in their order.
+/// The input risks of a report: the quasi-identifiers' distinction and separation each alone and
+/// all together (every combination is a risk analysis's, `"task": "risk"` or `deid risk`).
+fn input_risk(problem: &Problem, risk_threshold: f64) -> RiskReport {
+    RiskReport::input_with(
+        problem,
+        risk_threshold,
+        QiCombinations::Singles,
+        &deid_engine::CancelFlag::new(),
+    )
+    .expect("a flag nobody raises")
+}
+
 fn qi_names(problem: &Problem) -> Vec<String> {
     (problem.quasi_identifiers().iter())
         .map(|q| q.column.clone())
@@ -355,7 +367,7 @@ impl EvaluationReport {
                 .collect(),
             utility: eval.quality.utility,
             risk: Risks {
-                input: RiskReport::input(problem, risk_threshold),
+                input: input_risk(problem, risk_threshold),
                 output: Some(RiskReport::output(problem, eval, risk_threshold)),
             },
             warnings: problem_warnings(problem),
@@ -432,7 +444,7 @@ impl EvaluationReport {
                 .collect(),
             utility: configured.quality,
             risk: Risks {
-                input: RiskReport::input(problem, risk_threshold),
+                input: input_risk(problem, risk_threshold),
                 output: Some(local_output_risk(
                     problem,
                     &classes,
@@ -575,7 +587,7 @@ impl Verdict {
             transformation: None,
             rows: problem.rows(),
             risk: Risks {
-                input: RiskReport::input(problem, risk_threshold),
+                input: input_risk(problem, risk_threshold),
                 output: None,
             },
         }))

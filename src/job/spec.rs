@@ -506,7 +506,7 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_threshold: Option<f64>,
     /// `"task": "risk"`: which combinations of the quasi-identifiers get distinction and
-    /// separation (`auto`, the default, or `all`).
+    /// separation (`auto`, the default, `all` or `singles`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qi_combinations: Option<deid_engine::risk::QiCombinations>,
     /// The population the data were sampled from: `{"size": N}`, `{"sampling_fraction": f}` or

@@ -49,6 +49,10 @@ pub struct CheckResult {
     pub lower_bound: f64,
     /// Utility in [0, 1] (1 = data unchanged).
     pub utility: f64,
+    /// Loss only: the suppression excess per quasi-identifier ([`Quality::excess`]), a bound
+    /// for the specializations when
+    /// [`Problem::suppression_shrinks_upwards`](crate::Problem::suppression_shrinks_upwards).
+    pub excess: Vec<f64>,
 }
 
 /// Everything about one transformation: the verdict plus the classes themselves, for output and
@@ -634,6 +638,7 @@ impl<'p> Checker<'p> {
             score: quality.score,
             lower_bound: quality.lower_bound,
             utility: quality.utility,
+            excess: quality.excess.clone(),
         }
     }
 

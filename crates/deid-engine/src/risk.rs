@@ -162,6 +162,9 @@ pub enum QiCombinations {
     /// Every combination of up to [`MAX_COMBINATION_QIS`] quasi-identifiers, whatever it costs
     /// (the steps grow with the distinct input tuples × 2^q; the analysis stays cancellable).
     All,
+    /// Each quasi-identifier alone and all of them together (q + 1 sets, from counts the problem
+    /// already holds): what the reports of anonymizations and evaluations give.
+    Singles,
 }
 
 impl RiskReport {
@@ -422,14 +425,20 @@ fn qi_risks(
         .map(|x| x.column.as_str())
         .collect();
     let all = q <= MAX_COMBINATION_QIS
-        && (combinations == QiCombinations::All
-            || base.counts.len().saturating_mul((1usize << q) - 1) <= MAX_COMBINATION_WORK);
+        && match combinations {
+            QiCombinations::All => true,
+            QiCombinations::Auto => {
+                base.counts.len().saturating_mul((1usize << q) - 1) <= MAX_COMBINATION_WORK
+            }
+            QiCombinations::Singles => false,
+        };
     let sets: Vec<Vec<usize>> = if all {
         (1u32..(1 << q))
             .map(|mask| (0..q).filter(|i| mask & (1 << i) != 0).collect())
             .collect()
     } else {
-        (0..q).map(|i| vec![i]).chain([(0..q).collect()]).collect()
+        let whole = (q > 1).then(|| (0..q).collect());
+        (0..q).map(|i| vec![i]).chain(whole).collect()
     };
     let n: u64 = base.counts.iter().map(|&c| c as u64).sum();
     // The combinations between one attribute and the whole set, by partition refinement.

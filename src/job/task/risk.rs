@@ -33,7 +33,8 @@ pub struct RiskRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_threshold: Option<f64>,
     /// Which combinations of the quasi-identifiers get distinction and separation: `auto`
-    /// (default: every one while that is cheap) or `all` (every one, whatever it costs).
+    /// (default: every one while that is cheap), `all` (every one, whatever it costs) or `singles`
+    /// (each alone and all together).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qi_combinations: Option<QiCombinations>,
     /// The count column of a frequency table (each row stands for that many records). The

@@ -529,9 +529,10 @@ class JobSpec:
     neutralize_formulas: bool | None = None
     """Neutralize spreadsheet formulas in ``result.csv`` (cells starting with ``=``, ``+``,
     ``-``, ``@``, tab or carriage return get a leading ``'``)."""
-    qi_combinations: Literal["auto", "all"] | None = None
+    qi_combinations: Literal["auto", "all", "singles"] | None = None
     """``"task": "risk"``: distinction and separation of every combination of the
-    quasi-identifiers (``"all"``) or only while cheap (``"auto"``, the default)."""
+    quasi-identifiers (``"all"``), only while cheap (``"auto"``, the default), or of each
+    alone and all together (``"singles"``, what the reports of anonymizations give)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further properties sent as they are (for service features newer than this client)."""
 

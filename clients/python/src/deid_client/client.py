@@ -215,8 +215,9 @@ class Client:
         """The re-identification risks of the dataset as it is for these quasi-identifiers
         (``{"input": RiskReport}``); ``population`` is ``{"size": N}``,
         ``{"sampling_fraction": f}`` or ``{"region": "usa"}``; ``qi_combinations`` is
-        ``"auto"`` (default) or ``"all"`` (distinction and separation of every combination of
-        the quasi-identifiers, whatever it costs)."""
+        ``"auto"`` (default), ``"all"`` (distinction and separation of every combination of
+        the quasi-identifiers, whatever it costs) or ``"singles"`` (each alone and all
+        together)."""
         return self._run(
             self._ops.analyse_risk(
                 dataset_id, quasi_identifiers, population, risk_threshold, qi_combinations

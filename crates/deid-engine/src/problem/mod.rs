@@ -477,6 +477,22 @@ impl Problem {
         self.population
     }
 
+    /// Whether every record suppressed at a transformation is suppressed at each of its
+    /// specializations too: only the minimal class size suppresses (no other class-based,
+    /// sample-based or presence model, no research subset, no differential privacy), so a
+    /// class too small at a transformation is split into classes too small below it. Then
+    /// the Loss's suppression excess of a transformation ([`Quality::excess`]) bounds those of
+    /// its specializations.
+    ///
+    /// [`Quality::excess`]: crate::quality::Quality::excess
+    pub fn suppression_shrinks_upwards(&self) -> bool {
+        self.class_models.is_empty()
+            && self.sample_models.is_empty()
+            && self.presence_models.is_empty()
+            && self.base_groups().pcounts.is_empty()
+            && self.dp.is_none()
+    }
+
     /// Monotonicity of the combined privacy models under this suppression limit.
     pub fn privacy_monotonicity(&self) -> PrivacyMonotonicity {
         self.monotonicity

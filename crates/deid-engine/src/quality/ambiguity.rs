@@ -35,6 +35,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
         score,
         lower_bound: bound.value().min(f64::MAX),
         per_attribute: Vec::new(),
+        excess: Vec::new(),
         utility: p.range_utility(
             score,
             p.base.ambiguity_min,

@@ -33,6 +33,7 @@ pub(super) fn aecs(p: &PreparedQuality, s: &Summary) -> Quality {
         score,
         lower_bound: n / s.classes.max(1) as f64,
         per_attribute: Vec::new(),
+        excess: Vec::new(),
         utility: p.range_utility(neutral, min, n, s.suppressed),
     }
 }
@@ -44,6 +45,7 @@ pub(super) fn discernibility(p: &PreparedQuality, s: &Summary) -> Quality {
         score: dm as f64,
         lower_bound: s.sum_sq_all as f64,
         per_attribute: Vec::new(),
+        excess: Vec::new(),
         utility: dm_utility(p, dm, s),
     }
 }
@@ -55,6 +57,7 @@ pub(super) fn discernibility_star(p: &PreparedQuality, s: &Summary) -> Quality {
         score: s.sum_sq_all as f64,
         lower_bound: s.sum_sq_all as f64,
         per_attribute: Vec::new(),
+        excess: Vec::new(),
         utility: dm_utility(p, dm, s),
     }
 }

@@ -85,6 +85,7 @@ pub(super) fn evaluate(
         lower_bound: p.aggregate(model, &bound),
         utility: p.aggregate_utility(model, &neutral),
         per_attribute: per,
+        excess: Vec::new(),
     }
 }
 

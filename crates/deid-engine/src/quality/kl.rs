@@ -71,6 +71,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
         score: from_fixed(total) / n,
         lower_bound: lower_bound(p, levels),
         per_attribute: Vec::new(),
+        excess: Vec::new(),
         utility,
     }
 }

@@ -52,6 +52,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
     }
     let s_fixed = s.suppressed as i128 * FIXED_ONE;
     let mut per = Vec::with_capacity(q);
+    let mut excesses = Vec::with_capacity(q);
     let mut bound = Vec::with_capacity(q);
     let mut neutral = Vec::with_capacity(q);
     for (i, col) in p.columns.iter().enumerate() {
@@ -62,6 +63,7 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
         let base = g * from_fixed(all);
         let excess = sf * from_fixed(rest) + (1.0 - g) * from_fixed(sup);
         per.push(normalise(base + excess, n, g, col.domain_size));
+        excesses.push(excess);
         bound.push(normalise(base, n, g, col.domain_size));
         let unchanged = from_fixed(col.loss_sum[0]);
         neutral.push(if n > unchanged {
@@ -75,20 +77,32 @@ pub(super) fn evaluate(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -
         lower_bound: p.aggregate(QualityModel::Loss, &bound),
         utility: p.aggregate_utility(QualityModel::Loss, &neutral),
         per_attribute: per,
+        excess: excesses,
     }
 }
 
 /// The generalization-only bound from the tables (no grouping needed).
 pub(super) fn lower_bound(p: &PreparedQuality, levels: &[u8]) -> f64 {
+    bound_with_excess(p, levels, &[])
+}
+
+/// The generalization-only bound of `levels` with a suppression excess per attribute added
+/// (none where `excess` is shorter): a lower bound of the score of `levels` whenever the
+/// excess of `levels` is at least `excess`. Each record suppressed at a generalization is
+/// suppressed at `levels` too, and adds sF·(1 − share) + (1 − gF)·share there, which is at
+/// least what it adds at the generalization (shares grow with the level and sF < 1 ⇒ gF = 1).
+pub(super) fn bound_with_excess(p: &PreparedQuality, levels: &[u8], excess: &[f64]) -> f64 {
     let g = p.config.generalization_factor();
     let n = p.n as f64;
     let bound: Vec<f64> = p
         .columns
         .iter()
         .zip(levels)
-        .map(|(col, &l)| {
+        .enumerate()
+        .map(|(i, (col, &l))| {
+            let extra = excess.get(i).copied().unwrap_or(0.0);
             normalise(
-                g * from_fixed(col.loss_sum[l as usize]),
+                g * from_fixed(col.loss_sum[l as usize]) + extra,
                 n,
                 g,
                 col.domain_size,

@@ -233,6 +233,12 @@ pub struct Quality {
     pub lower_bound: f64,
     /// Per-quasi-identifier values for multi-dimensional models (empty otherwise).
     pub per_attribute: Vec<f64>,
+    /// Loss only (empty otherwise): per quasi-identifier, the raw loss the suppressed records
+    /// add beyond their generalized share (`docs/definitions.md` §4.1). It never grows with
+    /// generalization when only the minimal class size suppresses (see
+    /// [`Problem::suppression_shrinks_upwards`](crate::Problem::suppression_shrinks_upwards)),
+    /// so it bounds the score of every specialization ([`PreparedQuality::bound_below`]).
+    pub excess: Vec<f64>,
     /// User-facing utility in [0, 1], 1 = data unchanged.
     pub utility: f64,
 }
@@ -477,6 +483,16 @@ impl PreparedQuality {
                 k * (self.base.domain_area - area.min(f64::MAX))
             }
             _ => 0.0,
+        }
+    }
+
+    /// A lower bound of the Loss of `levels` when a generalization of it has the suppression
+    /// excess `excess` ([`Quality::excess`]): the generalization-only bound of `levels` with that
+    /// excess added per attribute. Only for Loss (the generalization-only bound otherwise).
+    pub(crate) fn bound_below(&self, levels: &[u8], excess: &[f64]) -> f64 {
+        match self.config.model {
+            QualityModel::Loss => loss::bound_with_excess(self, levels, excess),
+            _ => self.lower_bound(levels),
         }
     }
 

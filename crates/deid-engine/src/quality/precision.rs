@@ -65,6 +65,7 @@ pub(super) fn precision(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) 
             &neutral(p, view.levels, s.suppressed),
         ),
         per_attribute: per,
+        excess: Vec::new(),
     }
 }
 
@@ -92,5 +93,6 @@ pub(super) fn height(p: &PreparedQuality, view: &ClassView<'_>, s: &Summary) -> 
         lower_bound: score,
         utility: p.aggregate_utility(QualityModel::Height, &neutral(p, view.levels, s.suppressed)),
         per_attribute: view.levels.iter().map(|&l| l as f64).collect(),
+        excess: Vec::new(),
     }
 }

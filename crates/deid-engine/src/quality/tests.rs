@@ -575,6 +575,18 @@ proptest! {
                         if model.monotone_with_suppression() {
                             prop_assert!(ra.score <= rb.score, "{name}: score {a:?} {} > {b:?} {}", ra.score, rb.score);
                         }
+                        if model == QualityModel::Loss {
+                            // Bounds from above (definitions.md §4.4): only k suppresses here.
+                            prop_assert!(p.suppression_shrinks_upwards());
+                            for (i, (&ea, &eb)) in ra.excess.iter().zip(&rb.excess).enumerate() {
+                                prop_assert!(eb <= ea * (1.0 + 1e-12), "excess {i} {a:?} {ea} < {b:?} {eb}");
+                            }
+                            let bound = prepared.bound_below(a, &rb.excess);
+                            prop_assert!(
+                                bound <= ra.score + 1e-9 * ra.score.abs().max(1.0),
+                                "{name}: bound from {b:?} {bound} > score of {a:?} {}", ra.score
+                            );
+                        }
                     }
                 }
             }

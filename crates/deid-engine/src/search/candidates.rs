@@ -105,6 +105,7 @@ mod tests {
             score,
             lower_bound: 0.0,
             utility: 1.0 - score,
+            excess: Vec::new(),
         }
     }
 

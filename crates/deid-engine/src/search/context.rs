@@ -496,6 +496,26 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.cannot_improve(lb, levels)
     }
 
+    /// Whether the suppression excess of a checked transformation bounds the Loss of its
+    /// specializations ([`Ctx::cannot_improve_below`]).
+    pub fn excess_bounds(&self) -> bool {
+        self.lower_bound_valid
+            && self.problem.quality_config().model == crate::quality::QualityModel::Loss
+            && self.problem.suppression_shrinks_upwards()
+    }
+
+    /// True if `levels` itself cannot beat the optimum when a generalization of it has the
+    /// suppression excess `excess` ([`CheckResult::excess`]; only when
+    /// [`Ctx::excess_bounds`]): each record suppressed there is suppressed at `levels` too, at
+    /// a cost at least as high.
+    pub fn cannot_improve_below(&self, levels: &[u8], excess: &[f64]) -> bool {
+        if !self.excess_bounds() || self.best.is_none() {
+            return false;
+        }
+        let lb = self.problem.prepared_quality().bound_below(levels, excess);
+        self.cannot_improve(lb, levels)
+    }
+
     /// True if no transformation in the up-set of `levels` (including itself) can beat the
     /// optimum, given a lower bound `lb` of their scores.
     pub fn cannot_improve(&self, lb: f64, levels: &[u8]) -> bool {

@@ -93,7 +93,15 @@ struct Flash {
     /// `distinct_term[i][level - min_i]` = −distinct_i(level) / distinct_i(0).
     distinct_term: Vec<Vec<f64>>,
     explored: u64,
+    /// Linear phases go top-down with suppression-excess bounds ([`Ctx::excess_bounds`]).
+    excess_bounds: bool,
+    /// With `excess_bounds`: per transformation, a lower bound of its suppression excess (its
+    /// own once checked; else the largest of its checked or bounded successors').
+    excess: HashMap<usize, Vec<f64>>,
 }
+
+/// Most transformations a top-down linear phase collects; beyond, it goes depth-first.
+const TOP_DOWN_MAX: usize = 1 << 20;
 
 /// Runs Flash; returns true if the whole space was classified (always, unless stopped).
 pub(crate) fn run(ctx: &mut Ctx<'_, '_>) -> bool {
@@ -139,6 +147,8 @@ impl Flash {
             gen_term,
             distinct_term,
             explored: 0,
+            excess_bounds: ctx.excess_bounds(),
+            excess: HashMap::new(),
         }
     }
 
@@ -273,6 +283,9 @@ impl Flash {
     fn after_check(&mut self, ctx: &Ctx<'_, '_>, id: usize, r: &CheckResult) {
         self.set(id, CHECKED);
         self.lower_bounds.insert(id, r.lower_bound);
+        if self.excess_bounds && !r.excess.is_empty() {
+            self.raise_excess(id, &r.excess);
+        }
         match self.privacy {
             PrivacyMonotonicity::Full => {
                 if r.anonymous {
@@ -542,9 +555,131 @@ impl Flash {
         ))
     }
 
-    /// Depth-first over everything above `start`; every visited node ends up pruned.
+    /// Raises the excess bound of `id` to at least `excess`, attribute by attribute.
+    fn raise_excess(&mut self, id: usize, excess: &[f64]) {
+        let e = self
+            .excess
+            .entry(id)
+            .or_insert_with(|| vec![0.0; excess.len()]);
+        for (a, &b) in e.iter_mut().zip(excess) {
+            *a = a.max(b);
+        }
+    }
+
+    /// The largest excess bound of the successors of `id`, if any has one: a lower bound of
+    /// the excess of `id` (records suppressed above are suppressed at `id`).
+    fn inherited_excess(&self, id: usize) -> Option<Vec<f64>> {
+        let mut out: Option<Vec<f64>> = None;
+        for s in self.successors(id) {
+            if let Some(e) = self.excess.get(&s) {
+                match &mut out {
+                    None => out = Some(e.clone()),
+                    Some(o) => o.iter_mut().zip(e).for_each(|(a, &b)| *a = a.max(b)),
+                }
+            }
+        }
+        out
+    }
+
+    /// Everything above `start` (itself included) that is neither pruned nor bounded out by
+    /// the generalization-only bound, or `None` beyond [`TOP_DOWN_MAX`] transformations.
+    fn up_set_to_visit(&mut self, ctx: &Ctx<'_, '_>, start: usize) -> Option<Vec<usize>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![start];
+        let mut out = Vec::new();
+        seen.insert(start);
+        while let Some(id) = stack.pop() {
+            if self.has(id, PRUNED) {
+                continue;
+            }
+            if !self.has(id, CHECKED) && ctx.cannot_improve_unchecked(&self.levels(id)) {
+                self.tag_up(id, PRUNED);
+                continue;
+            }
+            out.push(id);
+            if out.len() > TOP_DOWN_MAX {
+                return None;
+            }
+            for s in self.successors(id) {
+                if seen.insert(s) {
+                    stack.push(s);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// The linear phase top-down (with [`Flash::excess_bounds`]): the up-set of `start` level
+    /// by level from its top, each level's checks as one parallel batch. A transformation whose
+    /// successors' suppression excess already rules it out is not checked; its bound passes on
+    /// to its own specializations. With a good optimum, most transformations near the bottom,
+    /// which suppress much and cost most to check, are ruled out this way.
+    fn top_down_phase(
+        &mut self,
+        ctx: &mut Ctx<'_, '_>,
+        start: usize,
+        nodes: Vec<usize>,
+    ) -> Result<(), Stopped> {
+        let mut keys: Vec<StrategyKey> = nodes.into_iter().map(|id| self.key(id)).collect();
+        keys.sort_unstable_by(|a, b| b.rank.cmp(&a.rank).then_with(|| a.cmp(b)));
+        for level in keys.chunk_by(|a, b| a.rank == b.rank) {
+            if ctx.should_stop() {
+                return Err(Stopped);
+            }
+            ctx.add_expansions(level.len() as u64);
+            let mut to_check: Vec<Levels> = Vec::new();
+            for k in level {
+                let id = k.id;
+                if self.has(id, PRUNED) {
+                    continue;
+                }
+                let inherited = self.inherited_excess(id);
+                if let Some(e) = &inherited {
+                    self.raise_excess(id, e);
+                }
+                if self.has(id, CHECKED) {
+                    self.retest(ctx, id);
+                    continue;
+                }
+                let levels = self.levels(id);
+                if ctx.cannot_improve_unchecked(&levels) {
+                    self.tag_up(id, PRUNED);
+                } else if self.known_not_anonymous(id)
+                    || inherited.is_some_and(|e| ctx.cannot_improve_below(&levels, &e))
+                {
+                    continue;
+                } else {
+                    to_check.push(levels);
+                }
+            }
+            if !to_check.is_empty() {
+                let results = ctx.check_all(&to_check);
+                for r in &results {
+                    let id = self.id(&r.levels);
+                    self.after_check(ctx, id, r);
+                }
+                ctx.set_explored(self.explored);
+                if results.len() < to_check.len() {
+                    return Err(Stopped);
+                }
+            }
+        }
+        // Everything above `start` is checked or ruled out.
+        self.tag_up(start, PRUNED);
+        ctx.set_explored(self.explored);
+        Ok(())
+    }
+
+    /// Everything above `start`; every visited node ends up pruned. Top-down with excess
+    /// bounds once there is an optimum to beat ([`Flash::top_down_phase`]), else depth-first.
     fn linear_phase(&mut self, ctx: &mut Ctx<'_, '_>, start: usize) -> Result<(), Stopped> {
         ctx.set_phase(Phase::Linear);
+        if self.excess_bounds
+            && ctx.best.is_some()
+            && let Some(nodes) = self.up_set_to_visit(ctx, start)
+        {
+            return self.top_down_phase(ctx, start, nodes);
+        }
         let Some(children) = self.open(ctx, start)? else {
             return Ok(());
         };

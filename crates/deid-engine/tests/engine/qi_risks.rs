@@ -117,3 +117,41 @@ fn every_combination_on_request_beyond_the_work_bound() {
         assert!(all.contains(r), "{:?}", r.attributes);
     }
 }
+
+/// `QiCombinations::Singles` (the reports of anonymizations) gives each quasi-identifier alone
+/// and all together, equal to the counts of the rows, on a table `Auto` gives every combination
+/// of; with one quasi-identifier, that one once.
+#[test]
+fn singles_are_each_attribute_and_the_whole_set() {
+    use deid_engine::CancelFlag;
+    use deid_engine::risk::{QiCombinations, RiskReport};
+    let columns = 4;
+    let rows: Vec<Vec<String>> = (0..300usize)
+        .map(|r| {
+            (0..columns)
+                .map(|i| ((r * (i + 3)) % (i + 2) + r % 5).to_string())
+                .collect()
+        })
+        .collect();
+    let p = problem(&rows, columns);
+    let singles = |p: &deid_engine::Problem| {
+        RiskReport::input_with(p, 0.2, QiCombinations::Singles, &CancelFlag::new())
+            .unwrap()
+            .quasi_identifiers
+            .unwrap()
+    };
+    let got = singles(&p);
+    assert_eq!(got.len(), columns + 1);
+    assert_eq!(quasi_identifier_risks(&p).len(), (1 << columns) - 1);
+    for r in &got {
+        let set: Vec<usize> = (r.attributes.iter())
+            .map(|a| a[1..].parse::<usize>().unwrap())
+            .collect();
+        assert!(set.len() == 1 || set.len() == columns, "{set:?}");
+        let (distinction, separation) = by_rows(&rows, &set);
+        assert_eq!(r.distinction, distinction, "{:?}", r.attributes);
+        assert_eq!(r.separation, separation, "{:?}", r.attributes);
+    }
+    let one: Vec<Vec<String>> = rows.iter().map(|r| r[..1].to_vec()).collect();
+    assert_eq!(singles(&problem(&one, 1)).len(), 1);
+}
