@@ -27,8 +27,8 @@
 //! Pruning rules used by the algorithms (each only where valid):
 //! - *lower bound*: `CheckResult::lower_bound` bounds the score of a transformation and all its
 //!   generalizations, so an up-set whose bound cannot beat the current optimum (in the total
-//!   order above) is skipped — valid unless suppression is cheaper than generalization (see
-//!   `lower_bound_valid`);
+//!   order above) is skipped — valid for Loss, and for the other models unless suppression is
+//!   cheaper than generalization (see `lower_bound_valid`);
 //! - *anonymity*: anonymous ⇒ generalizations anonymous and not anonymous ⇒ specializations not
 //!   anonymous only if [`Problem::privacy_monotonicity`] is `Full`; the minimal class size alone
 //!   is monotone when it is `Partial`;
@@ -269,13 +269,18 @@ pub(crate) fn utility_monotone(problem: &Problem) -> bool {
     problem.max_suppressed() == 0 || problem.quality_config().model.monotone_with_suppression()
 }
 
-/// True if `CheckResult::lower_bound` bounds the scores of all generalizations. It does not when
-/// suppressed records cost less than generalized ones (gs-factor < 0.5, i.e. suppression factor
-/// < 1) and records may be suppressed: a generalization can then suppress more cheaply than the
-/// generalization-only bound assumes (found by comparison with exhaustive search). Lower-bound
-/// pruning is disabled in that case.
+/// True if `CheckResult::lower_bound` bounds the scores of all generalizations. For Loss it
+/// always does: a suppressed record costs its generalized share plus a non-negative excess
+/// (`quality/loss.rs`), so the score of every generalization is at least its
+/// generalization-only bound, which never decreases upwards. For the other models it does not
+/// when suppressed records cost less than generalized ones (gs-factor < 0.5, i.e. suppression
+/// factor < 1) and records may be suppressed: a generalization can then suppress more cheaply
+/// than their bounds assume (found by comparison with exhaustive search), and lower-bound
+/// pruning is disabled.
 pub(crate) fn lower_bound_valid(problem: &Problem) -> bool {
-    problem.max_suppressed() == 0 || problem.quality_config().suppression_factor() >= 1.0
+    problem.max_suppressed() == 0
+        || problem.quality_config().suppression_factor() >= 1.0
+        || problem.quality_config().model == crate::quality::QualityModel::Loss
 }
 
 #[cfg(test)]
