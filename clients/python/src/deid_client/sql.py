@@ -4,8 +4,9 @@ columns the job needs leaves the database (docs/engines.md).
 :func:`anonymize_table` runs, in one snapshot of the database (PostgreSQL: a REPEATABLE READ
 transaction; DuckDB: one transaction):
 
-1. *profile*: the number of distinct tuples of the quasi-identifiers, sensitive and
-   microaggregated columns; when it exceeds ``max_groups``, a *floor* — a level per
+1. *profile*: the rows of the source, and when they exceed ``max_groups`` the number of
+   distinct tuples of the quasi-identifiers, sensitive and microaggregated columns; when that
+   exceeds ``max_groups`` too, a *floor* — a level per
    quasi-identifier, read from the hierarchy tables given inline in the specification — that
    brings it below, greedily raising the quasi-identifier that helps most;
 2. *frequency table*: one ``GROUP BY`` over those columns as text (deid's typed→text rule,
@@ -425,11 +426,17 @@ def _load_hierarchies(q: _Query) -> None:
         q.d.load(_htable(i), columns, rows)
 
 
-def _profile(q: _Query, max_groups: int) -> tuple[int, int, dict[str, int], str]:
+def _profile(q: _Query, max_groups: int) -> tuple[int | None, int | None, dict[str, int], str]:
     """(groups at level 0, groups at the floor, the floor, the query of the frequency table at
-    the floor): the source is grouped once at level 0 into a temporary table; when it has more
-    than ``max_groups`` rows, the floor is chosen on that table (exact distinct counts, one scan
-    per round), which the frequency table at the floor then regroups."""
+    the floor). A source of at most ``max_groups`` rows has no more tuples than that, so it
+    needs no floor: its frequency table is the level-0 grouping, streamed as it is computed
+    (the counts of groups are then those of the upload: ``None`` here). A larger source is
+    grouped once at level 0 into a temporary table; when that has more than ``max_groups``
+    rows, the floor is chosen on it (exact distinct counts, one scan per round), and the
+    frequency table at the floor regroups it."""
+    rows = int(q.d.execute(f"SELECT count(*) FROM {q.source}")[0][0])
+    if rows <= max_groups:
+        return None, None, {}, q.grouped({})
     q.d.temporary_as(_FREQ, q.grouped({}))
     f = _Query(q.d, q.d.ident(_FREQ), q.cols, q.types, {}, texts=True)
     level0 = int(q.d.execute(f"SELECT count(*) FROM {f.source}")[0][0])
@@ -653,6 +660,8 @@ def anonymize_table(
         timings["profile"], clock = time.monotonic() - clock, time.monotonic()
         count_column = count_name(cols.sent)
         ds = uploader(client, count_column)(d.csv_body([*cols.sent, count_column], freq))
+        if level0 is None or groups is None:
+            level0 = groups = ds.rows
         timings["group"], clock = time.monotonic() - clock, time.monotonic()
         with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
             timings["search"], clock = time.monotonic() - clock, time.monotonic()
