@@ -45,6 +45,9 @@ class Engine:
     def rows(self, table: str) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
+    def leftovers(self) -> list[str]:
+        raise NotImplementedError
+
     def exists(self, table: str) -> bool:
         raise NotImplementedError
 
@@ -82,6 +85,13 @@ class Postgres(Engine):
         with self.conn.transaction():
             return bool(self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", [f'"{table}"']).fetchone()[0])
 
+    def leftovers(self) -> list[str]:
+        """Tables of the adapter's runs left in the database (temporary ones end with the
+        session; the apply's unlogged tables must be dropped by the run)."""
+        with self.conn.transaction():
+            rows = self.conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'deid\\_%'").fetchall()
+        return [r[0] for r in rows]
+
 
 class DuckDB(Engine):
     name = "duckdb"
@@ -103,6 +113,10 @@ class DuckDB(Engine):
 
     def exists(self, table: str) -> bool:
         return bool(self.conn.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0])
+
+    def leftovers(self) -> list[str]:
+        rows = self.conn.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND table_name LIKE 'deid\\_%' ESCAPE '\\'").fetchall()
+        return [r[0] for r in rows]
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +172,7 @@ def test_adult_equals_the_cli(engine: Engine, client: Client, tmp_path: Path) ->
     assert released(engine, "adult_out") == expected
     assert result.rows_written == sum(expected.values())
     assert all(len(r) == len(header) - 1 for r in engine.rows("adult_out"))  # the identifier dropped
+    assert engine.leftovers() == []  # the apply's tables are dropped
 
 
 def test_adult_at_a_floor_equals_the_cli_with_min_levels(engine: Engine, client: Client, tmp_path: Path) -> None:
@@ -186,6 +201,7 @@ def test_a_broken_apply_is_caught_by_verify(engine: Engine, client: Client, monk
         dsql.anonymize_table(client, engine.conn, "adult", "adult_broken", adult_spec(), progress=False)
     assert not e.value.verification.passed
     assert not engine.exists("adult_broken")  # rolled back: nothing written
+    assert engine.leftovers() == []  # nor the apply's tables
 
 
 def test_uncovered_rows_are_suppressed_and_counted(engine: Engine, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:

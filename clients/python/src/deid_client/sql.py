@@ -14,8 +14,10 @@ transaction; DuckDB: one transaction):
    a count column;
 3. the *job* on deid (``data_level`` set for the floor), waited for with progress; Ctrl-C
    cancels it;
-4. *apply*: the plan's maps and classes as temporary tables joined to the source, suppressed
-   and uncovered rows suppressed (fail closed, counted), ``CREATE TABLE target AS SELECT …``;
+4. *apply*: the plan's maps and classes as tables of the run (DuckDB: temporary; PostgreSQL:
+   unlogged tables of the target's schema, so that the join runs in parallel workers, dropped
+   at the end or with a rollback) joined to the source, suppressed and uncovered rows
+   suppressed (fail closed, counted), ``CREATE TABLE target AS SELECT …``;
 5. *verify*: the target's frequency table posted to ``POST /v1/jobs/{id}/verify``; a failed
    verification raises :class:`VerificationFailedError` and rolls the transaction back, so no
    target table is left.
@@ -30,6 +32,7 @@ import contextlib
 import io
 import itertools
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
@@ -117,6 +120,15 @@ class _Dialect:
     def load(self, table: str, columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> None:
         """Creates a temporary table and fills it with ``rows``."""
         raise NotImplementedError
+
+    def scratch(self, name: str) -> str:
+        """The SQL name of the apply's table ``name`` (:meth:`load_scratch`)."""
+        return self.ident(name)
+
+    def load_scratch(self, name: str, columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> None:
+        """A table of the apply (the plan's maps and classes), dropped with the transaction or
+        at its end: a temporary table, unless the database scans those in one process only."""
+        self.load(name, columns, rows)
 
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         raise NotImplementedError
@@ -212,15 +224,33 @@ class _Postgres(_Dialect):
             cur.execute(query)
             yield from cur
 
+    #: Schema and name suffix of the apply's tables (:meth:`load_scratch`), set per run.
+    scratch_schema: str = "public"
+    scratch_suffix: str = ""
+
     def load(self, table: str, columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> None:
+        self._fill(f"TEMPORARY TABLE {self.ident(table)}", self.ident(table), " ON COMMIT DROP", columns, rows)
+
+    def scratch(self, name: str) -> str:
+        return f"{self.ident(self.scratch_schema)}.{self.ident(name + self.scratch_suffix)}"
+
+    def load_scratch(self, name: str, columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> None:
+        # PostgreSQL scans temporary tables in the leader only, so a join with them never runs
+        # in parallel workers: the apply's tables are unlogged tables of the target's schema,
+        # under a name of this run. Created in the transaction, they vanish with a rollback
+        # (or a lost connection); the end of the run drops them.
+        self._fill(f"UNLOGGED TABLE {self.scratch(name)}", self.scratch(name), "", columns, rows)
+
+    def _fill(self, create: str, table: str, suffix: str, columns: Sequence[tuple[str, str]],
+              rows: Iterable[Sequence[Any]]) -> None:
         cols = ", ".join(f"{self.ident(n)} {t}" for n, t in columns)
-        self.execute(f"CREATE TEMPORARY TABLE {self.ident(table)} ({cols}) ON COMMIT DROP")
+        self.execute(f"CREATE {create} ({cols}){suffix}")
         with self.conn.cursor() as cur:
             names = ", ".join(self.ident(n) for n, _ in columns)
-            with cur.copy(f"COPY {self.ident(table)} ({names}) FROM STDIN") as copy:
+            with cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
-        self.execute(f"ANALYZE {self.ident(table)}")
+        self.execute(f"ANALYZE {table}")
 
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         return f"count(DISTINCT ROW({', '.join(exprs)}))"
@@ -465,16 +495,16 @@ def _apply_tables(q: _Query, plan: Plan) -> None:
     n = len(plan.quasi_identifiers)
     for i in range(n):
         rows = ((s, v, o) for s, step in enumerate(plan.steps) for v, o in step.maps[i].items())
-        q.d.load(f"{PREFIX}m{i}", [("step", "integer"), ("v", text), ("o", text)], rows)
+        q.d.load_scratch(f"{PREFIX}m{i}", [("step", "integer"), ("v", text), ("o", text)], rows)
     vcols = [(f"v{i}", text) for i in range(n)]
     pub = ((s, c, *plan.classes[c].values) for s, step in enumerate(plan.steps) for c in step.publishes)
-    q.d.load(f"{PREFIX}pub", [("step", "integer"), ("c", "integer"), *vcols], pub)
+    q.d.load_scratch(f"{PREFIX}pub", [("step", "integer"), ("c", "integer"), *vcols], pub)
     acols = [(f"a{j}", text) for j in range(len(plan.microaggregated))]
     cls = ((c, *k.values, *k.aggregates) for c, k in enumerate(plan.classes))
-    q.d.load(f"{PREFIX}cls", [("c", "integer"), *vcols, *acols], cls)
+    q.d.load_scratch(f"{PREFIX}cls", [("c", "integer"), *vcols, *acols], cls)
     sup = {tuple(t) for t in plan.suppressed}
-    q.d.load(f"{PREFIX}sup", [*vcols, ("hit", "integer")], ((*t, 1) for t in sup))
-    q.d.load(f"{PREFIX}marker", [("marker", text)], [(plan.suppression.marker,)])
+    q.d.load_scratch(f"{PREFIX}sup", [*vcols, ("hit", "integer")], ((*t, 1) for t in sup))
+    q.d.load_scratch(f"{PREFIX}marker", [("marker", text)], [(plan.suppression.marker,)])
 
 
 def _state(q: _Query, plan: Plan, keys: Sequence[str]) -> tuple[str, str]:
@@ -486,15 +516,15 @@ def _state(q: _Query, plan: Plan, keys: Sequence[str]) -> tuple[str, str]:
     for s in range(len(plan.steps)):
         ms = [d.ident(f"m{s}_{i}") for i in range(n)]
         for i in range(n):
-            joins.append(f"LEFT JOIN {d.ident(f'{PREFIX}m{i}')} AS {ms[i]} ON {ms[i]}.step = {s} AND {ms[i]}.v = {keys[i]}")
+            joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}m{i}')} AS {ms[i]} ON {ms[i]}.step = {s} AND {ms[i]}.v = {keys[i]}")
         p = d.ident(f"p{s}")
         on = " AND ".join([f"{p}.step = {s}"] + [f"{p}.v{i} = {ms[i]}.o" for i in range(n)])
-        joins.append(f"LEFT JOIN {d.ident(f'{PREFIX}pub')} AS {p} ON {on}")
+        joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}pub')} AS {p} ON {on}")
         missing = " OR ".join(f"{m}.o IS NULL" for m in ms) or "FALSE"
         cases.append(f"WHEN {missing} THEN -2 WHEN {p}.c IS NOT NULL THEN {p}.c")
     last = len(plan.steps) - 1
     on = " AND ".join([f"{d.ident('sp')}.v{i} = {d.ident(f'm{last}_{i}')}.o" for i in range(n)] or ["TRUE"])
-    joins.append(f"LEFT JOIN {d.ident(f'{PREFIX}sup')} AS {d.ident('sp')} ON {on}")
+    joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}sup')} AS {d.ident('sp')} ON {on}")
     state = f"CASE {' '.join(cases)} WHEN {d.ident('sp')}.hit IS NOT NULL THEN -1 ELSE -2 END"
     return " ".join(joins), state
 
@@ -548,8 +578,8 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
     outputs = _outputs(q, plan, names, f"s.{st}")
     query = (
         f"CREATE TABLE {target} AS SELECT {', '.join(outputs)}, s.{st} AS {st} FROM ({inner}) AS s "
-        f"LEFT JOIN {d.ident(f'{PREFIX}cls')} AS {d.ident('cl')} ON {d.ident('cl')}.c = s.{st} "
-        f"CROSS JOIN {d.ident(f'{PREFIX}marker')} AS {d.ident('mk')}"
+        f"LEFT JOIN {d.scratch(f'{PREFIX}cls')} AS {d.ident('cl')} ON {d.ident('cl')}.c = s.{st} "
+        f"CROSS JOIN {d.scratch(f'{PREFIX}marker')} AS {d.ident('mk')}"
     )
     d.execute(query)
     counts = d.execute(f"SELECT count(*) FILTER (WHERE {st} = -2), count(*) FILTER (WHERE {st} >= 0), count(*) FROM {target}")
@@ -647,6 +677,10 @@ def anonymize_table(
     src, dst = d.table(source), d.table(target)
     timings: dict[str, float] = {}
     with _transaction(d):
+        if isinstance(d, _Postgres):
+            schema = target[0] if isinstance(target, tuple) else d.execute("SELECT current_schema()")[0][0]
+            d.scratch_schema = str(schema or "public")
+            d.scratch_suffix = f"_{uuid.uuid4().hex[:12]}"
         types = dict(d.columns(source))
         names = list(types)
         cols = columns(raw, names, "anonymize_table")
@@ -676,8 +710,9 @@ def anonymize_table(
 
 
 def _drop_temporary(d: _Dialect, cols: Columns, plan: Plan) -> None:
-    names = [_htable(i) for i in range(len(cols.qis))] + [f"{PREFIX}m{i}" for i in range(len(plan.quasi_identifiers))]
-    names += [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")] + [_FREQ]
-    for n in names:
+    for n in [_htable(i) for i in range(len(cols.qis))] + [_FREQ]:
         d.execute(f"DROP TABLE IF EXISTS {d.ident(n)}")
+    scratch = [f"{PREFIX}m{i}" for i in range(len(plan.quasi_identifiers))]
+    for n in scratch + [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")]:
+        d.execute(f"DROP TABLE IF EXISTS {d.scratch(n)}")
 
