@@ -536,23 +536,30 @@ impl Flash {
                 to_check.push(levels);
             }
         }
-        if !to_check.is_empty() {
-            let results = ctx.check_all(&to_check);
-            for r in &results {
-                let s = self.id(&r.levels);
-                self.after_check(ctx, s, r);
-            }
-            ctx.set_explored(self.explored);
-            if results.len() < to_check.len() {
-                return Err(Stopped);
-            }
-        }
+        self.check_batch(ctx, &to_check)?;
         Ok(Some(
             children
                 .into_iter()
                 .filter(|&s| !self.has(s, PRUNED))
                 .collect(),
         ))
+    }
+
+    /// Checks `nodes` as one parallel batch and records the results.
+    fn check_batch(&mut self, ctx: &mut Ctx<'_, '_>, nodes: &[Levels]) -> Result<(), Stopped> {
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        let results = ctx.check_all(nodes);
+        for r in &results {
+            let id = self.id(&r.levels);
+            self.after_check(ctx, id, r);
+        }
+        ctx.set_explored(self.explored);
+        if results.len() < nodes.len() {
+            return Err(Stopped);
+        }
+        Ok(())
     }
 
     /// Raises the excess bound of `id` to at least `excess`, attribute by attribute.
@@ -652,17 +659,7 @@ impl Flash {
                     to_check.push(levels);
                 }
             }
-            if !to_check.is_empty() {
-                let results = ctx.check_all(&to_check);
-                for r in &results {
-                    let id = self.id(&r.levels);
-                    self.after_check(ctx, id, r);
-                }
-                ctx.set_explored(self.explored);
-                if results.len() < to_check.len() {
-                    return Err(Stopped);
-                }
-            }
+            self.check_batch(ctx, &to_check)?;
         }
         // Everything above `start` is checked or ruled out.
         self.tag_up(start, PRUNED);
