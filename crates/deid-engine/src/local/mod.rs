@@ -45,7 +45,7 @@ mod refine;
 /// Settings of local generalization.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LocalConfig {
-    /// N: at most N steps, each publishing at least 1/N of the records and at least 1 %
+    /// N: at most N steps, each publishing at least 1/N of the records and at least 0.1 %
     /// ([`FINEST_STEP`]; default 100).
     pub iterations: u32,
     /// gs-factor of the quality model in every step. `None` (the default): 0 — only
@@ -75,10 +75,12 @@ pub const MAX_LOCAL_ITERATIONS: u32 = 10_000;
 
 /// The least a step publishes is 1/N of the records, but never less than 1/FINEST_STEP: with
 /// more iterations ARX's steps publish ever fewer records (3 of adult's 30,162 at N = 10,000),
-/// so their number grows while each still costs a whole search. With this floor, N above 100
-/// runs exactly the steps of N = 100 (they publish every record within 100 steps), so more
-/// iterations never give a worse output than fewer under the same limits.
-pub const FINEST_STEP: usize = 100;
+/// so their number grows while each still costs a search. With this floor, N above 1,000 runs
+/// exactly the steps of N = 1,000 (they publish every record within 1,000 steps). Finer steps
+/// publish records more precisely (adult, k = 5: granularity utility 0.9419 with N = 100,
+/// 0.9461 with 1,000, in 2.4 s); each is a search with Loss's bound (gs-factor 0), a fraction
+/// of the space.
+pub const FINEST_STEP: usize = 1000;
 
 impl LocalConfig {
     /// Checks the settings and that every privacy model of `problem` supports local
@@ -762,7 +764,7 @@ impl Run<'_> {
         let problem = self.problem;
         let n = problem.rows();
         let iterations = self.iterations as usize;
-        // Each step publishes at least 1/N of the records, and at least 1 % (FINEST_STEP).
+        // Each step publishes at least 1/N of the records, and at least 0.1 % (FINEST_STEP).
         let r = 1.0 / iterations.min(FINEST_STEP) as f64;
         let left = state.left;
         if step == 0 && attempt.first == First::Global {
