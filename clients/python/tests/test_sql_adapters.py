@@ -175,6 +175,35 @@ def test_adult_equals_the_cli(engine: Engine, client: Client, tmp_path: Path) ->
     assert engine.leftovers() == []  # the apply's tables are dropped
 
 
+def test_postgres_groups_without_workers_and_applies_with_them(pg_database: str, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The frequency table's GROUP BY runs without parallel workers (most tuples distinct), the
+    # apply with the session's setting.
+    conn = psycopg.connect(pg_database)
+    engine = Postgres(conn)
+    load_adult(engine)
+    engine.drop("adult_workers")
+    seen: dict[str, str] = {}
+    show = "SHOW max_parallel_workers_per_gather"
+    upload, apply = dsql.uploader, dsql._apply
+
+    def recording_uploader(*a: Any) -> Any:
+        seen["group"] = conn.execute(show).fetchone()[0]
+        return upload(*a)
+
+    def recording_apply(*a: Any) -> Any:
+        seen["apply"] = conn.execute(show).fetchone()[0]
+        return apply(*a)
+
+    monkeypatch.setattr(dsql, "uploader", recording_uploader)
+    monkeypatch.setattr(dsql, "_apply", recording_apply)
+    session = conn.execute(show).fetchone()[0]
+    conn.rollback()
+    result = dsql.anonymize_table(client, conn, "adult", "adult_workers", adult_spec(), progress=False)
+    assert result.verification.passed
+    assert seen == {"group": "0", "apply": session} and session != "0"
+    conn.close()
+
+
 def test_adult_at_a_floor_equals_the_cli_with_min_levels(engine: Engine, client: Client, tmp_path: Path) -> None:
     header, rows = load_adult(engine)
     engine.drop("adult_floor")
