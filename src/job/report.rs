@@ -37,7 +37,6 @@ pub fn transformation_json(problem: &Problem, levels: &[u8]) -> Value {
     Value::Object(map)
 }
 
-/// The names of the quasi-identifiers, in their order.
 /// The input risks of a report: the quasi-identifiers' distinction and separation each alone and
 /// all together (every combination is a risk analysis's, `"task": "risk"` or `deid risk`).
 fn input_risk(problem: &Problem, risk_threshold: f64) -> RiskReport {
@@ -50,6 +49,7 @@ fn input_risk(problem: &Problem, risk_threshold: f64) -> RiskReport {
     .expect("a flag nobody raises")
 }
 
+/// The names of the quasi-identifiers, in their order.
 fn qi_names(problem: &Problem) -> Vec<String> {
     (problem.quasi_identifiers().iter())
         .map(|q| q.column.clone())

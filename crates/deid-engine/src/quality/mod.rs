@@ -234,10 +234,10 @@ pub struct Quality {
     /// Per-quasi-identifier values for multi-dimensional models (empty otherwise).
     pub per_attribute: Vec<f64>,
     /// Loss only (empty otherwise): per quasi-identifier, the raw loss the suppressed records
-    /// add beyond their generalized share (`docs/definitions.md` §4.1). It never grows with
-    /// generalization when only the minimal class size suppresses (see
+    /// add beyond their generalized share (`docs/definitions.md` §4.4, bounds from above). It
+    /// never grows with generalization when only the minimal class size suppresses (see
     /// [`Problem::suppression_shrinks_upwards`](crate::Problem::suppression_shrinks_upwards)),
-    /// so it bounds the score of every specialization ([`PreparedQuality::bound_below`]).
+    /// so it bounds the score of every specialization.
     pub excess: Vec<f64>,
     /// User-facing utility in [0, 1], 1 = data unchanged.
     pub utility: f64,
