@@ -15,12 +15,14 @@ import unicodedata
 import uuid
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 import pytest
 
 from deid_client import Client
 from deid_client import sql as dsql
+from deid_client._adapter import columns
 
 from adapter_cases import FLOATS, FLOATS32, adult_rows, adult_spec, cli_output, float_rule, generated, generated_spec, plans_without, rule
 
@@ -156,18 +158,25 @@ def load_adult(engine: Engine) -> tuple[list[str], list[list[Any]]]:
     return header, rows
 
 
-def test_adult_equals_the_cli(engine: Engine, client: Client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("grouping", ["grouped", "ungrouped"])
+def test_adult_equals_the_cli(engine: Engine, client: Client, tmp_path: Path, grouping: str,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # Grouped in the database or sent ungrouped (each row counting 1), the release is the same.
+    for dialect in (dsql._Postgres, dsql._DuckDB):
+        monkeypatch.setattr(dialect, "mostly_distinct", lambda self, q, n: grouping == "ungrouped")
     header, rows = load_adult(engine)
     engine.drop("adult_out")
     spec = adult_spec()
     result = dsql.anonymize_table(client, engine.conn, "adult", "adult_out", spec, progress=False)
     assert result.verification.passed
     assert result.floor == {} and result.uncovered_rows == 0
-    assert result.report.rows == len(rows) and result.groups < len(rows)
-    # No floor: the frequency table was grouped as it was streamed; its rows are the distinct
-    # tuples of the columns sent (the quasi-identifiers and the sensitive column).
+    assert result.report.rows == len(rows)
+    # No floor: the frequency table was streamed as it was computed; grouped, its rows are the
+    # distinct tuples of the columns sent (the quasi-identifiers and the sensitive column).
     sent = [i for i, c in enumerate(header) if spec["attributes"].get(c, {}).get("type") in ("quasi_identifying", "sensitive")]
-    assert result.groups == result.groups_level0 == len({tuple(r[i] for i in sent) for r in rows})
+    distinct = len({tuple(r[i] for i in sent) for r in rows})
+    assert distinct < len(rows)
+    assert result.groups == result.groups_level0 == (distinct if grouping == "grouped" else len(rows))
     expected = cli_output(tmp_path, header, rows, spec)
     assert released(engine, "adult_out") == expected
     assert result.rows_written == sum(expected.values())
@@ -204,6 +213,21 @@ def test_postgres_groups_without_workers_and_applies_with_them(pg_database: str,
     conn.close()
 
 
+def test_postgres_sends_mostly_distinct_rows_ungrouped(pg_database: str) -> None:
+    # A sample decides: distinct tuples are sent as they are, tuples repeated
+    # twenty times are grouped first; small tables are sampled whole.
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        d = dsql._Postgres(conn)
+        cols = columns({"attributes": {"a": {"type": "quasi_identifying"}, "b": {"type": "sensitive"}}}, ["a", "b"], "t")
+        for rows, expr, expected in [(20000, "g", True), (300000, "g", True), (300000, "g % 15000", False),
+                                     (20000, "g % 19000", True), (20000, "g % 18000", False)]:
+            conn.execute("DROP TABLE IF EXISTS sample_rows")
+            conn.execute(f"CREATE TABLE sample_rows AS SELECT ({expr})::text AS a, 'x' AS b FROM generate_series(1, {rows}) AS g")
+            q = dsql._Query(d, "sample_rows", cols, {"a": "text", "b": "text"}, {})
+            assert d.mostly_distinct(q, rows) is expected, (rows, expr)
+        conn.execute("DROP TABLE sample_rows")
+
+
 def test_adult_at_a_floor_equals_the_cli_with_min_levels(engine: Engine, client: Client, tmp_path: Path) -> None:
     header, rows = load_adult(engine)
     engine.drop("adult_floor")
@@ -222,7 +246,7 @@ def test_a_broken_apply_is_caught_by_verify(engine: Engine, client: Client, monk
     load_adult(engine)
     engine.drop("adult_broken")
 
-    def original_value(q: Any, i: int, key: str) -> str:  # the join with the classes dropped
+    def original_value(q: Any, i: int, key: str, published: str) -> str:  # the maps ignored
         return key
 
     monkeypatch.setattr(dsql, "_qi_output", original_value)
@@ -263,6 +287,33 @@ def test_typed_columns_equal_the_cli(engine: Engine, client: Client, tmp_path: P
         assert len(result.plan.steps) > 1
     header = [c for c, _, _ in columns]
     assert released(engine, "gen_out") == cli_output(tmp_path, header, rows, spec)
+
+
+def test_plans_too_wide_for_integer_keys_join_on_the_texts(engine: Engine, client: Client, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Output tuples join the plan's tuples on one integer key unless it would overflow; then on
+    # the texts, with the same release (local generalization: several steps).
+    monkeypatch.setattr(dsql._Codes, "of", staticmethod(lambda plan: None))
+    columns, rows = generated()
+    engine.load("gen_text", columns, rows)
+    engine.drop("gen_text_out")
+    spec = generated_spec(rows, local={"iterations": 4}, suppression_limit=0.0)
+    result = dsql.anonymize_table(client, engine.conn, "gen_text", "gen_text_out", spec, progress=False)
+    assert result.verification.passed and len(result.plan.steps) > 1
+    header = [c for c, _, _ in columns]
+    assert released(engine, "gen_text_out") == cli_output(tmp_path, header, rows, spec)
+
+
+def test_integer_keys_overflow_to_none() -> None:
+    # 63 bits: ten quasi-identifiers of 80 outputs need 64 bits, of 60 outputs 60.
+    def plan(outputs: int) -> Any:  # what _Codes reads of a plan: its steps' maps
+        maps = [{str(v): str(v) for v in range(outputs)} for _ in range(10)]
+        return SimpleNamespace(steps=[SimpleNamespace(maps=maps)])
+
+    assert dsql._Codes.of(plan(80)) is None
+    codes = dsql._Codes.of(plan(60))
+    assert codes is not None and codes.strides[0][9] == 60 ** 9
+    assert codes.key(0, ["9"] * 10) == 60 ** 10 - 1  # "9" sorts last and codes.key(0, ["60"] + ["0"] * 9) is None
 
 
 def test_nfc_and_nfd_are_different_values(engine: Engine, client: Client) -> None:

@@ -133,6 +133,12 @@ class _Dialect:
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         raise NotImplementedError
 
+    def mostly_distinct(self, q: "_Query", rows: int) -> bool:
+        """Whether nearly every tuple of the level-0 frequency table of ``q`` (a source of
+        ``rows`` rows) looks distinct: then grouping in the database costs more than it saves,
+        and the rows are sent ungrouped. DuckDB groups in parallel and fast: never."""
+        return False
+
     def temporary_as(self, table: str, query: str) -> None:
         """Creates the temporary table ``table`` (dropped with the transaction) from ``query``."""
         raise NotImplementedError
@@ -254,6 +260,24 @@ class _Postgres(_Dialect):
 
     def distinct_tuples(self, exprs: Sequence[str]) -> str:
         return f"count(DISTINCT ROW({', '.join(exprs)}))"
+
+    def mostly_distinct(self, q: "_Query", rows: int) -> bool:
+        # A hash aggregation of 10 M distinct tuples of 11 text columns takes 22-27 s on 2
+        # cores, a scan sending them 8-10 s; where tuples repeat, the aggregation is cheap and
+        # shrinks what is sent. Decided on a sample of about SAMPLE_ROWS rows (blocks chosen
+        # with a fixed seed): at least 95 % distinct tuples there (in a 1 % sample of 10 M
+        # rows, tuples that occur twice each show about 99 %, five times 97 %, twenty times
+        # 91 %; duplicates stored side by side show fully). The planner's
+        # estimate cannot tell: with several columns it is capped at a tenth of the rows. A
+        # choice of speed only: either way deid receives the same records.
+        if rows < 2:
+            return False
+        pct = min(100.0, 100.0 * _SAMPLE_ROWS / rows)
+        keys = ", ".join(q.keys({}))
+        n, distinct = self.execute(
+            f"SELECT count(*), count(DISTINCT ROW({keys})) FROM {q.source} AS s TABLESAMPLE SYSTEM ({pct}) REPEATABLE (1)"
+        )[0]
+        return int(n) > 0 and int(distinct) >= 0.95 * int(n)
 
     def temporary_as(self, table: str, query: str) -> None:
         self.execute(f"CREATE TEMPORARY TABLE {self.ident(table)} ON COMMIT DROP AS {query}")
@@ -392,6 +416,12 @@ class _Query:
             return "s." + self.d.ident(f"k{self.cols.sent.index(column)}")
         return f"COALESCE({self.d.text('s.' + self.d.ident(column), column, self.types[column])}, '')"
 
+    def ungrouped(self) -> str:
+        """The frequency table at level 0 without grouping: every row with the count 1 (the
+        same expansion; deid groups the rows while loading them)."""
+        keys = [f"{k} AS {self.d.ident('k' + str(j))}" for j, k in enumerate(self.keys({}))]
+        return f"SELECT {', '.join(keys)}, 1 AS n FROM {self.from_clause({})}"
+
     def grouped(self, levels: Mapping[str, int]) -> str:
         """The frequency table at ``levels``: the keys ``k0``, ``k1``, … and the count ``n``."""
         keys = [f"{k} AS {self.d.ident('k' + str(j))}" for j, k in enumerate(self.keys(levels))]
@@ -419,6 +449,9 @@ class _Query:
     def from_clause(self, levels: Mapping[str, int]) -> str:
         return f"{self.source} AS s{self.joins(levels)}"
 
+
+#: Rows of the sample that decides whether PostgreSQL sends the level-0 table ungrouped.
+_SAMPLE_ROWS = 100_000
 
 #: The temporary table of the level-0 frequency table.
 _FREQ = f"{PREFIX}freq"
@@ -466,7 +499,7 @@ def _profile(q: _Query, max_groups: int) -> tuple[int | None, int | None, dict[s
     frequency table at the floor regroups it."""
     rows = int(q.d.execute(f"SELECT count(*) FROM {q.source}")[0][0])
     if rows <= max_groups:
-        return None, None, {}, q.grouped({})
+        return None, None, {}, q.ungrouped() if q.d.mostly_distinct(q, rows) else q.grouped({})
     q.d.temporary_as(_FREQ, q.grouped({}))
     f = _Query(q.d, q.d.ident(_FREQ), q.cols, q.types, {}, texts=True)
     level0 = int(q.d.execute(f"SELECT count(*) FROM {f.source}")[0][0])
@@ -487,57 +520,123 @@ def _profile(q: _Query, max_groups: int) -> tuple[int | None, int | None, dict[s
 # ---------------------------------------------------------------- apply
 
 
-def _apply_tables(q: _Query, plan: Plan) -> None:
-    """The plan as temporary tables: per quasi-identifier its maps (step, value, output), the
-    classes each step publishes, the classes' values and aggregates, the suppressed tuples and
-    the marker."""
+@dataclass
+class _Codes:
+    """Integer codes of the maps' outputs, per step and quasi-identifier, so that the tuple of
+    a row's outputs joins the published and suppressed tuples on one ``bigint``: output ``o``
+    of quasi-identifier ``i`` at step ``s`` has the code ``codes[s][i][o]``, and a tuple the
+    key Σ code·stride with ``strides[s][i]`` the product of the code counts before ``i``.
+    ``None`` when some step's key would not fit in 63 bits (the join is then on the texts)."""
+
+    codes: list[list[dict[str, int]]]
+    strides: list[list[int]]
+
+    @staticmethod
+    def of(plan: Plan) -> "_Codes | None":
+        codes = [[{o: k for k, o in enumerate(sorted(set(m.values())))} for m in step.maps] for step in plan.steps]
+        strides = []
+        for step in codes:
+            stride, row = 1, []
+            for c in step:
+                row.append(stride)
+                stride *= max(1, len(c))
+            if stride >= 1 << 63:
+                return None
+            strides.append(row)
+        return _Codes(codes, strides)
+
+    def key(self, s: int, values: Sequence[str]) -> int | None:
+        """The key of an output tuple at step ``s``; ``None`` when no row can reach it (a value
+        that step's maps never give)."""
+        key = 0
+        for i, v in enumerate(values):
+            k = self.codes[s][i].get(v)
+            if k is None:
+                return None
+            key += k * self.strides[s][i]
+        return key
+
+
+def _apply_tables(q: _Query, plan: Plan, codes: _Codes | None) -> None:
+    """The plan as tables of the run: per quasi-identifier its maps (step, value, output and
+    its code); the output tuples each step publishes with their class, and those the last step
+    suppresses with the class −1 (one join decides both), by their key when ``codes`` (else by
+    their values); the classes' aggregates when columns are microaggregated; the marker."""
     text = "text" if isinstance(q.d, _Postgres) else "VARCHAR"
     n = len(plan.quasi_identifiers)
     for i in range(n):
-        rows = ((s, v, o) for s, step in enumerate(plan.steps) for v, o in step.maps[i].items())
-        q.d.load_scratch(f"{PREFIX}m{i}", [("step", "integer"), ("v", text), ("o", text)], rows)
-    vcols = [(f"v{i}", text) for i in range(n)]
-    pub = ((s, c, *plan.classes[c].values) for s, step in enumerate(plan.steps) for c in step.publishes)
-    q.d.load_scratch(f"{PREFIX}pub", [("step", "integer"), ("c", "integer"), *vcols], pub)
-    acols = [(f"a{j}", text) for j in range(len(plan.microaggregated))]
-    cls = ((c, *k.values, *k.aggregates) for c, k in enumerate(plan.classes))
-    q.d.load_scratch(f"{PREFIX}cls", [("c", "integer"), *vcols, *acols], cls)
-    sup = {tuple(t) for t in plan.suppressed}
-    q.d.load_scratch(f"{PREFIX}sup", [*vcols, ("hit", "integer")], ((*t, 1) for t in sup))
+        rows = (
+            (s, v, o, codes.codes[s][i][o] if codes else 0)
+            for s, step in enumerate(plan.steps)
+            for v, o in step.maps[i].items()
+        )
+        q.d.load_scratch(f"{PREFIX}m{i}", [("step", "integer"), ("v", text), ("o", text), ("k", "bigint")], rows)
+    last = len(plan.steps) - 1
+    published = {tuple(plan.classes[c].values) for c in plan.steps[last].publishes} if plan.steps else set()
+    # A tuple the last step publishes is published, even if the plan also lists it suppressed.
+    suppressed = {tuple(t) for t in plan.suppressed} - published
+    pub = itertools.chain(
+        ((s, c, plan.classes[c].values) for s, step in enumerate(plan.steps) for c in step.publishes),
+        ((last, -1, t) for t in suppressed),
+    )
+    if codes:
+        keyed = ((s, c, codes.key(s, values)) for s, c, values in pub)
+        rows = ((s, c, key) for s, c, key in keyed if key is not None)
+        q.d.load_scratch(f"{PREFIX}pub", [("step", "integer"), ("c", "integer"), ("key", "bigint")], rows)
+    else:
+        vcols = [(f"v{i}", text) for i in range(n)]
+        q.d.load_scratch(f"{PREFIX}pub", [("step", "integer"), ("c", "integer"), *vcols],
+                         ((s, c, *values) for s, c, values in pub))
+    if plan.microaggregated:
+        acols = [(f"a{j}", text) for j in range(len(plan.microaggregated))]
+        cls = ((c, *k.aggregates) for c, k in enumerate(plan.classes))
+        q.d.load_scratch(f"{PREFIX}cls", [("c", "integer"), *acols], cls)
     q.d.load_scratch(f"{PREFIX}marker", [("marker", text)], [(plan.suppression.marker,)])
 
 
-def _state(q: _Query, plan: Plan, keys: Sequence[str]) -> tuple[str, str]:
-    """(joins, state expression): the row's class (≥ 0), −1 suppressed, −2 not covered — the
-    first step whose maps send the tuple to a class it publishes (docs/definitions.md §7.2)."""
+def _state(q: _Query, plan: Plan, keys: Sequence[str], codes: _Codes | None) -> tuple[str, str, list[str]]:
+    """(joins, state expression, the published value of each quasi-identifier): the state is
+    the row's class (≥ 0), −1 suppressed, −2 not covered — the first step whose maps send the
+    tuple to a class it publishes, or −1 where the last step sends it to a suppressed tuple
+    (docs/definitions.md §7.2); a class's values are the outputs of that step's maps."""
     d = q.d
     n = len(plan.quasi_identifiers)
     joins, cases = [], []
+    values: list[list[tuple[str, str]]] = [[] for _ in range(n)]
     for s in range(len(plan.steps)):
         ms = [d.ident(f"m{s}_{i}") for i in range(n)]
         for i in range(n):
             joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}m{i}')} AS {ms[i]} ON {ms[i]}.step = {s} AND {ms[i]}.v = {keys[i]}")
         p = d.ident(f"p{s}")
-        on = " AND ".join([f"{p}.step = {s}"] + [f"{p}.v{i} = {ms[i]}.o" for i in range(n)])
+        if codes:
+            key = " + ".join(f"{ms[i]}.k * {codes.strides[s][i]}" for i in range(n)) or "0"
+            on = f"{p}.step = {s} AND {p}.key = {key}"
+        else:
+            on = " AND ".join([f"{p}.step = {s}"] + [f"{p}.v{i} = {ms[i]}.o" for i in range(n)])
         joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}pub')} AS {p} ON {on}")
         missing = " OR ".join(f"{m}.o IS NULL" for m in ms) or "FALSE"
         cases.append(f"WHEN {missing} THEN -2 WHEN {p}.c IS NOT NULL THEN {p}.c")
-    last = len(plan.steps) - 1
-    on = " AND ".join([f"{d.ident('sp')}.v{i} = {d.ident(f'm{last}_{i}')}.o" for i in range(n)] or ["TRUE"])
-    joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}sup')} AS {d.ident('sp')} ON {on}")
-    state = f"CASE {' '.join(cases)} WHEN {d.ident('sp')}.hit IS NOT NULL THEN -1 ELSE -2 END"
-    return " ".join(joins), state
+        for i in range(n):
+            values[i].append((f"{p}.c IS NOT NULL", f"{ms[i]}.o"))
+    state = f"CASE {' '.join(cases)} ELSE -2 END"
+    # One step: its outputs; several: those of the first step that publishes the row.
+    published = [
+        v[0][1] if len(v) == 1 else "CASE " + " ".join(f"WHEN {c} THEN {o}" for c, o in v) + " END" for v in values
+    ]
+    return " ".join(joins), state, published
 
 
-def _qi_output(q: _Query, i: int, key: str) -> str:
-    """The released value of quasi-identifier ``i``: its class's value."""
-    return f"{q.d.ident('cl')}.{q.d.ident(f'v{i}')}"
+def _qi_output(q: _Query, i: int, key: str, published: str) -> str:
+    """The released value of quasi-identifier ``i`` (source value ``key``) in a published row:
+    its class's value, ``published``."""
+    return published
 
 
-def _outputs(q: _Query, plan: Plan, names: Sequence[str], state: str) -> list[str]:
-    """The target's columns in the source's order: identifiers dropped, quasi-identifiers and
-    microaggregated columns from the class, sensitive ones as text (the marker when
-    suppressed, unless the plan keeps them), the rest as they are."""
+def _outputs(q: _Query, plan: Plan, names: Sequence[str], state: str, published: Sequence[str]) -> list[str]:
+    """The target's columns in the source's order: identifiers dropped, quasi-identifiers
+    (``published``: their values in a published row) and microaggregated columns from the
+    class, sensitive ones as text (the marker when suppressed, unless the plan keeps them), the
+    rest as they are."""
     d = q.d
     marker = f"{d.ident('mk')}.marker"
     roles = {c.name: c.role for c in plan.columns}
@@ -549,7 +648,7 @@ def _outputs(q: _Query, plan: Plan, names: Sequence[str], state: str) -> list[st
             continue
         if name in q.cols.qis:
             i = plan.quasi_identifiers.index(name)
-            value = _qi_output(q, i, keys[q.cols.qis.index(name)])
+            value = _qi_output(q, i, keys[q.cols.qis.index(name)], published[i])
             out.append(f"CASE WHEN {state} >= 0 THEN {value} ELSE {marker} END AS {col}")
         elif name in q.cols.micro:
             j = plan.microaggregated.index(name)
@@ -567,26 +666,28 @@ def _outputs(q: _Query, plan: Plan, names: Sequence[str], state: str) -> list[st
 def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[int, int]:
     """Creates the target; (rows written, rows not covered)."""
     check_plan(q.cols, plan)
-    _apply_tables(q, plan)
+    codes = _Codes.of(plan)
+    _apply_tables(q, plan, codes)
     d = q.d
     keys = q.keys(q.floor)
-    joins, state_expr = _state(q, plan, keys)
+    joins, state_expr, published = _state(q, plan, keys, codes)
     st = d.ident(f"{PREFIX}state")
-    inner = (
-        f"SELECT s.*, {state_expr} AS {st} FROM {q.from_clause(q.floor)} {joins}"
-    )
-    outputs = _outputs(q, plan, names, f"s.{st}")
-    query = (
-        f"CREATE TABLE {target} AS SELECT {', '.join(outputs)}, s.{st} AS {st} FROM ({inner}) AS s "
-        f"LEFT JOIN {d.scratch(f'{PREFIX}cls')} AS {d.ident('cl')} ON {d.ident('cl')}.c = s.{st} "
-        f"CROSS JOIN {d.scratch(f'{PREFIX}marker')} AS {d.ident('mk')}"
-    )
-    d.execute(query)
+    # One query: the state is computed once per row (a subquery), the columns from it.
+    inner = f"SELECT s.*, {state_expr} AS {st}"
+    inner += "".join(f", {v} AS {d.ident(f'{PREFIX}o{i}')}" for i, v in enumerate(published))
+    inner += f" FROM {q.from_clause(q.floor)} {joins}"
+    outputs = _outputs(q, plan, names, f"s.{st}", [f"s.{d.ident(f'{PREFIX}o{i}')}" for i in range(len(published))])
+    query = f"CREATE TABLE {target} AS SELECT {', '.join(outputs)}, s.{st} AS {st} FROM ({inner}) AS s "
+    if plan.microaggregated:
+        query += f"LEFT JOIN {d.scratch(f'{PREFIX}cls')} AS {d.ident('cl')} ON {d.ident('cl')}.c = s.{st} "
+    query += f"CROSS JOIN {d.scratch(f'{PREFIX}marker')} AS {d.ident('mk')}"
+    with _parallel(d):
+        d.execute(query)
     counts = d.execute(f"SELECT count(*) FILTER (WHERE {st} = -2), count(*) FILTER (WHERE {st} >= 0), count(*) FROM {target}")
-    uncovered, published, rows = (int(n) for n in counts[0])
+    uncovered, published_rows, rows = (int(n) for n in counts[0])
     if plan.suppression.mode == "remove":
         d.execute(f"DELETE FROM {target} WHERE {st} < 0")
-        rows = published
+        rows = published_rows
     d.drop_column(target, f"{PREFIX}state")
     return rows, uncovered
 
@@ -600,7 +701,8 @@ def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: s
     exprs = [f"COALESCE(CAST({d.ident(c)} AS {'text' if isinstance(d, _Postgres) else 'VARCHAR'}), '')" for c in cols]
     group = ", ".join(str(i + 1) for i in range(len(exprs)))
     query = f"SELECT {', '.join(exprs)}, count(*) FROM {target} GROUP BY {group}"
-    return client.verify_job(job_id, d.csv_body([*cols, count_column], query), count_column=count_column)
+    with _parallel(d):
+        return client.verify_job(job_id, d.csv_body([*cols, count_column], query), count_column=count_column)
 
 
 # ---------------------------------------------------------------- the whole
@@ -618,6 +720,20 @@ def _serial(d: _Dialect) -> Iterator[None]:
     d.execute("SET LOCAL max_parallel_workers_per_gather = 0")
     yield  # an error ends the transaction (rolled back), and the setting with it
     d.execute("SET LOCAL max_parallel_workers_per_gather TO DEFAULT")
+
+
+@contextlib.contextmanager
+def _parallel(d: _Dialect) -> Iterator[None]:
+    """PostgreSQL with parallel workers for the apply and the verification whatever the rows
+    they pass to the leader cost: the planner prices each row a worker passes on
+    (``parallel_tuple_cost``) so high that it runs the apply's joins of 10 M rows in one
+    process once the joins are cheap (44 s instead of 25 s on 2 cores)."""
+    if not isinstance(d, _Postgres):
+        yield
+        return
+    d.execute("SET LOCAL parallel_tuple_cost = 0")
+    yield  # an error ends the transaction (rolled back), and the setting with it
+    d.execute("SET LOCAL parallel_tuple_cost TO DEFAULT")
 
 
 def _transaction(d: _Dialect) -> Any:
@@ -728,6 +844,6 @@ def _drop_temporary(d: _Dialect, cols: Columns, plan: Plan) -> None:
     for n in [_htable(i) for i in range(len(cols.qis))] + [_FREQ]:
         d.execute(f"DROP TABLE IF EXISTS {d.ident(n)}")
     scratch = [f"{PREFIX}m{i}" for i in range(len(plan.quasi_identifiers))]
-    for n in scratch + [f"{PREFIX}{n}" for n in ("pub", "cls", "sup", "marker")]:
+    for n in scratch + [f"{PREFIX}{n}" for n in ("pub", "cls", "marker")]:
         d.execute(f"DROP TABLE IF EXISTS {d.scratch(n)}")
 

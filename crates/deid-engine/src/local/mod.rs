@@ -21,7 +21,7 @@
 //! δ-disclosure and Grassberger's entropy are not, and are refused. [`local_search`] still
 //! checks the assembled output's classes, as a reader sees them, before returning it.
 //!
-//! Then, unlike ARX, the output is refined ([`refine`], [`LocalConfig::refine`]): every
+//! Then, unlike ARX, the output is refined (`refine`, [`LocalConfig::refine`]): every
 //! published class is split top-down along the hierarchies into finer classes that satisfy the
 //! class-based models on their own, so records end up as precise as the models allow.
 

@@ -187,7 +187,7 @@ pub struct PlanAudit {
 impl Plan {
     /// The plan of `output` — the [`CsvOutput`] of `recoding` on `problem` (the whole problem)
     /// with its options — for input and output with `delimiter`, checked against the output's
-    /// classes ([`Plan::check_reproduces`]). Refuses a research subset given by records and
+    /// classes (`Plan::check_reproduces`). Refuses a research subset given by records and
     /// differential privacy's sample (which records are released is not a function of their
     /// values).
     pub fn of<R: Stepped + ?Sized>(

@@ -2,7 +2,7 @@
 //! Prasser, PoPETs 2018, after Li, Qardaji, Su, ASIACCS 2012; `docs/definitions.md` §3.9).
 //!
 //! The privacy budget ε is split into ε_search (the differentially private search over the
-//! lattice, [`crate::search`]'s SafePub, only when the levels are not given) and ε_anon. Every
+//! lattice, [`crate::search`](mod@crate::search)'s SafePub, only when the levels are not given) and ε_anon. Every
 //! record is drawn into a sample with probability β = 1 − e^(−ε_anon); the sample is then
 //! generalized with one transformation and every class of fewer than k sampled records is
 //! suppressed. k is one more than the smallest value with δ(k) < δ (the same k as ARX 3.9.2,

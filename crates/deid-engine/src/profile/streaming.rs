@@ -18,6 +18,7 @@ use super::{ColumnProfile, ColumnType, detect_values};
 use crate::data::frequency::{CountSum, CountSummary};
 use crate::data::{Column, CsvOptions, CsvScanner};
 use crate::error::{EngineError, Result};
+use crate::hash::BuildCodeHasher;
 
 /// Distinct values the service keeps per column of an upload (see [`profile_csv`]): columns
 /// with more get a type guess only, no suggestion.
@@ -39,7 +40,7 @@ pub struct TableProfile {
 /// themselves only while there are at most `keep` of them, and a type guess.
 struct ColumnStats {
     name: String,
-    hashes: HashSet<u64>,
+    hashes: HashSet<u64, BuildCodeHasher>,
     values: Option<Vec<Box<str>>>,
     /// Some value is not blank.
     any: bool,
@@ -53,7 +54,7 @@ impl ColumnStats {
     fn new(name: &str) -> Self {
         ColumnStats {
             name: name.to_string(),
-            hashes: HashSet::new(),
+            hashes: HashSet::default(),
             values: Some(Vec::new()),
             any: false,
             integer: true,
@@ -62,10 +63,9 @@ impl ColumnStats {
     }
 
     fn add(&mut self, value: &str, keep: usize) {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        value.hash(&mut h);
-        if !self.hashes.insert(h.finish()) {
+        // The engine's string hash, kept in a set that mixes it once more (SipHash twice was
+        // half of an upload's time).
+        if !self.hashes.insert(crate::hash::hash_str(value)) {
             return;
         }
         if let Some(v) = &mut self.values {

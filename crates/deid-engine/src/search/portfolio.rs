@@ -18,12 +18,12 @@
 //!    [`FAVOURED_WEIGHT`], the other with 1; a member's weight doubles (up to [`MAX_WEIGHT`])
 //!    after a slice in which it improved the best solution and halves (down to 1) after one in
 //!    which it did not. Each member's search is kept between slices and resumes exactly where it
-//!    stopped ([`Member`]). The members share the best solution (pruning; the genetic algorithm
+//!    stopped (`Member`). The members share the best solution (pruning; the genetic algorithm
 //!    adopts it into its population whenever it resumes) and every check result. A member that
 //!    exhausts the space proves the optimum and ends the search.
 //!
 //! Slices are measured in *work*, not in time: a check costs the number of classes of its result
-//! plus a fixed overhead (half the base groups, see [`check_overhead`](super::check_overhead)) —
+//! plus a fixed overhead (half the base groups, see `check_overhead`) —
 //! a deterministic stand-in for its cost. The sequence of checks therefore depends only on the
 //! problem, the configuration and the seed — never on the machine's speed or the number of
 //! threads (a time limit only decides where it is cut). The trace names the member that found

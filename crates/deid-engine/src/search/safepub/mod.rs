@@ -195,7 +195,7 @@ pub fn select(scores: &[f64], epsilon: f64, rng: &mut impl Rng) -> usize {
 
 /// The entropy score of one quasi-identifier (higher = better): `cells` are (original value x,
 /// generalized value y or `None` for suppressed, sampled records), a pair may repeat. The
-/// definition the search's fast path ([`Scorer`]) must equal.
+/// definition the search's fast path (`Scorer`) must equal.
 pub fn entropy_score(cells: impl IntoIterator<Item = (u32, Option<u32>, u64)>) -> f64 {
     use std::collections::HashMap;
     let mut xy: HashMap<(u32, Option<u32>), u64> = HashMap::new();
