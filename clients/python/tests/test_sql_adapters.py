@@ -10,6 +10,7 @@ module's SQL; adapter_cases.py)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import unicodedata
 import uuid
@@ -314,6 +315,25 @@ def test_integer_keys_overflow_to_none() -> None:
     codes = dsql._Codes.of(plan(60))
     assert codes is not None and codes.strides[0][9] == 60 ** 9
     assert codes.key(0, ["9"] * 10) == 60 ** 10 - 1  # "9" sorts last and codes.key(0, ["60"] + ["0"] * 9) is None
+
+
+def test_small_maps_share_a_table() -> None:
+    # Smallest maps first, while the combinations (times the steps) stay within 65,536 rows; a
+    # larger map has a table of its own. Every quasi-identifier is in exactly one group.
+    sizes = [100_000, 100, 2, 50, 24, 210, 17, 6, 30, 6]
+
+    def plan(steps: int) -> Any:  # what _map_groups reads of a plan: its steps' maps
+        maps = [{str(v): "*" for v in range(n)} for n in sizes]
+        return SimpleNamespace(quasi_identifiers=[str(i) for i in range(len(sizes))],
+                               steps=[SimpleNamespace(maps=maps) for _ in range(steps)])
+
+    assert dsql._map_groups(plan(1)) == [[2, 4, 6, 7, 9], [3, 8], [1, 5], [0]]
+    for steps in (1, 2, 40):
+        groups = dsql._map_groups(plan(steps))
+        assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
+        for g in groups:
+            assert len(g) == 1 or steps * math.prod(sizes[i] for i in g) <= 65_536, (steps, g)
+    assert len(dsql._map_groups(plan(40))) > 4
 
 
 def test_nfc_and_nfd_are_different_values(engine: Engine, client: Client) -> None:

@@ -557,20 +557,51 @@ class _Codes:
         return key
 
 
-def _apply_tables(q: _Query, plan: Plan, codes: _Codes | None) -> None:
-    """The plan as tables of the run: per quasi-identifier its maps (step, value, output and
-    its code); the output tuples each step publishes with their class, and those the last step
-    suppresses with the class −1 (one join decides both), by their key when ``codes`` (else by
-    their values); the classes' aggregates when columns are microaggregated; the marker."""
+#: Most rows of one table of maps: quasi-identifiers with small maps share a table holding the
+#: combinations of their values (one join instead of several).
+_COMBINED_ROWS = 65_536
+
+
+def _map_groups(plan: Plan) -> list[list[int]]:
+    """The quasi-identifiers whose maps share a table: greedily, smallest maps first, while the
+    table (the product of their maps' sizes, times the steps) stays within ``_COMBINED_ROWS``;
+    a quasi-identifier with a larger map has a table of its own."""
+    n = len(plan.quasi_identifiers)
+    steps = max(1, len(plan.steps))
+    size = [max((len(step.maps[i]) for step in plan.steps), default=0) for i in range(n)]
+    groups: list[list[int]] = []
+    current: list[int] = []
+    rows = steps
+    for i in sorted(range(n), key=lambda i: (size[i], i)):
+        if current and rows * max(1, size[i]) > _COMBINED_ROWS:
+            groups.append(current)
+            current, rows = [], steps
+        current.append(i)
+        rows *= max(1, size[i])
+    if current:
+        groups.append(current)
+    return [sorted(g) for g in groups]
+
+
+def _apply_tables(q: _Query, plan: Plan, codes: _Codes | None, groups: Sequence[Sequence[int]]) -> None:
+    """The plan as tables of the run: per group of quasi-identifiers (:func:`_map_groups`) the
+    combinations of their maps (step, the values, the outputs, and the sum of the outputs'
+    codes times their strides); the output tuples each step publishes with their class, and
+    those the last step suppresses with the class −1 (one join decides both), by their key when
+    ``codes`` (else by their values); the classes' aggregates when columns are microaggregated;
+    the marker."""
     text = "text" if isinstance(q.d, _Postgres) else "VARCHAR"
     n = len(plan.quasi_identifiers)
-    for i in range(n):
-        rows = (
-            (s, v, o, codes.codes[s][i][o] if codes else 0)
-            for s, step in enumerate(plan.steps)
-            for v, o in step.maps[i].items()
-        )
-        q.d.load_scratch(f"{PREFIX}m{i}", [("step", "integer"), ("v", text), ("o", text), ("k", "bigint")], rows)
+    for j, group in enumerate(groups):
+
+        def combinations(group: Sequence[int] = group) -> Iterator[tuple[Any, ...]]:
+            for s, step in enumerate(plan.steps):
+                for combo in itertools.product(*(step.maps[i].items() for i in group)):
+                    key = sum(codes.codes[s][i][o] * codes.strides[s][i] for i, (_, o) in zip(group, combo)) if codes else 0
+                    yield (s, *(v for v, _ in combo), *(o for _, o in combo), key)
+
+        columns = [("step", "integer"), *((f"v{i}", text) for i in group), *((f"o{i}", text) for i in group), ("k", "bigint")]
+        q.d.load_scratch(f"{PREFIX}m{j}", columns, combinations())
     last = len(plan.steps) - 1
     published = {tuple(plan.classes[c].values) for c in plan.steps[last].publishes} if plan.steps else set()
     # A tuple the last step publishes is published, even if the plan also lists it suppressed.
@@ -594,7 +625,8 @@ def _apply_tables(q: _Query, plan: Plan, codes: _Codes | None) -> None:
     q.d.load_scratch(f"{PREFIX}marker", [("marker", text)], [(plan.suppression.marker,)])
 
 
-def _state(q: _Query, plan: Plan, keys: Sequence[str], codes: _Codes | None) -> tuple[str, str, list[str]]:
+def _state(q: _Query, plan: Plan, keys: Sequence[str], codes: _Codes | None,
+           groups: Sequence[Sequence[int]]) -> tuple[str, str, list[str]]:
     """(joins, state expression, the published value of each quasi-identifier): the state is
     the row's class (≥ 0), −1 suppressed, −2 not covered — the first step whose maps send the
     tuple to a class it publishes, or −1 where the last step sends it to a suppressed tuple
@@ -604,20 +636,22 @@ def _state(q: _Query, plan: Plan, keys: Sequence[str], codes: _Codes | None) -> 
     joins, cases = [], []
     values: list[list[tuple[str, str]]] = [[] for _ in range(n)]
     for s in range(len(plan.steps)):
-        ms = [d.ident(f"m{s}_{i}") for i in range(n)]
-        for i in range(n):
-            joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}m{i}')} AS {ms[i]} ON {ms[i]}.step = {s} AND {ms[i]}.v = {keys[i]}")
+        ms = [d.ident(f"m{s}_{j}") for j in range(len(groups))]
+        out = {i: f"{ms[j]}.{d.ident(f'o{i}')}" for j, g in enumerate(groups) for i in g}
+        for j, g in enumerate(groups):
+            on = " AND ".join([f"{ms[j]}.step = {s}"] + [f"{ms[j]}.{d.ident(f'v{i}')} = {keys[i]}" for i in g])
+            joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}m{j}')} AS {ms[j]} ON {on}")
         p = d.ident(f"p{s}")
         if codes:
-            key = " + ".join(f"{ms[i]}.k * {codes.strides[s][i]}" for i in range(n)) or "0"
+            key = " + ".join(f"{m}.k" for m in ms) or "0"
             on = f"{p}.step = {s} AND {p}.key = {key}"
         else:
-            on = " AND ".join([f"{p}.step = {s}"] + [f"{p}.v{i} = {ms[i]}.o" for i in range(n)])
+            on = " AND ".join([f"{p}.step = {s}"] + [f"{p}.v{i} = {out[i]}" for i in range(n)])
         joins.append(f"LEFT JOIN {d.scratch(f'{PREFIX}pub')} AS {p} ON {on}")
-        missing = " OR ".join(f"{m}.o IS NULL" for m in ms) or "FALSE"
+        missing = " OR ".join(f"{m}.step IS NULL" for m in ms) or "FALSE"
         cases.append(f"WHEN {missing} THEN -2 WHEN {p}.c IS NOT NULL THEN {p}.c")
         for i in range(n):
-            values[i].append((f"{p}.c IS NOT NULL", f"{ms[i]}.o"))
+            values[i].append((f"{p}.c IS NOT NULL", out[i]))
     state = f"CASE {' '.join(cases)} ELSE -2 END"
     # One step: its outputs; several: those of the first step that publishes the row.
     published = [
@@ -667,10 +701,11 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
     """Creates the target; (rows written, rows not covered)."""
     check_plan(q.cols, plan)
     codes = _Codes.of(plan)
-    _apply_tables(q, plan, codes)
+    groups = _map_groups(plan)
+    _apply_tables(q, plan, codes, groups)
     d = q.d
     keys = q.keys(q.floor)
-    joins, state_expr, published = _state(q, plan, keys, codes)
+    joins, state_expr, published = _state(q, plan, keys, codes, groups)
     st = d.ident(f"{PREFIX}state")
     # One query: the state is computed once per row (a subquery), the columns from it.
     inner = f"SELECT s.*, {state_expr} AS {st}"
