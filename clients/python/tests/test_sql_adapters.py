@@ -229,6 +229,29 @@ def test_postgres_sends_mostly_distinct_rows_ungrouped(pg_database: str) -> None
         conn.execute("DROP TABLE sample_rows")
 
 
+def test_duckdb_uploads_parquet_it_writes_and_removes(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = DuckDB()
+    load_adult(engine)
+    sent: list[Any] = []
+    upload = dsql.uploader
+
+    def recording_uploader(*a: Any) -> Any:
+        post = upload(*a)
+
+        def recorded(data: Any) -> Any:
+            sent.append(data)
+            assert isinstance(data, str) and data.endswith(".parquet") and os.path.exists(data)
+            return post(data)
+
+        return recorded
+
+    monkeypatch.setattr(dsql, "uploader", recording_uploader)
+    result = dsql.anonymize_table(client, engine.conn, "adult", "adult_parquet", adult_spec(), progress=False)
+    assert result.verification.passed and len(sent) == 1
+    assert not os.path.exists(sent[0])  # the frequency table does not outlive the upload
+    engine.conn.close()
+
+
 def test_adult_at_a_floor_equals_the_cli_with_min_levels(engine: Engine, client: Client, tmp_path: Path) -> None:
     header, rows = load_adult(engine)
     engine.drop("adult_floor")
