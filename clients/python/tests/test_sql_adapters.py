@@ -252,6 +252,26 @@ def test_duckdb_uploads_parquet_it_writes_and_removes(client: Client, monkeypatc
     engine.conn.close()
 
 
+def test_postgres_views_are_grouped_not_sampled(pg_database: str, client: Client, tmp_path: Path) -> None:
+    # A view cannot be sampled: its frequency table is grouped, in the same transaction.
+    conn = psycopg.connect(pg_database)
+    engine = Postgres(conn)
+    header, rows = load_adult(engine)
+    conn.execute("CREATE OR REPLACE VIEW adult_view AS SELECT * FROM adult")
+    conn.commit()
+    engine.drop("adult_from_view")
+    spec = adult_spec()
+    try:
+        result = dsql.anonymize_table(client, conn, "adult_view", "adult_from_view", spec, progress=False)
+        assert result.verification.passed and result.groups < len(rows)  # grouped
+        assert released(engine, "adult_from_view") == cli_output(tmp_path, header, rows, spec)
+    finally:
+        conn.rollback()
+        conn.execute("DROP VIEW IF EXISTS adult_view")  # the other tests reload the table
+        conn.commit()
+        conn.close()
+
+
 def test_adult_at_a_floor_equals_the_cli_with_min_levels(engine: Engine, client: Client, tmp_path: Path) -> None:
     header, rows = load_adult(engine)
     engine.drop("adult_floor")

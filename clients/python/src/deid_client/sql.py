@@ -280,13 +280,22 @@ class _Postgres(_Dialect):
         # 91 %; duplicates stored side by side show fully). The planner's
         # estimate cannot tell: with several columns it is capped at a tenth of the rows. A
         # choice of speed only: either way deid receives the same records.
+        # Views and foreign tables cannot be sampled: they are grouped (a savepoint keeps the
+        # transaction usable after the refusal).
+        import psycopg
+
         if rows < 2:
             return False
         pct = min(100.0, 100.0 * _SAMPLE_ROWS / rows)
         keys = ", ".join(q.keys({}))
-        n, distinct = self.execute(
-            f"SELECT count(*), count(DISTINCT ROW({keys})) FROM {q.source} AS s TABLESAMPLE SYSTEM ({pct}) REPEATABLE (1)"
-        )[0]
+        try:
+            with self.conn.transaction():
+                n, distinct = self.execute(
+                    f"SELECT count(*), count(DISTINCT ROW({keys})) FROM {q.source} AS s "
+                    f"TABLESAMPLE SYSTEM ({pct}) REPEATABLE (1)"
+                )[0]
+        except psycopg.Error:
+            return False
         return int(n) > 0 and int(distinct) >= 0.95 * int(n)
 
     def temporary_as(self, table: str, query: str) -> None:
@@ -675,7 +684,7 @@ def _state(q: _Query, plan: Plan, keys: Sequence[str], codes: _Codes | None,
         cases.append(f"WHEN {missing} THEN -2 WHEN {p}.c IS NOT NULL THEN {p}.c")
         for i in range(n):
             values[i].append((f"{p}.c IS NOT NULL", out[i]))
-    state = f"CASE {' '.join(cases)} ELSE -2 END"
+    state = f"CASE {' '.join(cases)} ELSE -2 END" if cases else "-2"
     # One step: its outputs; several: those of the first step that publishes the row.
     published = [
         v[0][1] if len(v) == 1 else "CASE " + " ".join(f"WHEN {c} THEN {o}" for c, o in v) + " END" for v in values
