@@ -776,31 +776,31 @@ def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: s
 
 
 @contextlib.contextmanager
-def _serial(d: _Dialect) -> Iterator[None]:
+def _pg_setting(d: _Dialect, name: str, value: str) -> Iterator[None]:
+    """PostgreSQL's setting ``name`` at ``value`` for the block (``SET LOCAL``: an error ends
+    the transaction, rolled back, and the setting with it); other databases unchanged."""
+    if not isinstance(d, _Postgres):
+        yield
+        return
+    d.execute(f"SET LOCAL {name} = {value}")
+    yield
+    d.execute(f"SET LOCAL {name} TO DEFAULT")
+
+
+def _serial(d: _Dialect) -> Any:
     """PostgreSQL without parallel workers for the frequency table's ``GROUP BY``: where most
     tuples are distinct, the workers' partial groups do not shrink and the leader groups every
     row again (10 M distinct rows: about 20 s serial, 23 s with two workers). The apply's and the
     verification's queries keep their workers."""
-    if not isinstance(d, _Postgres):
-        yield
-        return
-    d.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-    yield  # an error ends the transaction (rolled back), and the setting with it
-    d.execute("SET LOCAL max_parallel_workers_per_gather TO DEFAULT")
+    return _pg_setting(d, "max_parallel_workers_per_gather", "0")
 
 
-@contextlib.contextmanager
-def _parallel(d: _Dialect) -> Iterator[None]:
+def _parallel(d: _Dialect) -> Any:
     """PostgreSQL with parallel workers for the apply and the verification whatever the rows
     they pass to the leader cost: the planner prices each row a worker passes on
     (``parallel_tuple_cost``) so high that it runs the apply's joins of 10 M rows in one
     process once the joins are cheap (44 s instead of 25 s on 2 cores)."""
-    if not isinstance(d, _Postgres):
-        yield
-        return
-    d.execute("SET LOCAL parallel_tuple_cost = 0")
-    yield  # an error ends the transaction (rolled back), and the setting with it
-    d.execute("SET LOCAL parallel_tuple_cost TO DEFAULT")
+    return _pg_setting(d, "parallel_tuple_cost", "0")
 
 
 def _transaction(d: _Dialect) -> Any:
