@@ -11,8 +11,9 @@
 //! the per-class functions of [`crate::privacy`] (entropy and recursive ℓ-diversity, the
 //! earth mover's distances, δ-disclosure, β-likeness, the sample-based conditions), k′ of
 //! estimated k-map ([`crate::population::k_prime`]) and the population-uniqueness estimators.
-//! From the input (a [`Problem`](crate::problem::Problem) built on the job's dataset) only facts of the data are read:
-//! its table, each row's released records, the encoded hierarchies and the population size.
+//! From the input (a [`Problem`](crate::problem::Problem) built on the job's dataset) only
+//! facts of the data are read: its table, each row's released records, the encoded hierarchies
+//! and the population size.
 //!
 //! Memory follows the distinct released tuples (and their sensitive values), not the rows.
 

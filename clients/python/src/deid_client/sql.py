@@ -274,7 +274,7 @@ class _Postgres(_Dialect):
     def mostly_distinct(self, q: "_Query", rows: int) -> bool:
         # A hash aggregation of 10 M distinct tuples of 11 text columns takes 22-27 s on 2
         # cores, a scan sending them 8-10 s; where tuples repeat, the aggregation is cheap and
-        # shrinks what is sent. Decided on a sample of about SAMPLE_ROWS rows (blocks chosen
+        # shrinks what is sent. Decided on a sample of about _SAMPLE_ROWS rows (blocks chosen
         # with a fixed seed): at least 95 % distinct tuples there (in a 1 % sample of 10 M
         # rows, tuples that occur twice each show about 99 %, five times 97 %, twenty times
         # 91 %; duplicates stored side by side show fully). The planner's
@@ -524,8 +524,9 @@ def _load_hierarchies(q: _Query) -> None:
 def _profile(q: _Query, max_groups: int) -> tuple[int | None, int | None, dict[str, int], str]:
     """(groups at level 0, groups at the floor, the floor, the query of the frequency table at
     the floor). A source of at most ``max_groups`` rows has no more tuples than that, so it
-    needs no floor: its frequency table is the level-0 grouping, streamed as it is computed
-    (the counts of groups are then those of the upload: ``None`` here). A larger source is
+    needs no floor: its frequency table is the level-0 grouping, streamed as it is computed, or
+    its rows ungrouped when :meth:`_Dialect.mostly_distinct` (the counts of groups are then
+    those of the upload: ``None`` here). A larger source is
     grouped once at level 0 into a temporary table; when that has more than ``max_groups``
     rows, the floor is chosen on it (exact distinct counts, one scan per round), and the
     frequency table at the floor regroups it."""
@@ -577,11 +578,12 @@ class _Codes:
             strides.append(row)
         return _Codes(codes, strides)
 
-    def key(self, s: int, values: Sequence[str]) -> int | None:
-        """The key of an output tuple at step ``s``; ``None`` when no row can reach it (a value
+    def key(self, s: int, values: Sequence[str], qis: Sequence[int] | None = None) -> int | None:
+        """The key of output ``values`` at step ``s`` of the quasi-identifiers ``qis`` (all when
+        None; of some, a part of a tuple's key); ``None`` when no row can reach them (a value
         that step's maps never give)."""
         key = 0
-        for i, v in enumerate(values):
+        for i, v in zip(range(len(values)) if qis is None else qis, values):
             k = self.codes[s][i].get(v)
             if k is None:
                 return None
@@ -629,8 +631,8 @@ def _apply_tables(q: _Query, plan: Plan, codes: _Codes | None, groups: Sequence[
         def combinations(group: Sequence[int] = group) -> Iterator[tuple[Any, ...]]:
             for s, step in enumerate(plan.steps):
                 for combo in itertools.product(*(step.maps[i].items() for i in group)):
-                    key = sum(codes.codes[s][i][o] * codes.strides[s][i] for i, (_, o) in zip(group, combo)) if codes else 0
-                    yield (s, *(v for v, _ in combo), *(o for _, o in combo), key)
+                    outputs = [o for _, o in combo]
+                    yield (s, *(v for v, _ in combo), *outputs, codes.key(s, outputs, group) if codes else 0)
 
         columns = [("step", "integer"), *((f"v{i}", text) for i in group), *((f"o{i}", text) for i in group), ("k", "bigint")]
         q.d.load_scratch(f"{PREFIX}m{j}", columns, combinations())
@@ -739,7 +741,7 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
     keys = q.keys(q.floor)
     joins, state_expr, published = _state(q, plan, keys, codes, groups)
     st = d.ident(f"{PREFIX}state")
-    # One query: the state is computed once per row (a subquery), the columns from it.
+    # The state and the published values are named in a subquery; the columns read them.
     inner = f"SELECT s.*, {state_expr} AS {st}"
     inner += "".join(f", {v} AS {d.ident(f'{PREFIX}o{i}')}" for i, v in enumerate(published))
     inner += f" FROM {q.from_clause(q.floor)} {joins}"
@@ -890,9 +892,8 @@ def anonymize_table(
         q.floor = floor
         timings["profile"], clock = time.monotonic() - clock, time.monotonic()
         count_column = count_name(cols.sent)
-        with _serial(d):
-            with d.upload_body([*cols.sent, count_column], freq) as data:
-                ds = uploader(client, count_column)(data)
+        with _serial(d), d.upload_body([*cols.sent, count_column], freq) as data:
+            ds = uploader(client, count_column)(data)
         if level0 is None or groups is None:
             level0 = groups = ds.rows
         timings["group"], clock = time.monotonic() - clock, time.monotonic()

@@ -2,10 +2,10 @@
 //! Prasser, PoPETs 2018, after Li, Qardaji, Su, ASIACCS 2012; `docs/definitions.md` §3.9).
 //!
 //! The privacy budget ε is split into ε_search (the differentially private search over the
-//! lattice, [`crate::search`](mod@crate::search)'s SafePub, only when the levels are not given) and ε_anon. Every
-//! record is drawn into a sample with probability β = 1 − e^(−ε_anon); the sample is then
-//! generalized with one transformation and every class of fewer than k sampled records is
-//! suppressed. k is one more than the smallest value with δ(k) < δ (the same k as ARX 3.9.2,
+//! lattice, [`crate::search`](mod@crate::search)'s SafePub, only when the levels are not
+//! given) and ε_anon. Every record is drawn into a sample with probability β = 1 − e^(−ε_anon);
+//! the sample is then generalized with one transformation and every class of fewer than k
+//! sampled records is suppressed. k is one more than the smallest value with δ(k) < δ (the same k as ARX 3.9.2,
 //! whose loop counts on once after the test; a larger k only strengthens the guarantee), where
 //!
 //! δ(k) = max over n ≥ n_m of a_n,  a_n = Σ_{j > γn}^{n} C(n, j) β^j (1 − β)^(n − j),

@@ -141,7 +141,8 @@ impl Problem {
     /// 5. compile the privacy and quality models.
     ///
     /// Errors about the configuration name the field of `config` (`privacy[1].k`,
-    /// `quality.gs_factor`, `attributes.age.max_level`, …; see [`EngineError::InvalidConfig`](crate::EngineError::InvalidConfig)).
+    /// `quality.gs_factor`, `attributes.age.max_level`, …; see
+    /// [`EngineError::InvalidConfig`](crate::EngineError::InvalidConfig)).
     pub fn new(table: Table, mut config: ProblemConfig) -> Result<Problem> {
         // 1. Columns and roles.
         let Roles {

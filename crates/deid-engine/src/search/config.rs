@@ -9,8 +9,8 @@ use crate::problem::Problem;
 /// The search strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// The portfolio (`search::portfolio`): a quick incumbent, then Flash if the solution space has
-    /// at most [`SearchConfig::flash_max_space`] transformations, otherwise BFS, top-down,
+    /// The portfolio (`search::portfolio`): a quick incumbent, then Flash if the solution space
+    /// has at most [`SearchConfig::flash_max_space`] transformations, otherwise BFS, top-down,
     /// genetic and Lightning taking turns and sharing what they find.
     Auto,
     /// Flash: globally optimal, with predictive tagging (`docs/definitions.md` §2.3).
