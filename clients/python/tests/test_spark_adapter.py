@@ -102,7 +102,7 @@ def test_adult_equals_the_cli(spark: SparkSession, client: Client, tmp_path: Pat
     assert result.verification.passed
     assert result.floor == {} and result.uncovered_rows == 0
     assert result.report.rows == len(rows) and result.groups < len(rows)
-    assert abs(result.groups_level0 - result.groups) <= 0.05 * result.groups  # the estimate
+    assert result.groups_level0 == result.groups  # counted: level 0 is sent
     expected = cli_output(tmp_path, header, rows, spec)
     assert released(result.df) == expected
     assert result.rows_written == sum(expected.values())
@@ -127,12 +127,48 @@ def test_adult_at_a_floor_written_as_parquet_equals_the_cli_with_min_levels(
     assert released(spark.read.parquet(out)) == expected == released(result.df)
 
 
+def test_a_floor_raised_from_the_table_equals_the_floor_chosen_from_the_rows(
+    spark: SparkSession, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The profile's floor is only where grouping starts: started at level 0, the frequency
+    table is raised along the chain from the table itself to the same floor and rows."""
+    _, _, df = adult_df(spark)
+    chosen = dspark.anonymize(client, df, adult_spec(), max_groups=2000, progress=False)
+    monkeypatch.setattr(dspark, "_profile", lambda src, max_groups: (0, {}))
+    raised = dspark.anonymize(client, df, adult_spec(), max_groups=2000, progress=False)
+    assert raised.floor == chosen.floor and raised.groups == chosen.groups < 2000
+    assert raised.groups_level0 > 2000  # counted at level 0
+    assert raised.verification.passed
+    assert released(raised.df) == released(chosen.df)
+
+
+def test_plans_too_wide_for_integer_keys_join_on_the_texts(
+    spark: SparkSession, client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    header, rows, df = adult_df(spark)
+    monkeypatch.setattr(dspark._Codes, "of", staticmethod(lambda plan: None))
+    spec = adult_spec()
+    result = dspark.anonymize(client, df, spec, progress=False)
+    assert result.verification.passed
+    assert released(result.df) == cli_output(tmp_path, header, rows, spec)
+
+
+@pytest.mark.parametrize("distinct", [1, 700, 30_000, 250_000])
+def test_the_profile_sketch_estimates_distinct_counts(spark: SparkSession, distinct: int) -> None:
+    """The HyperLogLog of the profile (linear counting while registers are empty, the raw
+    estimate after) is within four standard deviations of the count."""
+    df = spark.range(300_000).select((F.col("id") % distinct).alias("v"))
+    hashed = df.select(F.xxhash64(F.col("v").cast("string"), F.lit(0)).alias("h"))
+    (estimate,) = dspark._distinct_counts(hashed, [F.col("h")])
+    assert abs(estimate - distinct) <= 4 * dspark.PROFILE_RSD * distinct + 1
+
+
 def test_a_broken_apply_is_caught_by_verify(
     spark: SparkSession, client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, _, df = adult_df(spark)
 
-    def original_value(src: Any, i: int, key: str) -> Any:  # the join with the classes dropped
+    def original_value(src: Any, i: int, key: str, published: Any) -> Any:  # the class ignored
         return F.col(key)
 
     monkeypatch.setattr(dspark, "_qi_output", original_value)

@@ -4,28 +4,36 @@ needs leaves Spark (docs/engines.md).
 :func:`anonymize` uses the DataFrame API only — no RDD, no Python UDF — so it runs on Spark
 Connect and on shared clusters as well as on a classic session:
 
-1. *profile*: one aggregation: approximate distinct counts (``approx_count_distinct``) of the
-   tuple of the quasi-identifiers, sensitive and microaggregated columns at level 0, the rows
-   and the dates the typed→text rule refuses; when level 0 exceeds ``max_groups``, a second
-   at every floor of a chain — a level per quasi-identifier, from the hierarchy tables given
-   inline in the specification, raising one level at a time the column whose hierarchy shrinks
-   most (the hierarchies as broadcast joins; a tuple's hash is the XOR of its columns' hashes,
-   so a floor costs a sketch update per row); the lowest floor whose estimate fits
-   ``max_groups`` is chosen;
+1. *profile*: the rows' count (Parquet: from its footers), then one aggregation over a sample
+   of the distinct tuples of the quasi-identifiers, sensitive and microaggregated columns
+   (those whose hash falls in about ``PROFILE_SAMPLE`` × ``max_groups`` of them; all when the
+   source is smaller): HyperLogLog estimates of the distinct tuples at level 0 and at every
+   floor of a chain — a level per quasi-identifier, from the hierarchy tables given inline in
+   the specification, raising one level at a time the column whose hierarchy shrinks most (the
+   hierarchies as broadcast joins; a tuple's hash is the XOR of its columns' hashes, so a floor
+   costs an XOR per column) —, written as two codegen'd aggregations. A sample never has more
+   distinct tuples than the whole, so the first floor whose sample fits ``max_groups`` is
+   where grouping starts: no floor below it fits;
 2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
-   Spark SQL) with a count column, written by Spark as one Parquet file in a staging directory
-   and uploaded as Parquet (``upload_format="parquet"``, the default), or streamed partition by
-   partition (``toLocalIterator``) as CSV lines built in Spark SQL (``upload_format="csv"``:
-   no shared directory needed) — this process never holds the table, never the rows;
+   Spark SQL) with a count column, which also counts the dates the rule refuses; when it has
+   more than ``max_groups`` rows, the chain's later floors are counted on the table itself
+   (``REFINE_FLOORS`` at a time) and the first that fits is grouped from it (a label has one
+   parent), so the floor sent is the lowest that fits, counted. The
+   table is written by Spark as one Parquet file in a staging directory and uploaded as
+   Parquet (``upload_format="parquet"``, the default), or streamed partition by partition
+   (``toLocalIterator``) as CSV lines built in Spark SQL (``upload_format="csv"``: no shared
+   directory needed) — this process never holds the table, never the rows;
 3. the *job* on deid (``data_level`` set for the floor), waited for with progress; Ctrl-C
    cancels it;
-4. *apply*: per quasi-identifier one broadcast join with its maps (a column per step), per
-   step one join with the classes it publishes, one join with the suppressed tuples, one with
-   the classes' values and aggregates; rows the plan does not cover are suppressed and
-   counted (an ``Observation``: fail closed);
+4. *apply*: per quasi-identifier one broadcast join of its text with its maps composed with
+   the floor's hierarchy level (an output and its integer code per step); per step one join
+   of the tuple's key — the codes in mixed radix, a ``long`` (the texts when it would not
+   fit) — with the classes it publishes and, at the last step, the tuples it suppresses (−1);
+   one join with the classes' aggregates when columns are microaggregated; rows the plan does
+   not cover are suppressed and counted (an ``Observation``: fail closed);
 5. *verify*: a ``groupBy`` of the released data streamed as CSV lines built in Spark SQL to
-   ``POST /v1/jobs/{id}/verify``; a failure raises :class:`VerificationFailedError` and leaves no released data (the target is
-   erased when it was written).
+   ``POST /v1/jobs/{id}/verify``; a failure raises :class:`VerificationFailedError` and leaves
+   no released data (the target is erased when it was written).
 
 pyspark is optional (``deid-client[spark]``): this module imports without it.
 """
@@ -33,6 +41,7 @@ pyspark is optional (``deid-client[spark]``): this module imports without it.
 from __future__ import annotations
 
 import io
+import math
 import os
 import tempfile
 import time
@@ -56,7 +65,7 @@ from ._adapter import (
     floor_chain,
     floor_warning,
     out_of_range,
-    pick_floor,
+    too_many_groups,
     plain_decimal,
     raw_spec,
     searched,
@@ -73,8 +82,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SparkResult", "VerificationFailedError", "anonymize"]
 
-#: Relative standard deviation of the profile's ``approx_count_distinct``.
-PROFILE_RSD = 0.01
+#: The profile's HyperLogLog sketches have 2^PROFILE_BITS registers …
+PROFILE_BITS = 14
+#: … for this relative standard deviation of their estimates.
+PROFILE_RSD = 1.04 / 2 ** (PROFILE_BITS / 2)
+#: The profile estimates on a sample of the distinct tuples about this many times
+#: ``max_groups`` (all of them when the source has fewer rows).
+PROFILE_SAMPLE = 4
+#: Floors above the profile's that one job counts on the frequency table when it is too large.
+REFINE_FLOORS = 2
 #: Tables of the plan with at most this many rows are broadcast (the maps always are).
 BROADCAST_ROWS = 500_000
 
@@ -178,12 +194,13 @@ class _Source:
         """The helper column holding ``column``'s text."""
         return f"{PREFIX}x{self.cols.sent.index(column)}"
 
-    def with_levels(self, levels: Mapping[str, int]) -> DataFrame:
-        """The source joined with the hierarchy table of every quasi-identifier raised above
-        level 0 in ``levels`` (left joins: a value the table lacks keeps its own text)."""
+    def with_levels(self, levels: Mapping[str, int], df: DataFrame | None = None) -> DataFrame:
+        """The source (or ``df``, rows of it) joined with the hierarchy table of every
+        quasi-identifier raised above level 0 in ``levels`` (left joins: a value the table
+        lacks keeps its own text)."""
         from pyspark.sql import functions as F
 
-        df = self.df
+        df = self.df if df is None else df
         for i, q in enumerate(self.cols.qis):
             if levels.get(q, 0) > 0:
                 h = F.broadcast(self.hierarchies[i])
@@ -234,20 +251,16 @@ def _load_hierarchies(src: _Source) -> None:
 # ---------------------------------------------------------------- profile and frequency table
 
 
-def _profile(src: _Source, max_groups: int, original: Any) -> tuple[int, int, dict[str, int], int]:
-    """(estimated groups at level 0, at the floor, the floor, the source's rows). One
-    aggregation gives the approximate distinct tuples at level 0, the rows and the dates the
-    rule refuses (ValueError); when level 0 exceeds ``max_groups``, a second gives those at every
-    floor of the chain (:func:`deid_client._adapter.floor_chain`) at once. A tuple's hash is the
-    XOR of its columns' seeded ``xxhash64`` at their levels, so a floor costs one sketch update
-    per row, not a scan."""
+def _tuple_hashes(src: _Source, chain: Sequence[Mapping[str, int]]) -> tuple[list[Column], list[Column]]:
+    """(the columns' hashes as a projection, each floor's tuple hash over them): a tuple's
+    hash is the XOR of its columns' seeded ``xxhash64`` at their levels, so a floor costs one
+    XOR per column, not a hash of the whole tuple. The aggregation refers to the projected
+    hashes by name, which keeps its generated code small for a long chain."""
     from pyspark.sql import functions as F
 
-    # The columns' hashes are a projection below the aggregation: the aggregation refers to
-    # them by name, which keeps its generated code small for a long chain.
     hashes: dict[tuple[int, int], Column] = {}
-
-    def tuple_hash(levels: Mapping[str, int]) -> Column:
+    tuples = []
+    for levels in chain:
         cols = []
         for j, key in enumerate(src.keys(levels)):
             lvl = levels.get(src.cols.sent[j], 0)
@@ -256,30 +269,81 @@ def _profile(src: _Source, max_groups: int, original: Any) -> tuple[int, int, di
         out = cols[0]
         for c in cols[1:]:
             out = out.bitwiseXOR(c)
-        return out
+        tuples.append(out)
+    return list(hashes.values()), tuples
 
-    checks = [(c, _out_of_range(_q(c), original[c])) for c in src.cols.sent]
-    aggs = [F.approx_count_distinct(tuple_hash({}), PROFILE_RSD).alias("level0"), F.count(F.lit(1)).alias("rows")]
-    aggs += [F.expr(f"count_if({cond})").alias(f"oor{j}") for j, (_, cond) in enumerate(checks) if cond]
-    first = src.df.select("*", *hashes.values()).agg(*aggs).first()
-    assert first is not None
-    for j, (c, cond) in enumerate(checks):
-        if cond and first[f"oor{j}"]:
-            raise out_of_range(c, int(first[f"oor{j}"]))
-    level0, rows = int(first["level0"]), int(first["rows"])
-    if level0 <= max_groups:
-        return level0, level0, {}, rows
+
+def _profile(src: _Source, max_groups: int) -> tuple[int, dict[str, int]]:
+    """(estimated groups at level 0, the lowest floor the frequency table can start from).
+
+    With ``r`` rows (``count()``: Parquet's footers), the estimates run on the level-0 tuples
+    whose hash falls in a sample of ``s = min(1, PROFILE_SAMPLE · max_groups / r)`` — all of a
+    tuple's rows or none, so that ``s`` of the distinct tuples are in it. One aggregation gives
+    the approximate distinct tuples of the sample (``approx_count_distinct``) at level 0 and at
+    every floor of the chain (:func:`deid_client._adapter.floor_chain`, the hierarchies as
+    broadcast joins). Level 0's estimate is the sample's divided by ``s``. The floor returned
+    is the first whose sample has at most ``max_groups`` tuples: a sample never has more
+    distinct tuples than the whole, so no floor below it can fit and the exact count of
+    :func:`_group` decides from there."""
+    from pyspark.sql import functions as F
+
+    rows = src.df.count()
+    share = min(1.0, PROFILE_SAMPLE * max_groups / max(1, rows))
+    level0_hash = F.xxhash64(*[F.col(src.x(c)) for c in src.cols.sent], F.lit(-1))
+    sample = src.df
+    if share < 1.0:
+        # The low 20 bits of a seeded hash of the tuple: the same tuples on any partitioning.
+        sample = sample.where((level0_hash.bitwiseAND(F.lit((1 << 20) - 1))) < F.lit(int(share * (1 << 20))))
+        share = int(share * (1 << 20)) / (1 << 20)
     chain = floor_chain(src.cols)
-    if len(chain) == 1:  # no quasi-identifier can be raised
-        pick_floor(chain, [level0], max_groups)
-    _load_hierarchies(src)
-    top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
-    hashes.clear()
-    estimates = [F.approx_count_distinct(tuple_hash(f), PROFILE_RSD) for f in chain[1:]]
-    row = src.with_levels(top).select(*hashes.values()).agg(*estimates).first()
-    assert row is not None
-    groups, floor = pick_floor(chain, [level0, *(int(v) for v in row)], max_groups)
-    return level0, groups, floor, rows
+    if len(chain) > 1:
+        _load_hierarchies(src)
+        top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
+        sample = src.with_levels(top, sample)
+    projection, tuples = _tuple_hashes(src, chain)
+    counts = _distinct_counts(sample.select(*projection), tuples)
+    level0 = round(counts[0] / share) if share > 0 else 0
+    if level0 <= max_groups:
+        return level0, {}
+    for levels, sampled in zip(chain, counts):
+        # The margin keeps an estimate's error from skipping the floor that fits.
+        if sampled <= max_groups * (1 + 3 * PROFILE_RSD):
+            return level0, dict(levels)
+    return level0, dict(chain[-1])
+
+
+def _distinct_counts(df: DataFrame, hashes: Sequence[Column]) -> list[float]:
+    """The approximate distinct values of each 64-bit hash column over ``df``: HyperLogLog
+    with 2^PROFILE_BITS registers (relative standard deviation 1.04 / 2^(PROFILE_BITS / 2);
+    linear counting while registers are empty), written as two codegen'd aggregations — a
+    register's maximum rank per (hash, register), then the sums per hash —, since Spark's
+    ``approx_count_distinct`` evaluates each of many sketches row by row, interpreted."""
+    from pyspark.sql import functions as F
+
+    bits, m = PROFILE_BITS, 1 << PROFILE_BITS
+    pairs = F.explode(F.array(*[F.struct(F.lit(f).alias("f"), h.alias("h")) for f, h in enumerate(hashes)]))
+    h = F.col("p.h")
+    rest = h.bitwiseAND(F.lit((1 << (64 - bits)) - 1))
+    lowest = rest.bitwiseAND(-rest)  # the lowest set bit: its position is the rank's
+    rank = F.when(rest == 0, 64 - bits + 1).otherwise(F.round(F.log2(lowest)).cast("int") + 1)
+    registers = (
+        df.select(pairs.alias("p"))
+        .select(F.col("p.f").alias("f"), F.shiftrightunsigned(h, 64 - bits).cast("int").alias("r"), rank.alias("k"))
+        .groupBy("f", "r").agg(F.max("k").alias("k"))
+    )
+    sums = registers.groupBy("f").agg(F.count(F.lit(1)).alias("used"), F.sum(F.pow(F.lit(2.0), -F.col("k"))).alias("z"))
+    rows = sums.take(len(hashes))  # a row per hash
+    found = {int(r["f"]): (int(r["used"]), float(r["z"])) for r in rows}
+    alpha = 0.7213 / (1 + 1.079 / m)
+    out = []
+    for f in range(len(hashes)):
+        used, z = found.get(f, (0, 0.0))
+        empty = m - used
+        estimate = alpha * m * m / (z + empty)
+        if estimate <= 2.5 * m and empty > 0:
+            estimate = m * math.log(m / empty)
+        out.append(estimate)
+    return out
 
 
 def _lines(table: DataFrame, names: Sequence[str]) -> DataFrame:
@@ -330,9 +394,95 @@ def _keys_table(df: DataFrame, keys: Sequence[Column]) -> DataFrame:
     )
 
 
-def _frequency_table(src: _Source, floor: Mapping[str, int]) -> DataFrame:
-    """The frequency table at the floor: the keys and the rows' count."""
-    return _keys_table(src.with_levels(floor), src.keys(floor))
+def _label(row: Sequence[str], level: int) -> str:
+    """A hierarchy row's label at ``level`` (a short row keeps its value, as the table's join
+    does)."""
+    return row[level] if level < len(row) else row[0]
+
+
+def _group(
+    src: _Source, start: Mapping[str, int], max_groups: int, original: Any
+) -> tuple[DataFrame, dict[str, int], int, DataFrame]:
+    """(the frequency table, its floor, the rows of the table at ``start``, the persisted
+    table to unpersist once it is sent). One ``groupBy`` of the source at the floor ``start``,
+    which also counts the dates the rule refuses (ValueError). When it has more than
+    ``max_groups`` rows, the later floors of the chain are counted from that table, not from
+    the rows — every floor's distinct tuple hashes in one job (64-bit hashes: a collision
+    among a few million tuples is as good as impossible) — and the first that fits is grouped
+    from it: a label has one parent (deid refuses hierarchies that are not monotone), so the
+    labels of the higher levels are joins with the table's labels."""
+    from pyspark.sql import functions as F
+
+    checks = [(c, _out_of_range(_q(c), original[c])) for c in src.cols.sent]
+    refused = [F.count_if(F.expr(cond)).alias(f"{PREFIX}oor{j}") for j, (_, cond) in enumerate(checks) if cond]
+    keys = [f"{PREFIX}k{j}" for j in range(len(src.cols.sent))]
+    n = f"{PREFIX}n"
+    if start:
+        _load_hierarchies(src)
+    table = src.with_levels(start).groupBy(*src.keys(start)).agg(F.count(F.lit(1)).alias(n), *refused).persist()
+    if refused:
+        got = table.agg(*[F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]).first()
+        assert got is not None
+        for j, (c, cond) in enumerate(checks):
+            if cond and got[f"oor{j}"]:
+                table.unpersist()
+                raise out_of_range(c, int(got[f"oor{j}"]))
+    first = table.count()
+    if first <= max_groups:
+        return table.select(*keys, n), dict(start), first, table
+    chain = floor_chain(src.cols)
+    later = chain[next(i for i, f in enumerate(chain) if f == dict(start)) + 1:]
+    if not later:
+        table.unpersist()
+        raise too_many_groups(first, max_groups)
+    view = table
+    labels: dict[tuple[str, int], Column] = {}
+    for j, c in enumerate(src.cols.sent):
+        a = start.get(c, 0)
+        labels[(c, a)] = F.col(keys[j])
+        top = later[-1].get(c, 0)
+        if top == a:
+            continue
+        ups: dict[str, tuple[str, ...]] = {}
+        for row in src.cols.hierarchies[c].rows.values():
+            up = tuple(_label(row, lvl) for lvl in range(a, top + 1))
+            if ups.setdefault(up[0], up) != up:
+                table.unpersist()
+                raise ValueError(f"attributes.{c}.hierarchy: the label {up[0]!r} of level {a} has two parents")
+        names = [f"{PREFIX}u{j}_v"] + [f"{PREFIX}u{j}_l{lvl}" for lvl in range(a + 1, top + 1)]
+        view = view.join(F.broadcast(_table(src.spark, names, sorted(ups.values()), ["string"] * len(names))),
+                         F.col(keys[j]) == F.col(names[0]), "left")
+        for lvl in range(a + 1, top + 1):  # a value the hierarchy lacks keeps its text
+            labels[(c, lvl)] = F.coalesce(F.col(f"{PREFIX}u{j}_l{lvl}"), F.col(keys[j]))
+    # The next floors are usually the ones that fit: counted a few at a time.
+    for at in range(0, len(later), REFINE_FLOORS):
+        batch = later[at:at + REFINE_FLOORS]
+        hashes: dict[tuple[int, int], Column] = {}
+        tuples = []
+        for f in batch:
+            parts = []
+            for j, c in enumerate(src.cols.sent):
+                lvl = f.get(c, 0)
+                hashes.setdefault((j, lvl), F.xxhash64(labels[(c, lvl)], F.lit(j)).alias(f"{PREFIX}hash{j}_{lvl}"))
+                parts.append(F.col(f"{PREFIX}hash{j}_{lvl}"))
+            out = parts[0]
+            for h in parts[1:]:
+                out = out.bitwiseXOR(h)
+            tuples.append(out)
+        pairs = F.explode(F.array(*[F.struct(F.lit(i).alias("f"), t.alias("h")) for i, t in enumerate(tuples)]))
+        counted = view.select(*hashes.values()).select(pairs.alias("p")).groupBy(F.col("p.f").alias("f")).agg(
+            F.count_distinct(F.col("p.h")).alias("d")
+        )
+        counts = {int(r["f"]): int(r["d"]) for r in counted.take(len(batch))}  # a row per floor
+        fits = [i for i in range(len(batch)) if counts.get(i, 0) <= max_groups]
+        if fits:
+            break
+    else:
+        table.unpersist()
+        raise too_many_groups(counts.get(len(batch) - 1, first), max_groups)
+    floor = batch[fits[0]]
+    raised = view.select(*[labels[(c, floor.get(c, 0))].alias(keys[j]) for j, c in enumerate(src.cols.sent)], F.col(n))
+    return raised.groupBy(*keys).agg(F.sum(F.col(n)).alias(n)), dict(floor), first, table
 
 
 def _send(
@@ -373,91 +523,173 @@ def _send(
 def _table(spark: SparkSession, names: Sequence[str], rows: list[tuple[Any, ...]], types: Sequence[str]) -> DataFrame:
     """A small DataFrame of the plan (broadcast when it has at most BROADCAST_ROWS rows)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    kinds = {"int": IntegerType(), "string": StringType()}
+    kinds = {"int": IntegerType(), "long": LongType(), "string": StringType()}
     schema = StructType([StructField(n, kinds[t], True) for n, t in zip(names, types)])
     df = spark.createDataFrame(rows, schema)
     return F.broadcast(df) if len(rows) <= BROADCAST_ROWS else df
 
 
-def _map_joins(src: _Source, plan: Plan, df: DataFrame) -> DataFrame:
-    """Per quasi-identifier one broadcast join with its maps: ``deid_m{i}_o{s}`` is the output
-    of step s (NULL: the value is in no map). The keys are text that is never NULL (NULL is
-    already the empty value), so plain ``=`` is null-safe and keeps the join a hash join."""
+class _Codes:
+    """Integer codes of the maps' outputs, per step and quasi-identifier, so that a row's
+    tuple of outputs joins the published and suppressed tuples on one ``long``: output ``o`` of
+    quasi-identifier ``i`` at step ``s`` has the code ``codes[s][i][o]``, and a tuple the key
+    Σ code·stride with ``strides[s][i]`` the product of the code counts before ``i``. ``None``
+    when some step's key would not fit in 63 bits (the joins are then on the texts)."""
+
+    def __init__(self, codes: list[list[dict[str, int]]], strides: list[list[int]]) -> None:
+        self.codes = codes
+        self.strides = strides
+
+    @staticmethod
+    def of(plan: Plan) -> "_Codes | None":
+        codes = [[{o: k for k, o in enumerate(sorted(set(m.values())))} for m in step.maps] for step in plan.steps]
+        strides = []
+        for step in codes:
+            stride, row = 1, []
+            for c in step:
+                row.append(stride)
+                stride *= max(1, len(c))
+            if stride >= 1 << 63:
+                return None
+            strides.append(row)
+        return _Codes(codes, strides)
+
+    def key(self, s: int, values: Sequence[str]) -> int | None:
+        """The key of the output tuple ``values`` at step ``s``; None when no row can reach it
+        (a value that step's maps never give)."""
+        key = 0
+        for i, v in enumerate(values):
+            k = self.codes[s][i].get(v)
+            if k is None:
+                return None
+            key += k * self.strides[s][i]
+        return key
+
+
+def _map_joins(src: _Source, plan: Plan, floor: Mapping[str, int], codes: _Codes | None, df: DataFrame) -> DataFrame:
+    """Per quasi-identifier one broadcast join, on the source's text, with its maps composed
+    with the floor's hierarchy level (no join with the hierarchy): ``deid_m{i}_o{s}`` is the
+    output of step s and ``deid_m{i}_c{s}`` its code (NULL: the value is in no map). A value
+    the hierarchy lacks keeps its text at the floor, as when grouping. The keys are text that
+    is never NULL (NULL is already the empty value), so plain ``=`` is null-safe and keeps the
+    join a hash join."""
     from pyspark.sql import functions as F
 
     steps = plan.steps
     for i, q in enumerate(plan.quasi_identifiers):
-        values = sorted(set().union(*(s.maps[i].keys() for s in steps)))
-        names = [f"{PREFIX}m{i}_v"] + [f"{PREFIX}m{i}_o{s}" for s in range(len(steps))]
-        rows = [(v, *(s.maps[i].get(v) for s in steps)) for v in values]
-        m = F.broadcast(_table(src.spark, names, rows, ["string"] * len(names)))
-        key = f"{PREFIX}k{src.cols.sent.index(q)}"
-        df = df.join(m, F.col(key) == F.col(f"{PREFIX}m{i}_v"), "left")
+        maps = [step.maps[i] for step in steps]
+        level = floor.get(q, 0)
+        h = src.cols.hierarchies.get(q) if level else None
+        at_floor = {v: _label(row, level) for v, row in h.rows.items()} if h else {}
+        for m in maps:
+            for k in m:
+                at_floor.setdefault(k, k)
+        names = [f"{PREFIX}m{i}_v"]
+        for s in range(len(steps)):
+            names += [f"{PREFIX}m{i}_o{s}", f"{PREFIX}m{i}_c{s}"]
+        rows = []
+        for v, label in sorted(at_floor.items()):
+            outputs = [m.get(label) for m in maps]
+            if all(o is None for o in outputs):
+                continue
+            row: list[Any] = [v]
+            for s, o in enumerate(outputs):
+                row += [o, codes.codes[s][i].get(o) if codes and o is not None else None]
+            rows.append(tuple(row))
+        types = ["string"] + ["string", "int"] * len(steps)
+        composed = F.broadcast(_table(src.spark, names, rows, types))
+        df = df.join(composed, F.col(src.x(q)) == F.col(f"{PREFIX}m{i}_v"), "left")
     return df
 
 
-def _class_joins(src: _Source, plan: Plan, df: DataFrame) -> tuple[DataFrame, Column]:
-    """Per step one join with the classes it publishes (on the step's mapped tuple), one with
-    the suppressed tuples (on the last step's); the row's state: its class (≥ 0), −1
-    suppressed, −2 not covered — the first step whose maps send the tuple to a class it
-    publishes (docs/definitions.md §7.2)."""
+def _class_joins(plan: Plan, codes: _Codes | None, src: _Source, df: DataFrame) -> tuple[DataFrame, Column, list[Column]]:
+    """Per step one join with the output tuples it publishes, with their class, and — at the
+    last step — those it suppresses, with −1: on the tuple's key when ``codes``, else on its
+    texts. (The joined data, the row's state, each quasi-identifier's published value.) The
+    state is the row's class (≥ 0), −1 suppressed, −2 not covered — the first step whose maps
+    send the tuple to a class it publishes (docs/definitions.md §7.2); a class's values are the
+    outputs of that step's maps."""
     from pyspark.sql import functions as F
 
     n = len(plan.quasi_identifiers)
-    state = None
-    for s, step in enumerate(plan.steps):
-        names = [f"{PREFIX}p{s}_v{i}" for i in range(n)] + [f"{PREFIX}p{s}_c"]
-        rows = [(*plan.classes[c].values, c) for c in step.publishes]
-        p = _table(src.spark, names, rows, ["string"] * n + ["int"])
-        df = df.join(p, _tuple_eq([f"{PREFIX}m{i}_o{s}" for i in range(n)], names[:n]), "left")
-        missing = _any_null([f"{PREFIX}m{i}_o{s}" for i in range(n)])
-        published = F.col(f"{PREFIX}p{s}_c")
-        state = (F.when(missing, -2) if state is None else state.when(missing, -2)).when(published.isNotNull(), published)
     last = len(plan.steps) - 1
-    names = [f"{PREFIX}sp_v{i}" for i in range(n)] + [f"{PREFIX}sp_hit"]
-    rows = [(*t, 1) for t in sorted({tuple(t) for t in plan.suppressed})]
-    sp = _table(src.spark, names, rows, ["string"] * n + ["int"])
-    df = df.join(sp, _tuple_eq([f"{PREFIX}m{i}_o{last}" for i in range(n)], names[:n]), "left")
+    published_last = {tuple(plan.classes[c].values) for c in plan.steps[last].publishes}
+    # A tuple the last step publishes is published, even if the plan also lists it suppressed.
+    suppressed = sorted({tuple(t) for t in plan.suppressed} - published_last)
+    state: Column | None = None
+    values: list[list[tuple[Column, Column]]] = [[] for _ in range(n)]
+    for s, step in enumerate(plan.steps):
+        tuples = [(plan.classes[c].values, c) for c in step.publishes]
+        if s == last:
+            tuples += [(list(t), -1) for t in suppressed]
+        outputs = [F.col(f"{PREFIX}m{i}_o{s}") for i in range(n)]
+        hit = f"{PREFIX}p{s}_c"
+        if codes:
+            keyed = ((codes.key(s, v), c) for v, c in tuples)
+            rows = [(k, c) for k, c in keyed if k is not None]
+            p = _table(src.spark, [f"{PREFIX}p{s}_k", hit], rows, ["long", "int"])
+            key = F.lit(0).cast("long")
+            for i in range(n):
+                key = key + F.col(f"{PREFIX}m{i}_c{s}").cast("long") * F.lit(codes.strides[s][i])
+            on = key == F.col(f"{PREFIX}p{s}_k")
+        else:
+            names = [f"{PREFIX}p{s}_v{i}" for i in range(n)]
+            p = _table(src.spark, [*names, hit], [(*v, c) for v, c in tuples], ["string"] * n + ["int"])
+            on = _tuple_eq(outputs, [F.col(x) for x in names])
+        df = df.join(p, on, "left")
+        missing = _any_null(outputs)
+        found = F.col(hit)
+        state = (F.when(missing, -2) if state is None else state.when(missing, -2)).when(found.isNotNull(), found)
+        for i in range(n):
+            values[i].append((found.isNotNull(), outputs[i]))
     assert state is not None
-    state = state.when(F.col(f"{PREFIX}sp_hit").isNotNull(), -1).otherwise(-2)
-    return df, state
+    published = []
+    for v in values:
+        if len(v) == 1:
+            published.append(v[0][1])
+        else:
+            case = F.when(v[0][0], v[0][1])
+            for cond, out in v[1:]:
+                case = case.when(cond, out)
+            published.append(case)
+    return df, state.otherwise(-2), published
 
 
-def _tuple_eq(left: Sequence[str], right: Sequence[str]) -> Column:
+def _tuple_eq(left: Sequence[Column], right: Sequence[Column]) -> Column:
     from pyspark.sql import functions as F
 
     cond = F.lit(True)
     for a, b in zip(left, right):
-        cond = cond & (F.col(a) == F.col(b))
+        cond = cond & (a == b)
     return cond
 
 
-def _any_null(names: Sequence[str]) -> Column:
+def _any_null(cols: Sequence[Column]) -> Column:
     from pyspark.sql import functions as F
 
     cond = F.lit(False)
-    for name in names:
-        cond = cond | F.col(name).isNull()
+    for c in cols:
+        cond = cond | c.isNull()
     return cond
 
 
-def _qi_output(src: _Source, i: int, key: str) -> Column:
-    """The released value of quasi-identifier ``i`` of a published row: its class's value."""
-    from pyspark.sql import functions as F
+def _qi_output(src: _Source, i: int, key: str, published: Column) -> Column:
+    """The released value of quasi-identifier ``i`` (source text in the column ``key``) in a
+    published row: its class's value, ``published``."""
+    return published
 
-    return F.col(f"{PREFIX}cl_v{i}")
 
-
-def _outputs(src: _Source, plan: Plan, state: str) -> list[Column]:
-    """The released columns in the source's order: identifiers dropped, quasi-identifiers and
-    microaggregated columns from the class, sensitive ones as text (the marker when
-    suppressed, unless the plan keeps them), the rest as they are."""
+def _outputs(src: _Source, plan: Plan, state: str, published: Sequence[Column]) -> list[Column]:
+    """The released columns in the source's order: identifiers dropped, quasi-identifiers
+    (``published``: their values in a published row) and microaggregated columns from the
+    class, sensitive ones as text (the marker when suppressed, unless the plan keeps them), the
+    rest as they are."""
     from pyspark.sql import functions as F
 
     marker = F.lit(plan.suppression.marker)
-    published = F.col(state) >= 0
+    is_published = F.col(state) >= 0
     roles = {c.name: c.role for c in plan.columns}
     out = []
     for name in src.names:
@@ -465,15 +697,14 @@ def _outputs(src: _Source, plan: Plan, state: str) -> list[Column]:
             continue
         if name in src.cols.qis:
             i = plan.quasi_identifiers.index(name)
-            key = f"{PREFIX}k{src.cols.sent.index(name)}"
-            value = F.when(published, _qi_output(src, i, key)).otherwise(marker)
+            value = F.when(is_published, _qi_output(src, i, src.x(name), published[i])).otherwise(marker)
         elif name in src.cols.micro:
             j = plan.microaggregated.index(name)
-            value = F.when(published, F.col(f"{PREFIX}cl_a{j}")).otherwise(marker)
+            value = F.when(is_published, F.col(f"{PREFIX}cl_a{j}")).otherwise(marker)
         elif name in src.cols.sensitive:
             value = F.col(src.x(name))
             if roles.get(name) == "sensitive":
-                value = F.when(published, value).otherwise(marker)
+                value = F.when(is_published, value).otherwise(marker)
         else:
             value = F.col(_q(name))
         out.append(value.alias(name))
@@ -486,21 +717,23 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
     from pyspark.sql import functions as F
 
     check_plan(src.cols, plan)
-    df = src.with_levels(floor).select(*[F.col(_q(n)) for n in src.names], *[F.col(src.x(c)) for c in src.cols.sent],
-                                       *src.keys(floor))
-    df = _map_joins(src, plan, df)
-    df, state = _class_joins(src, plan, df)
+    codes = _Codes.of(plan)
+    df = src.df.select(*[F.col(_q(n)) for n in src.names], *[F.col(src.x(c)) for c in src.cols.sent])
+    df = _map_joins(src, plan, floor, codes, df)
+    df, state, published = _class_joins(plan, codes, src, df)
     st = f"{PREFIX}state"
-    df = df.withColumn(st, state)
-    n, m = len(plan.quasi_identifiers), len(plan.microaggregated)
-    names = [f"{PREFIX}cl_c"] + [f"{PREFIX}cl_v{i}" for i in range(n)] + [f"{PREFIX}cl_a{j}" for j in range(m)]
-    rows = [(c, *k.values, *k.aggregates) for c, k in enumerate(plan.classes)]
-    cl = _table(src.spark, names, rows, ["int"] + ["string"] * (n + m))
-    df = df.join(cl, F.col(st) == F.col(f"{PREFIX}cl_c"), "left")
+    outs = [f"{PREFIX}o{i}" for i in range(len(published))]
+    df = df.select("*", state.alias(st), *[v.alias(o) for v, o in zip(published, outs)])
+    if plan.microaggregated:
+        m = len(plan.microaggregated)
+        names = [f"{PREFIX}cl_c"] + [f"{PREFIX}cl_a{j}" for j in range(m)]
+        rows = [(c, *k.aggregates) for c, k in enumerate(plan.classes)]
+        cl = _table(src.spark, names, rows, ["int"] + ["string"] * m)
+        df = df.join(cl, F.col(st) == F.col(f"{PREFIX}cl_c"), "left")
     if plan.suppression.mode == "remove":
         df = df.where(F.col(st) >= 0)
     uncovered = F.count_if(F.col(st) == -2).alias("uncovered")
-    return df.select(*_outputs(src, plan, st), F.col(st)), uncovered
+    return df.select(*_outputs(src, plan, st, [F.col(o) for o in outs]), F.col(st)), uncovered
 
 
 # ---------------------------------------------------------------- verify and write
@@ -608,11 +841,17 @@ def anonymize(
     timings: dict[str, float] = {}
     clock = time.monotonic()
     src = _source(df, cols)
-    level0, _, floor, _ = _profile(src, max_groups, types)
+    level0, start = _profile(src, max_groups)
     timings["profile"], clock = time.monotonic() - clock, time.monotonic()
     count_column = count_name(cols.sent)
     header = [*cols.sent, count_column]
-    ds, groups, _ = _send(_frequency_table(src, floor), header, upload_format, staging, uploader(client, count_column))
+    frequencies, floor, first, cached = _group(src, start, max_groups, types)
+    if not start:
+        level0 = first  # counted, not estimated
+    try:
+        ds, groups, _ = _send(frequencies, header, upload_format, staging, uploader(client, count_column))
+    finally:
+        cached.unpersist()
     timings["group"], clock = time.monotonic() - clock, time.monotonic()
     with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
         timings["search"], clock = time.monotonic() - clock, time.monotonic()

@@ -18,7 +18,7 @@ import sys
 import types as _pytypes
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,35 +112,48 @@ def _parse_datetime(value: str) -> datetime:
 
 
 def _decode(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+    return _decoder(tp)(value)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _decoder(tp: Any) -> Callable[[Any], Any]:
+    """The function that decodes a JSON value of type ``tp`` (None stays None), built once per
+    type: a plan's hundreds of thousands of classes are decoded without looking at their type
+    hints again."""
     origin = get_origin(tp)
+    inner: Callable[[Any], Any]
     if origin is Union or (sys.version_info >= (3, 10) and origin is _pytypes.UnionType):
         members = [a for a in get_args(tp) if a is not type(None)]
-        if len(members) == 1:
-            return _decode(members[0], value)
-        return value
-    if origin is list:
+        inner = _decoder(members[0]) if len(members) == 1 else _same
+    elif origin is list:
         (item,) = get_args(tp)
         if _plain(item):
-            return list(value)
-        return [_decode(item, v) for v in value]
-    if origin is dict:
+            inner = list
+        else:
+            each = _decoder(item)
+            inner = lambda value: [each(v) for v in value]  # noqa: E731
+    elif origin is dict:
         _, item = get_args(tp)
         if _plain(item):
-            return dict(value)
-        return {k: _decode(item, v) for k, v in value.items()}
-    if origin is Literal:
-        return value
-    if tp is Any or tp is object:
-        return value
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return from_json(tp, value)
-    if tp is datetime:
-        return _parse_datetime(value)
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
+            inner = dict
+        else:
+            each = _decoder(item)
+            inner = lambda value: {k: each(v) for k, v in value.items()}  # noqa: E731
+    elif origin is Literal or tp is Any or tp is object:
+        inner = _same
+    elif dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        inner = functools.partial(from_json, tp)
+    elif tp is datetime:
+        inner = _parse_datetime
+    elif tp is float:
+        inner = lambda value: float(value) if isinstance(value, int) and not isinstance(value, bool) else value  # noqa: E731
+    else:
+        inner = _same
+    return lambda value: None if value is None else inner(value)
 
 
 @functools.lru_cache(maxsize=None)
@@ -150,17 +163,17 @@ def _plain(tp: Any) -> bool:
     return tp in (str, int, bool, Any, object) or get_origin(tp) is Literal
 
 
-_FIELDS: dict[Any, tuple[tuple[str, str, Any], ...]] = {}
+_FIELDS: dict[Any, tuple[tuple[str, str, Callable[[Any], Any]], ...]] = {}
 
 
-def _fields(cls: Any) -> tuple[tuple[str, str, Any], ...]:
-    """(attribute, JSON name, type) of a response dataclass's fields but ``raw``, computed once
-    per class."""
+def _fields(cls: Any) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+    """(attribute, JSON name, decoder) of a response dataclass's fields but ``raw``, computed
+    once per class."""
     fields = _FIELDS.get(cls)
     if fields is None:
         hints = get_type_hints(cls)
         fields = tuple(
-            (f.name, _json_name(f), hints[f.name])
+            (f.name, _json_name(f), _decoder(hints[f.name]))
             for f in dataclasses.fields(cls)
             if f.name != "raw"
         )
@@ -173,9 +186,9 @@ def from_json(cls: type[T], data: Any) -> T:
     if not isinstance(data, dict):
         raise TypeError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
     kwargs: dict[str, Any] = {}
-    for attribute, name, hint in _fields(cls):
+    for attribute, name, decode in _fields(cls):
         if name in data:
-            kwargs[attribute] = _decode(hint, data[name])
+            kwargs[attribute] = decode(data[name])
     obj = cls(**kwargs)
     object.__setattr__(obj, "raw", data)
     return obj
