@@ -423,6 +423,44 @@ def check_plan(cols: Columns, plan: Plan) -> None:
         raise DeidError("the plan has no step")
 
 
+@dataclass
+class Codes:
+    """Integer codes of the maps' outputs (the SQL and Spark adapters' apply), per step and quasi-identifier, so that the tuple of
+    a row's outputs joins the published and suppressed tuples on one ``bigint``: output ``o``
+    of quasi-identifier ``i`` at step ``s`` has the code ``codes[s][i][o]``, and a tuple the
+    key Σ code·stride with ``strides[s][i]`` the product of the code counts before ``i``.
+    ``None`` when some step's key would not fit in 63 bits (the join is then on the texts)."""
+
+    codes: list[list[dict[str, int]]]
+    strides: list[list[int]]
+
+    @staticmethod
+    def of(plan: Plan) -> "Codes | None":
+        codes = [[{o: k for k, o in enumerate(sorted(set(m.values())))} for m in step.maps] for step in plan.steps]
+        strides = []
+        for step in codes:
+            stride, row = 1, []
+            for c in step:
+                row.append(stride)
+                stride *= max(1, len(c))
+            if stride >= 1 << 63:
+                return None
+            strides.append(row)
+        return Codes(codes, strides)
+
+    def key(self, s: int, values: Sequence[str], qis: Sequence[int] | None = None) -> int | None:
+        """The key of output ``values`` at step ``s`` of the quasi-identifiers ``qis`` (all when
+        None; of some, a part of a tuple's key); ``None`` when no row can reach them (a value
+        that step's maps never give)."""
+        key = 0
+        for i, v in zip(range(len(values)) if qis is None else qis, values):
+            k = self.codes[s][i].get(v)
+            if k is None:
+                return None
+            key += k * self.strides[s][i]
+        return key
+
+
 def forget(client: Client, dataset_id: str) -> None:
     """Deletes the uploaded frequency table (regulated data); a job still using it keeps it."""
     with contextlib.suppress(DeidError):

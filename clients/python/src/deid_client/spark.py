@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ._adapter import (
+    Codes as _Codes,
     DEFAULT_MAX_GROUPS,
     END_EPOCH_SECOND,
     FETCH_ROWS,
@@ -75,7 +76,7 @@ from ._adapter import (
 from .builders import JobSpec
 from .client import Client
 from .errors import DeidError
-from .types import Job, Plan, Report, Verification
+from .types import Plan, Verification
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -529,43 +530,6 @@ def _table(spark: SparkSession, names: Sequence[str], rows: list[tuple[Any, ...]
     schema = StructType([StructField(n, kinds[t], True) for n, t in zip(names, types)])
     df = spark.createDataFrame(rows, schema)
     return F.broadcast(df) if len(rows) <= BROADCAST_ROWS else df
-
-
-class _Codes:
-    """Integer codes of the maps' outputs, per step and quasi-identifier, so that a row's
-    tuple of outputs joins the published and suppressed tuples on one ``long``: output ``o`` of
-    quasi-identifier ``i`` at step ``s`` has the code ``codes[s][i][o]``, and a tuple the key
-    Σ code·stride with ``strides[s][i]`` the product of the code counts before ``i``. ``None``
-    when some step's key would not fit in 63 bits (the joins are then on the texts)."""
-
-    def __init__(self, codes: list[list[dict[str, int]]], strides: list[list[int]]) -> None:
-        self.codes = codes
-        self.strides = strides
-
-    @staticmethod
-    def of(plan: Plan) -> "_Codes | None":
-        codes = [[{o: k for k, o in enumerate(sorted(set(m.values())))} for m in step.maps] for step in plan.steps]
-        strides = []
-        for step in codes:
-            stride, row = 1, []
-            for c in step:
-                row.append(stride)
-                stride *= max(1, len(c))
-            if stride >= 1 << 63:
-                return None
-            strides.append(row)
-        return _Codes(codes, strides)
-
-    def key(self, s: int, values: Sequence[str]) -> int | None:
-        """The key of the output tuple ``values`` at step ``s``; None when no row can reach it
-        (a value that step's maps never give)."""
-        key = 0
-        for i, v in enumerate(values):
-            k = self.codes[s][i].get(v)
-            if k is None:
-                return None
-            key += k * self.strides[s][i]
-        return key
 
 
 def _map_joins(src: _Source, plan: Plan, floor: Mapping[str, int], codes: _Codes | None, df: DataFrame) -> DataFrame:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from ._adapter import (
+    Codes as _Codes,
     DEFAULT_MAX_GROUPS,
     END_EPOCH_SECOND,
     FETCH_ROWS,
@@ -551,44 +552,6 @@ def _profile(q: _Query, max_groups: int) -> tuple[int | None, int | None, dict[s
 
 
 # ---------------------------------------------------------------- apply
-
-
-@dataclass
-class _Codes:
-    """Integer codes of the maps' outputs, per step and quasi-identifier, so that the tuple of
-    a row's outputs joins the published and suppressed tuples on one ``bigint``: output ``o``
-    of quasi-identifier ``i`` at step ``s`` has the code ``codes[s][i][o]``, and a tuple the
-    key Σ code·stride with ``strides[s][i]`` the product of the code counts before ``i``.
-    ``None`` when some step's key would not fit in 63 bits (the join is then on the texts)."""
-
-    codes: list[list[dict[str, int]]]
-    strides: list[list[int]]
-
-    @staticmethod
-    def of(plan: Plan) -> "_Codes | None":
-        codes = [[{o: k for k, o in enumerate(sorted(set(m.values())))} for m in step.maps] for step in plan.steps]
-        strides = []
-        for step in codes:
-            stride, row = 1, []
-            for c in step:
-                row.append(stride)
-                stride *= max(1, len(c))
-            if stride >= 1 << 63:
-                return None
-            strides.append(row)
-        return _Codes(codes, strides)
-
-    def key(self, s: int, values: Sequence[str], qis: Sequence[int] | None = None) -> int | None:
-        """The key of output ``values`` at step ``s`` of the quasi-identifiers ``qis`` (all when
-        None; of some, a part of a tuple's key); ``None`` when no row can reach them (a value
-        that step's maps never give)."""
-        key = 0
-        for i, v in zip(range(len(values)) if qis is None else qis, values):
-            k = self.codes[s][i].get(v)
-            if k is None:
-                return None
-            key += k * self.strides[s][i]
-        return key
 
 
 #: Most rows of one table of maps: quasi-identifiers with small maps share a table holding the
