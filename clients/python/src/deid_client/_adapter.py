@@ -425,11 +425,12 @@ def check_plan(cols: Columns, plan: Plan) -> None:
 
 @dataclass
 class Codes:
-    """Integer codes of the maps' outputs (the SQL and Spark adapters' apply), per step and quasi-identifier, so that the tuple of
-    a row's outputs joins the published and suppressed tuples on one ``bigint``: output ``o``
-    of quasi-identifier ``i`` at step ``s`` has the code ``codes[s][i][o]``, and a tuple the
-    key Σ code·stride with ``strides[s][i]`` the product of the code counts before ``i``.
-    ``None`` when some step's key would not fit in 63 bits (the join is then on the texts)."""
+    """Integer codes of the maps' outputs, per step and quasi-identifier, so that the apply of
+    both adapters joins a row's tuple of outputs with the published and suppressed tuples on
+    one 64-bit integer: output ``o`` of quasi-identifier ``i`` at step ``s`` has the code
+    ``codes[s][i][o]``, and a tuple the key Σ code·stride with ``strides[s][i]`` the product of
+    the code counts before ``i``. ``None`` when some step's key would not fit in 63 bits (the
+    join is then on the texts)."""
 
     codes: list[list[dict[str, int]]]
     strides: list[list[int]]

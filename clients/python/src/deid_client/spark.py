@@ -252,20 +252,24 @@ def _load_hierarchies(src: _Source) -> None:
 # ---------------------------------------------------------------- profile and frequency table
 
 
-def _tuple_hashes(src: _Source, chain: Sequence[Mapping[str, int]]) -> tuple[list[Column], list[Column]]:
-    """(the columns' hashes as a projection, each floor's tuple hash over them): a tuple's
-    hash is the XOR of its columns' seeded ``xxhash64`` at their levels, so a floor costs one
-    XOR per column, not a hash of the whole tuple. The aggregation refers to the projected
-    hashes by name, which keeps its generated code small for a long chain."""
+def _tuple_hashes(
+    names: Sequence[str], floors: Sequence[Mapping[str, int]], label: Callable[[int, int], Column]
+) -> tuple[list[Column], list[Column]]:
+    """(the columns' hashes as a projection, each floor's tuple hash over them) for the
+    columns ``names``, ``label(j, level)`` being column j's label at a level: a tuple's hash is
+    the XOR of its columns' seeded ``xxhash64`` at their levels, so a floor costs one XOR per
+    column, not a hash of the whole tuple. The aggregations refer to the projected hashes by
+    name, which keeps their generated code small for a long chain."""
     from pyspark.sql import functions as F
 
     hashes: dict[tuple[int, int], Column] = {}
     tuples = []
-    for levels in chain:
+    for levels in floors:
         cols = []
-        for j, key in enumerate(src.keys(levels)):
-            lvl = levels.get(src.cols.sent[j], 0)
-            hashes.setdefault((j, lvl), F.xxhash64(key, F.lit(j)).alias(f"{PREFIX}hash{j}_{lvl}"))
+        for j, name in enumerate(names):
+            lvl = levels.get(name, 0)
+            if (j, lvl) not in hashes:
+                hashes[(j, lvl)] = F.xxhash64(label(j, lvl), F.lit(j)).alias(f"{PREFIX}hash{j}_{lvl}")
             cols.append(F.col(f"{PREFIX}hash{j}_{lvl}"))
         out = cols[0]
         for c in cols[1:]:
@@ -274,13 +278,21 @@ def _tuple_hashes(src: _Source, chain: Sequence[Mapping[str, int]]) -> tuple[lis
     return list(hashes.values()), tuples
 
 
+def _floor_hashes(df: DataFrame, projection: Sequence[Column], tuples: Sequence[Column]) -> DataFrame:
+    """A row (``f``: the floor's index, ``h``: the tuple's hash) per row of ``df`` and floor."""
+    from pyspark.sql import functions as F
+
+    pairs = F.explode(F.array(*[F.struct(F.lit(f).alias("f"), t.alias("h")) for f, t in enumerate(tuples)]))
+    return df.select(*projection).select(pairs.alias("p")).select("p.f", "p.h")
+
+
 def _profile(src: _Source, max_groups: int) -> tuple[int, dict[str, int]]:
     """(estimated groups at level 0, the lowest floor the frequency table can start from).
 
     With ``r`` rows (``count()``: Parquet's footers), the estimates run on the level-0 tuples
     whose hash falls in a sample of ``s = min(1, PROFILE_SAMPLE · max_groups / r)`` — all of a
-    tuple's rows or none, so that ``s`` of the distinct tuples are in it. One aggregation gives
-    the approximate distinct tuples of the sample (``approx_count_distinct``) at level 0 and at
+    tuple's rows or none, so that ``s`` of the distinct tuples are in it. One pass gives the
+    approximate distinct tuples of the sample (:func:`_distinct_counts`) at level 0 and at
     every floor of the chain (:func:`deid_client._adapter.floor_chain`, the hierarchies as
     broadcast joins). Level 0's estimate is the sample's divided by ``s``. The floor returned
     is the first whose sample has at most ``max_groups`` tuples: a sample never has more
@@ -294,16 +306,17 @@ def _profile(src: _Source, max_groups: int) -> tuple[int, dict[str, int]]:
     sample = src.df
     if share < 1.0:
         # The low 20 bits of a seeded hash of the tuple: the same tuples on any partitioning.
-        sample = sample.where((level0_hash.bitwiseAND(F.lit((1 << 20) - 1))) < F.lit(int(share * (1 << 20))))
-        share = int(share * (1 << 20)) / (1 << 20)
+        below = max(1, int(share * (1 << 20)))
+        sample = sample.where(level0_hash.bitwiseAND(F.lit((1 << 20) - 1)) < F.lit(below))
+        share = below / (1 << 20)
     chain = floor_chain(src.cols)
     if len(chain) > 1:
         _load_hierarchies(src)
         top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
         sample = src.with_levels(top, sample)
-    projection, tuples = _tuple_hashes(src, chain)
-    counts = _distinct_counts(sample.select(*projection), tuples)
-    level0 = round(counts[0] / share) if share > 0 else 0
+    projection, tuples = _tuple_hashes(src.cols.sent, chain, lambda j, lvl: src.keys({src.cols.sent[j]: lvl})[j])
+    counts = _distinct_counts(_floor_hashes(sample, projection, tuples), len(chain))
+    level0 = round(counts[0] / share)
     if level0 <= max_groups:
         return level0, {}
     for levels, sampled in zip(chain, counts):
@@ -313,31 +326,28 @@ def _profile(src: _Source, max_groups: int) -> tuple[int, dict[str, int]]:
     return level0, dict(chain[-1])
 
 
-def _distinct_counts(df: DataFrame, hashes: Sequence[Column]) -> list[float]:
-    """The approximate distinct values of each 64-bit hash column over ``df``: HyperLogLog
-    with 2^PROFILE_BITS registers (relative standard deviation 1.04 / 2^(PROFILE_BITS / 2);
-    linear counting while registers are empty), written as two codegen'd aggregations — a
-    register's maximum rank per (hash, register), then the sums per hash —, since Spark's
-    ``approx_count_distinct`` evaluates each of many sketches row by row, interpreted."""
+def _distinct_counts(pairs: DataFrame, floors: int) -> list[float]:
+    """The approximate distinct hashes ``h`` of each floor ``f`` < ``floors`` of ``pairs``
+    (:func:`_floor_hashes`): HyperLogLog with 2^PROFILE_BITS registers (relative standard
+    deviation 1.04 / 2^(PROFILE_BITS / 2); linear counting while registers are empty), written
+    as two codegen'd aggregations — a register's maximum rank per floor and register, then the
+    sums per floor —, since Spark's ``approx_count_distinct`` evaluates each of many sketches
+    row by row, interpreted."""
     from pyspark.sql import functions as F
 
     bits, m = PROFILE_BITS, 1 << PROFILE_BITS
-    pairs = F.explode(F.array(*[F.struct(F.lit(f).alias("f"), h.alias("h")) for f, h in enumerate(hashes)]))
-    h = F.col("p.h")
+    h = F.col("h")
     rest = h.bitwiseAND(F.lit((1 << (64 - bits)) - 1))
     lowest = rest.bitwiseAND(-rest)  # the lowest set bit: its position is the rank's
     rank = F.when(rest == 0, 64 - bits + 1).otherwise(F.round(F.log2(lowest)).cast("int") + 1)
-    registers = (
-        df.select(pairs.alias("p"))
-        .select(F.col("p.f").alias("f"), F.shiftrightunsigned(h, 64 - bits).cast("int").alias("r"), rank.alias("k"))
-        .groupBy("f", "r").agg(F.max("k").alias("k"))
-    )
+    registers = pairs.select("f", F.shiftrightunsigned(h, 64 - bits).cast("int").alias("r"), rank.alias("k")).groupBy(
+        "f", "r"
+    ).agg(F.max("k").alias("k"))
     sums = registers.groupBy("f").agg(F.count(F.lit(1)).alias("used"), F.sum(F.pow(F.lit(2.0), -F.col("k"))).alias("z"))
-    rows = sums.take(len(hashes))  # a row per hash
-    found = {int(r["f"]): (int(r["used"]), float(r["z"])) for r in rows}
+    found = {int(r["f"]): (int(r["used"]), float(r["z"])) for r in sums.take(floors)}  # a row per floor
     alpha = 0.7213 / (1 + 1.079 / m)
     out = []
-    for f in range(len(hashes)):
+    for f in range(floors):
         used, z = found.get(f, (0, 0.0))
         empty = m - used
         estimate = alpha * m * m / (z + empty)
@@ -458,22 +468,8 @@ def _group(
     # The next floors are usually the ones that fit: counted a few at a time.
     for at in range(0, len(later), REFINE_FLOORS):
         batch = later[at:at + REFINE_FLOORS]
-        hashes: dict[tuple[int, int], Column] = {}
-        tuples = []
-        for f in batch:
-            parts = []
-            for j, c in enumerate(src.cols.sent):
-                lvl = f.get(c, 0)
-                hashes.setdefault((j, lvl), F.xxhash64(labels[(c, lvl)], F.lit(j)).alias(f"{PREFIX}hash{j}_{lvl}"))
-                parts.append(F.col(f"{PREFIX}hash{j}_{lvl}"))
-            out = parts[0]
-            for h in parts[1:]:
-                out = out.bitwiseXOR(h)
-            tuples.append(out)
-        pairs = F.explode(F.array(*[F.struct(F.lit(i).alias("f"), t.alias("h")) for i, t in enumerate(tuples)]))
-        counted = view.select(*hashes.values()).select(pairs.alias("p")).groupBy(F.col("p.f").alias("f")).agg(
-            F.count_distinct(F.col("p.h")).alias("d")
-        )
+        projection, tuples = _tuple_hashes(src.cols.sent, batch, lambda j, lvl: labels[(src.cols.sent[j], lvl)])
+        counted = _floor_hashes(view, projection, tuples).groupBy("f").agg(F.count_distinct("h").alias("d"))
         counts = {int(r["f"]): int(r["d"]) for r in counted.take(len(batch))}  # a row per floor
         fits = [i for i in range(len(batch)) if counts.get(i, 0) <= max_groups]
         if fits:

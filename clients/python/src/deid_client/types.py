@@ -111,10 +111,6 @@ def _parse_datetime(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
-def _decode(tp: Any, value: Any) -> Any:
-    return _decoder(tp)(value)
-
-
 def _same(value: Any) -> Any:
     return value
 
