@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from deid_client import Client
+from deid_client import Client, DeidError
 
 from adapter_cases import (
     FLOATS,
@@ -151,6 +151,41 @@ def test_plans_too_wide_for_integer_keys_join_on_the_texts(
     result = dspark.anonymize(client, df, spec, progress=False)
     assert result.verification.passed
     assert released(result.df) == cli_output(tmp_path, header, rows, spec)
+
+
+@pytest.mark.parametrize("key_bits,combined", [(63, 65_536), (8, 1)], ids=["one-key", "many-keys"])
+def test_grouping_on_codes_equals_grouping_on_the_texts(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, key_bits: int, combined: int
+) -> None:
+    """The frequency table grouped on the labels' integer codes (one or several keys, one
+    join per column or several) equals the one grouped on the hierarchies' labels."""
+    from deid_client import _adapter
+
+    monkeypatch.setattr(dspark, "KEY_BITS", key_bits)
+    monkeypatch.setattr(_adapter, "COMBINED_ROWS", combined)
+    _, _, df = adult_df(spark)
+    cols = _adapter.columns(adult_spec(), list(df.columns), "anonymize")
+    src = dspark._source(df, cols)
+    n = F.count(F.lit(1)).alias("deid_n")
+    for floor in [{}, {"age": 2, "education": 1, "marital-status": 1}]:
+        coded = dspark._coded_group(src, floor, [n], "deid_missing")
+        assert coded is not None
+        dspark._load_hierarchies(src)
+        texts = src.with_levels(floor).groupBy(*src.keys(floor)).agg(n)
+        keys = [f"deid_k{j}" for j in range(len(cols.sent))]
+        assert Counter(tuple(r) for r in coded.select(*keys, "deid_n").collect()) == Counter(
+            tuple(r) for r in texts.select(*keys, "deid_n").collect()
+        )
+        assert coded.agg(F.sum("deid_missing")).first()[0] == 0
+
+
+def test_a_value_no_hierarchy_has_is_refused_by_deid(spark: SparkSession, client: Client) -> None:
+    """A value missing from its hierarchy is counted by the coded grouping, which then groups
+    on the texts, so that deid refuses it as for any upload."""
+    _, _, df = adult_df(spark)
+    odd = df.withColumn("sex", F.when(F.col("age") == 90, F.lit("Other")).otherwise(F.col("sex")))
+    with pytest.raises(DeidError, match="hierarchy of column 'sex' has no row for 1 value"):
+        dspark.anonymize(client, odd, adult_spec(), progress=False)
 
 
 @pytest.mark.parametrize("distinct", [1, 700, 30_000, 250_000])

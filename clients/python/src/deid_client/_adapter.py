@@ -423,6 +423,29 @@ def check_plan(cols: Columns, plan: Plan) -> None:
         raise DeidError("the plan has no step")
 
 
+#: Most rows of a table of combinations of several columns' values (the adapters' combined
+#: joins: one join for several small maps).
+COMBINED_ROWS = 65_536
+
+
+def combine(sizes: Sequence[int], factor: int = 1) -> list[list[int]]:
+    """Indices of ``sizes`` in groups whose tables of combinations stay within
+    ``COMBINED_ROWS`` rows: greedily, smallest first, while ``factor`` times the product of the
+    group's sizes fits; a larger one has a group of its own. Each group is sorted."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    rows = factor
+    for i in sorted(range(len(sizes)), key=lambda i: (sizes[i], i)):
+        if current and rows * max(1, sizes[i]) > COMBINED_ROWS:
+            groups.append(current)
+            current, rows = [], factor
+        current.append(i)
+        rows *= max(1, sizes[i])
+    if current:
+        groups.append(current)
+    return [sorted(g) for g in groups]
+
+
 @dataclass
 class Codes:
     """Integer codes of the maps' outputs, per step and quasi-identifier, so that the apply of

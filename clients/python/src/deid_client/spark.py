@@ -41,6 +41,7 @@ pyspark is optional (``deid-client[spark]``): this module imports without it.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import os
 import tempfile
@@ -61,6 +62,7 @@ from ._adapter import (
     _ChunkReader,
     check_plan,
     columns,
+    combine,
     count_name,
     csv_cell,
     floor_chain,
@@ -94,6 +96,8 @@ PROFILE_SAMPLE = 4
 REFINE_FLOORS = 2
 #: Tables of the plan with at most this many rows are broadcast (the maps always are).
 BROADCAST_ROWS = 500_000
+#: The frequency table is grouped on integer keys of at most this many bits (``long``).
+KEY_BITS = 63
 
 _DAY_MICROS = 86_400_000_000
 
@@ -411,6 +415,98 @@ def _label(row: Sequence[str], level: int) -> str:
     return row[level] if level < len(row) else row[0]
 
 
+def _coded_group(
+    src: _Source, levels: Mapping[str, int], aggregates: Sequence[Column], missing: str
+) -> DataFrame | None:
+    """The frequency table at the floor ``levels`` (key columns ``deid_k{j}`` as text, then
+    ``aggregates`` and ``missing``: the rows with a value in no hierarchy), grouped on
+    integers: each quasi-identifier with an inline hierarchy becomes the code of its label at
+    the floor (labels numbered in sorted order), packed in mixed radix into as few ``long``
+    keys as fit in 63 bits, through one broadcast join per group of columns (:func:`_combined`);
+    the labels are joined back after the aggregation, on its few rows. None when no column has
+    an inline hierarchy."""
+    from pyspark.sql import functions as F
+
+    sent = src.cols.sent
+    coded: list[tuple[int, list[str], dict[str, int]]] = []
+    for j, c in enumerate(sent):
+        h = src.cols.hierarchies.get(c)
+        if h is None:
+            continue
+        lvl = levels.get(c, 0)
+        at = {v: _label(row, lvl) for v, row in h.rows.items()}
+        labels = sorted(set(at.values()))
+        number = {label: k for k, label in enumerate(labels)}
+        coded.append((j, labels, {v: number[label] for v, label in at.items()}))
+    if not coded:
+        return None
+    place: dict[int, tuple[int, int, int]] = {}  # j → (key, stride, radix)
+    key, stride = 0, 1
+    for j, labels, _ in coded:
+        radix = max(1, len(labels))
+        if stride > 1 and stride * radix >= 1 << KEY_BITS:
+            key, stride = key + 1, 1
+        place[j] = (key, stride, radix)
+        stride *= radix
+    keys = key + 1
+    df = src.df
+    parts: list[list[Column]] = [[] for _ in range(keys)]
+    parts_names: list[list[str]] = [[] for _ in range(keys)]
+    for g, group in enumerate(combine([len(codes) for _, _, codes in coded])):
+        cols = [coded[i] for i in group]
+        touched = sorted({place[j][0] for j, _, _ in cols})
+        names = [f"{PREFIX}e{g}_p{k}" for k in touched]
+        rows = []
+        for combo in itertools.product(*(sorted(codes.items()) for _, _, codes in cols)):
+            sums = dict.fromkeys(touched, 0)
+            for (j, _, _), (_, code) in zip(cols, combo):
+                sums[place[j][0]] += code * place[j][1]
+            rows.append((*(v for v, _ in combo), *(sums[k] for k in touched)))
+        df = _combined(src, df, [sent[j] for j, _, _ in cols], f"{PREFIX}e{g}", names, rows, ["long"] * len(names))
+        for k, name in zip(touched, names):
+            parts[k].append(F.col(name))
+            parts_names[k].append(name)
+    packed = []
+    for k in range(keys):
+        total = parts[k][0]
+        for p in parts[k][1:]:
+            total = total + p
+        packed.append(total.alias(f"{PREFIX}g{k}"))
+    texts = {j for j, _, _ in coded}
+    plain = [F.col(src.x(c)).alias(f"{PREFIX}k{j}") for j, c in enumerate(sent) if j not in texts]
+    lacking = F.count_if(_any_null([F.col(n) for k in range(keys) for n in parts_names[k]])).alias(missing)
+    out = df.groupBy(*packed, *plain).agg(*aggregates, lacking)
+    for j, labels, _ in coded:
+        k, st, radix = place[j]
+        names = [f"{PREFIX}d{j}_c", f"{PREFIX}k{j}"]
+        decode = _table(src.spark, names, list(enumerate(labels)), ["int", "string"])
+        digit = F.expr(f"CAST(({PREFIX}g{k} DIV {st}) % {radix} AS INT)")
+        out = out.join(F.broadcast(decode), digit == F.col(names[0]), "left")
+    rest = [a for a in out.columns if not a.startswith((f"{PREFIX}g", f"{PREFIX}d", f"{PREFIX}k"))]
+    return out.select(*[f"{PREFIX}k{j}" for j in range(len(sent))], *rest)
+
+
+def _combined(
+    src: _Source, df: DataFrame, columns: Sequence[str], prefix: str, names: Sequence[str],
+    rows: list[tuple[Any, ...]], types: Sequence[str],
+) -> DataFrame:
+    """``df`` left-joined with a broadcast table of combinations of the texts of ``columns``
+    (each row: the texts, then the values ``names`` of ``types``): on one ``long``, the
+    ``xxhash64`` of the texts (a hash join on an integer, cheaper than on several texts), the
+    texts themselves compared after the match, so that a hash collision cannot join rows
+    that differ. The texts are never NULL (NULL is already the empty value)."""
+    from pyspark.sql import functions as F
+
+    texts = [f"{prefix}_v{i}" for i in range(len(columns))]
+    table = _table(src.spark, [*texts, *names], rows, ["string"] * len(texts) + list(types))
+    table = F.broadcast(table.select(F.xxhash64(*texts).alias(f"{prefix}_h"), *texts, *names))
+    same = F.lit(True)
+    for c, t in zip(columns, texts):
+        same = same & (F.col(src.x(c)) == F.col(t))
+    on = (F.xxhash64(*[F.col(src.x(c)) for c in columns]) == F.col(f"{prefix}_h")) & F.coalesce(same, F.lit(False))
+    return df.join(table, on, "left").drop(f"{prefix}_h", *texts)
+
+
 def _group(
     src: _Source, start: Mapping[str, int], max_groups: int, original: Any
 ) -> tuple[DataFrame, dict[str, int], int, DataFrame]:
@@ -428,12 +524,25 @@ def _group(
     refused = [F.count_if(F.expr(cond)).alias(f"{PREFIX}oor{j}") for j, (_, cond) in enumerate(checks) if cond]
     keys = [f"{PREFIX}k{j}" for j in range(len(src.cols.sent))]
     n = f"{PREFIX}n"
-    if start:
-        _load_hierarchies(src)
-    table = src.with_levels(start).groupBy(*src.keys(start)).agg(F.count(F.lit(1)).alias(n), *refused).persist()
-    if refused:
-        got = table.agg(*[F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]).first()
+    missing = f"{PREFIX}missing"
+    table = _coded_group(src, start, [F.count(F.lit(1)).alias(n), *refused], missing)
+    coded = table is not None
+    if table is None:
+        if start:
+            _load_hierarchies(src)
+        table = src.with_levels(start).groupBy(*src.keys(start)).agg(F.count(F.lit(1)).alias(n), *refused)
+    table = table.persist()
+    if refused or coded:
+        sums = [F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]
+        got = table.agg(*sums, *([F.sum(F.col(missing)).alias("missing")] if coded else [])).first()
         assert got is not None
+        if coded and got["missing"]:
+            # A value some hierarchy lacks: grouped on the texts instead, where deid names it.
+            table.unpersist()
+            if start:
+                _load_hierarchies(src)
+            table = src.with_levels(start).groupBy(*src.keys(start)).agg(F.count(F.lit(1)).alias(n), *refused)
+            table = table.persist()
         for j, (c, cond) in enumerate(checks):
             if cond and got[f"oor{j}"]:
                 table.unpersist()
@@ -528,16 +637,18 @@ def _table(spark: SparkSession, names: Sequence[str], rows: list[tuple[Any, ...]
     return F.broadcast(df) if len(rows) <= BROADCAST_ROWS else df
 
 
-def _map_joins(src: _Source, plan: Plan, floor: Mapping[str, int], codes: _Codes | None, df: DataFrame) -> DataFrame:
-    """Per quasi-identifier one broadcast join, on the source's text, with its maps composed
-    with the floor's hierarchy level (no join with the hierarchy): ``deid_m{i}_o{s}`` is the
-    output of step s and ``deid_m{i}_c{s}`` its code (NULL: the value is in no map). A value
-    the hierarchy lacks keeps its text at the floor, as when grouping. The keys are text that
-    is never NULL (NULL is already the empty value), so plain ``=`` is null-safe and keeps the
-    join a hash join."""
-    from pyspark.sql import functions as F
-
+def _map_joins(
+    src: _Source, plan: Plan, floor: Mapping[str, int], codes: _Codes | None, df: DataFrame
+) -> tuple[DataFrame, list[list[Column]]]:
+    """The quasi-identifiers' maps composed with the floor's hierarchy level (no join with the
+    hierarchy), joined on the source's texts, several quasi-identifiers per join
+    (:func:`deid_client._adapter.combine`, :func:`_combined`): ``deid_m{i}_o{s}`` is the output
+    of quasi-identifier i at step s (NULL: the value is in no map). A value the hierarchy lacks
+    keeps its text at the floor, as when grouping. (The joined data, per step the parts of the
+    output tuple's key — one per joined table, the sum of its outputs' codes times their
+    strides; empty without ``codes``.)"""
     steps = plan.steps
+    composed: list[list[tuple[str, list[str | None], list[int | None]]]] = []
     for i, q in enumerate(plan.quasi_identifiers):
         maps = [step.maps[i] for step in steps]
         level = floor.get(q, 0)
@@ -546,28 +657,47 @@ def _map_joins(src: _Source, plan: Plan, floor: Mapping[str, int], codes: _Codes
         for m in maps:
             for k in m:
                 at_floor.setdefault(k, k)
-        names = [f"{PREFIX}m{i}_v"]
-        for s in range(len(steps)):
-            names += [f"{PREFIX}m{i}_o{s}", f"{PREFIX}m{i}_c{s}"]
         rows = []
         for v, label in sorted(at_floor.items()):
             outputs = [m.get(label) for m in maps]
             if all(o is None for o in outputs):
                 continue
-            row: list[Any] = [v]
-            for s, o in enumerate(outputs):
-                row += [o, codes.codes[s][i].get(o) if codes and o is not None else None]
-            rows.append(tuple(row))
-        types = ["string"] + ["string", "int"] * len(steps)
-        composed = F.broadcast(_table(src.spark, names, rows, types))
-        df = df.join(composed, F.col(src.x(q)) == F.col(f"{PREFIX}m{i}_v"), "left")
-    return df
+            cs = [codes.codes[s][i].get(o) if codes and o is not None else None for s, o in enumerate(outputs)]
+            rows.append((v, outputs, cs))
+        composed.append(rows)
+    parts: list[list[Column]] = [[] for _ in steps]
+    from pyspark.sql import functions as F
+
+    for g, group in enumerate(combine([len(rows) for rows in composed])):
+        names = [f"{PREFIX}m{i}_o{s}" for i in group for s in range(len(steps))]
+        keys = [f"{PREFIX}m{g}_k{s}" for s in range(len(steps))] if codes else []
+        table = []
+        for combo in itertools.product(*(composed[i] for i in group)):
+            row: list[Any] = [v for v, _, _ in combo]
+            for _, outputs, _ in combo:
+                row += outputs
+            if codes:
+                for s in range(len(steps)):
+                    cs = [c[s] for _, _, c in combo]
+                    known = [c for c in cs if c is not None]
+                    fits = len(known) == len(cs)
+                    row.append(sum(c * codes.strides[s][i] for c, i in zip(known, group)) if fits else None)
+            table.append(tuple(row))
+        qis = [plan.quasi_identifiers[i] for i in group]
+        df = _combined(src, df, qis, f"{PREFIX}m{g}", [*names, *keys], table,
+                       ["string"] * len(names) + ["long"] * len(keys))
+        for s, k in enumerate(keys):
+            parts[s].append(F.col(k))
+    return df, parts if codes else []
 
 
-def _class_joins(plan: Plan, codes: _Codes | None, src: _Source, df: DataFrame) -> tuple[DataFrame, Column, list[Column]]:
+def _class_joins(
+    plan: Plan, codes: _Codes | None, src: _Source, df: DataFrame, parts: Sequence[Sequence[Column]]
+) -> tuple[DataFrame, Column, list[Column]]:
     """Per step one join with the output tuples it publishes, with their class, and — at the
     last step — those it suppresses, with −1: on the tuple's key when ``codes``, else on its
-    texts. (The joined data, the row's state, each quasi-identifier's published value.) The
+    texts; ``parts``: per step the parts of a tuple's key (:func:`_map_joins`). (The joined
+    data, the row's state, each quasi-identifier's published value.) The
     state is the row's class (≥ 0), −1 suppressed, −2 not covered — the first step whose maps
     send the tuple to a class it publishes (docs/definitions.md §7.2); a class's values are the
     outputs of that step's maps."""
@@ -590,9 +720,9 @@ def _class_joins(plan: Plan, codes: _Codes | None, src: _Source, df: DataFrame) 
             keyed = ((codes.key(s, v), c) for v, c in tuples)
             rows = [(k, c) for k, c in keyed if k is not None]
             p = _table(src.spark, [f"{PREFIX}p{s}_k", hit], rows, ["long", "int"])
-            key = F.lit(0).cast("long")
-            for i in range(n):
-                key = key + F.col(f"{PREFIX}m{i}_c{s}").cast("long") * F.lit(codes.strides[s][i])
+            key = parts[s][0]
+            for part in parts[s][1:]:
+                key = key + part
             on = key == F.col(f"{PREFIX}p{s}_k")
         else:
             names = [f"{PREFIX}p{s}_v{i}" for i in range(n)]
@@ -679,8 +809,8 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
     check_plan(src.cols, plan)
     codes = _Codes.of(plan)
     df = src.df.select(*[F.col(_q(n)) for n in src.names], *[F.col(src.x(c)) for c in src.cols.sent])
-    df = _map_joins(src, plan, floor, codes, df)
-    df, state, published = _class_joins(plan, codes, src, df)
+    df, parts = _map_joins(src, plan, floor, codes, df)
+    df, state, published = _class_joins(plan, codes, src, df, parts)
     st = f"{PREFIX}state"
     outs = [f"{PREFIX}o{i}" for i in range(len(published))]
     df = df.select("*", state.alias(st), *[v.alias(o) for v, o in zip(published, outs)])

@@ -57,6 +57,7 @@ from ._adapter import (
     check_plan,
     choose_floor,
     columns,
+    combine,
     count_name,
     csv_cell,
     floor_warning,
@@ -556,28 +557,12 @@ def _profile(q: _Query, max_groups: int) -> tuple[int | None, int | None, dict[s
 
 #: Most rows of one table of maps: quasi-identifiers with small maps share a table holding the
 #: combinations of their values (one join instead of several).
-_COMBINED_ROWS = 65_536
-
-
 def _map_groups(plan: Plan) -> list[list[int]]:
-    """The quasi-identifiers whose maps share a table: greedily, smallest maps first, while the
-    table (the product of their maps' sizes, times the steps) stays within ``_COMBINED_ROWS``;
-    a quasi-identifier with a larger map has a table of its own."""
+    """The quasi-identifiers whose maps share a table (:func:`deid_client._adapter.combine`:
+    the product of their maps' sizes, times the steps, within ``COMBINED_ROWS``)."""
     n = len(plan.quasi_identifiers)
-    steps = max(1, len(plan.steps))
     size = [max((len(step.maps[i]) for step in plan.steps), default=0) for i in range(n)]
-    groups: list[list[int]] = []
-    current: list[int] = []
-    rows = steps
-    for i in sorted(range(n), key=lambda i: (size[i], i)):
-        if current and rows * max(1, size[i]) > _COMBINED_ROWS:
-            groups.append(current)
-            current, rows = [], steps
-        current.append(i)
-        rows *= max(1, size[i])
-    if current:
-        groups.append(current)
-    return [sorted(g) for g in groups]
+    return combine(size, max(1, len(plan.steps)))
 
 
 def _apply_tables(q: _Query, plan: Plan, codes: _Codes | None, groups: Sequence[Sequence[int]]) -> None:
