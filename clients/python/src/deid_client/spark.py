@@ -400,58 +400,43 @@ class _Lines:
             yield ("\n".join(buf) + "\n").encode("utf-8")
 
 
-def _keys_table(df: DataFrame, keys: Sequence[Column]) -> DataFrame:
-    """One ``groupBy`` of the key columns ``deid_k{j}`` with the rows' count ``deid_n``."""
-    from pyspark.sql import functions as F
-
-    return df.select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).agg(
-        F.count(F.lit(1)).alias(f"{PREFIX}n")
-    )
-
-
 def _label(row: Sequence[str], level: int) -> str:
     """A hierarchy row's label at ``level`` (a short row keeps its value, as the table's join
     does)."""
     return row[level] if level < len(row) else row[0]
 
 
-def _coded_group(
-    src: _Source, levels: Mapping[str, int], aggregates: Sequence[Column], missing: str
-) -> DataFrame | None:
-    """The frequency table at the floor ``levels`` (key columns ``deid_k{j}`` as text, then
-    ``aggregates`` and ``missing``: the rows with a value in no hierarchy), grouped on
-    integers: each quasi-identifier with an inline hierarchy becomes the code of its label at
-    the floor (labels numbered in sorted order), packed in mixed radix into as few ``long``
-    keys as fit in 63 bits, through one broadcast join per group of columns (:func:`_combined`);
-    the labels are joined back after the aggregation, on its few rows. None when no column has
-    an inline hierarchy."""
+def _coded_table(
+    spark: SparkSession, df: DataFrame, texts: Sequence[str], labels: Mapping[int, Mapping[str, str]],
+    aggregates: Sequence[Column],
+) -> DataFrame:
+    """One ``groupBy`` of the text columns ``texts`` of ``df`` (never NULL) with ``aggregates``,
+    column j ∈ ``labels`` replaced by ``labels[j][its text]`` (its own text when the mapping
+    lacks it): the key columns ``deid_k{j}`` as text, then the aggregates. It groups on
+    integers: a mapped column becomes the code of its label (labels numbered in sorted order),
+    packed in mixed radix into as few ``long`` keys as fit in ``KEY_BITS``, through one
+    broadcast join per group of columns (:func:`deid_client._adapter.combine`,
+    :func:`_combined`); a text the mapping lacks is kept as a key of its own (NULL for the
+    others) with the code 0; the labels are joined back after the aggregation, on its few rows
+    (summed again when a kept text and a code give the same label: ``aggregates`` are counts).
+    A ``groupBy`` on a few integers instead of a text per column."""
     from pyspark.sql import functions as F
 
-    sent = src.cols.sent
     coded: list[tuple[int, list[str], dict[str, int]]] = []
-    for j, c in enumerate(sent):
-        h = src.cols.hierarchies.get(c)
-        if h is None:
-            continue
-        lvl = levels.get(c, 0)
-        at = {v: _label(row, lvl) for v, row in h.rows.items()}
-        labels = sorted(set(at.values()))
-        number = {label: k for k, label in enumerate(labels)}
-        coded.append((j, labels, {v: number[label] for v, label in at.items()}))
-    if not coded:
-        return None
+    for j in sorted(labels):
+        names = sorted(set(labels[j].values()))
+        number = {label: k for k, label in enumerate(names)}
+        coded.append((j, names, {v: number[label] for v, label in labels[j].items()}))
     place: dict[int, tuple[int, int, int]] = {}  # j → (key, stride, radix)
     key, stride = 0, 1
-    for j, labels, _ in coded:
-        radix = max(1, len(labels))
+    for j, names, _ in coded:
+        radix = max(1, len(names))
         if stride > 1 and stride * radix >= 1 << KEY_BITS:
             key, stride = key + 1, 1
         place[j] = (key, stride, radix)
         stride *= radix
-    keys = key + 1
-    df = src.df
-    parts: list[list[Column]] = [[] for _ in range(keys)]
-    parts_names: list[list[str]] = [[] for _ in range(keys)]
+    parts: list[list[Column]] = [[] for _ in range(key + 1)]
+    fallback: dict[int, Column] = {}
     for g, group in enumerate(combine([len(codes) for _, _, codes in coded])):
         cols = [coded[i] for i in group]
         touched = sorted({place[j][0] for j, _, _ in cols})
@@ -462,48 +447,68 @@ def _coded_group(
             for (j, _, _), (_, code) in zip(cols, combo):
                 sums[place[j][0]] += code * place[j][1]
             rows.append((*(v for v, _ in combo), *(sums[k] for k in touched)))
-        df = _combined(src, df, [sent[j] for j, _, _ in cols], f"{PREFIX}e{g}", names, rows, ["long"] * len(names))
+        df = _combined(spark, df, [texts[j] for j, _, _ in cols], f"{PREFIX}e{g}", names, rows, ["long"] * len(names))
         for k, name in zip(touched, names):
-            parts[k].append(F.col(name))
-            parts_names[k].append(name)
+            parts[k].append(F.coalesce(F.col(name), F.lit(0).cast("long")))
+        for j, _, _ in cols:  # the group's texts, where its table lacks the combination
+            fallback[j] = F.when(F.col(names[0]).isNull(), F.col(texts[j]))
     packed = []
-    for k in range(keys):
-        total = parts[k][0]
-        for p in parts[k][1:]:
+    for k, ps in enumerate(parts):
+        total = ps[0] if ps else F.lit(0).cast("long")
+        for p in ps[1:]:
             total = total + p
         packed.append(total.alias(f"{PREFIX}g{k}"))
-    texts = {j for j, _, _ in coded}
-    plain = [F.col(src.x(c)).alias(f"{PREFIX}k{j}") for j, c in enumerate(sent) if j not in texts]
-    lacking = F.count_if(_any_null([F.col(n) for k in range(keys) for n in parts_names[k]])).alias(missing)
-    out = df.groupBy(*packed, *plain).agg(*aggregates, lacking)
-    for j, labels, _ in coded:
+    plain = [
+        (fallback[j] if j in fallback else F.col(t)).alias(f"{PREFIX}{'f' if j in fallback else 'k'}{j}")
+        for j, t in enumerate(texts)
+    ]
+    out = df.groupBy(*packed, *plain).agg(*aggregates)
+    merged = False  # rows of the table may have the same labels
+    for j, names, _ in coded:
         k, st, radix = place[j]
-        names = [f"{PREFIX}d{j}_c", f"{PREFIX}k{j}"]
-        decode = _table(src.spark, names, list(enumerate(labels)), ["int", "string"])
+        decode = _table(spark, [f"{PREFIX}d{j}_c", f"{PREFIX}d{j}_l"], list(enumerate(names)), ["int", "string"])
         digit = F.expr(f"CAST(({PREFIX}g{k} DIV {st}) % {radix} AS INT)")
-        out = out.join(F.broadcast(decode), digit == F.col(names[0]), "left")
-    rest = [a for a in out.columns if not a.startswith((f"{PREFIX}g", f"{PREFIX}d", f"{PREFIX}k"))]
-    return out.select(*[f"{PREFIX}k{j}" for j in range(len(sent))], *rest)
+        out = out.join(F.broadcast(decode), digit == F.col(f"{PREFIX}d{j}_c"), "left")
+        if j in fallback and any(v != label for v, label in labels[j].items()):
+            # A text kept where a groupmate's value is unknown still has its label.
+            own = _table(spark, [f"{PREFIX}d{j}_v", f"{PREFIX}d{j}_o"], sorted(labels[j].items()), ["string", "string"])
+            out = out.join(F.broadcast(own), F.col(f"{PREFIX}f{j}") == F.col(f"{PREFIX}d{j}_v"), "left")
+            merged = True
+    keys = []
+    for j in range(len(texts)):
+        value = F.col(f"{PREFIX}k{j}")
+        if j in fallback:
+            text = F.col(f"{PREFIX}f{j}")
+            if f"{PREFIX}d{j}_o" in out.columns:
+                text = F.coalesce(F.col(f"{PREFIX}d{j}_o"), text)
+            value = F.when(F.col(f"{PREFIX}f{j}").isNull(), F.col(f"{PREFIX}d{j}_l")).otherwise(text)
+        keys.append(value.alias(f"{PREFIX}k{j}"))
+    rest = [a for a in out.columns if not a.startswith((f"{PREFIX}g", f"{PREFIX}d", f"{PREFIX}k", f"{PREFIX}f"))]
+    out = out.select(*keys, *rest)
+    if merged:  # the same labels from codes and from kept texts: summed into one row
+        names = [f"{PREFIX}k{j}" for j in range(len(texts))]
+        out = out.groupBy(*names).agg(*[F.sum(F.col(a)).alias(a) for a in rest])
+    return out
 
 
 def _combined(
-    src: _Source, df: DataFrame, columns: Sequence[str], prefix: str, names: Sequence[str],
+    spark: SparkSession, df: DataFrame, columns: Sequence[str], prefix: str, names: Sequence[str],
     rows: list[tuple[Any, ...]], types: Sequence[str],
 ) -> DataFrame:
-    """``df`` left-joined with a broadcast table of combinations of the texts of ``columns``
-    (each row: the texts, then the values ``names`` of ``types``): on one ``long``, the
-    ``xxhash64`` of the texts (a hash join on an integer, cheaper than on several texts), the
-    texts themselves compared after the match, so that a hash collision cannot join rows
+    """``df`` left-joined with a broadcast table of combinations of the text columns
+    ``columns`` (each row: the texts, then the values ``names`` of ``types``): on one ``long``,
+    the ``xxhash64`` of the texts (a hash join on an integer, cheaper than on several texts),
+    the texts themselves compared after the match, so that a hash collision cannot join rows
     that differ. The texts are never NULL (NULL is already the empty value)."""
     from pyspark.sql import functions as F
 
     texts = [f"{prefix}_v{i}" for i in range(len(columns))]
-    table = _table(src.spark, [*texts, *names], rows, ["string"] * len(texts) + list(types))
+    table = _table(spark, [*texts, *names], rows, ["string"] * len(texts) + list(types))
     table = F.broadcast(table.select(F.xxhash64(*texts).alias(f"{prefix}_h"), *texts, *names))
     same = F.lit(True)
     for c, t in zip(columns, texts):
-        same = same & (F.col(src.x(c)) == F.col(t))
-    on = (F.xxhash64(*[F.col(src.x(c)) for c in columns]) == F.col(f"{prefix}_h")) & F.coalesce(same, F.lit(False))
+        same = same & (F.col(c) == F.col(t))
+    on = (F.xxhash64(*[F.col(c) for c in columns]) == F.col(f"{prefix}_h")) & F.coalesce(same, F.lit(False))
     return df.join(table, on, "left").drop(f"{prefix}_h", *texts)
 
 
@@ -524,25 +529,15 @@ def _group(
     refused = [F.count_if(F.expr(cond)).alias(f"{PREFIX}oor{j}") for j, (_, cond) in enumerate(checks) if cond]
     keys = [f"{PREFIX}k{j}" for j in range(len(src.cols.sent))]
     n = f"{PREFIX}n"
-    missing = f"{PREFIX}missing"
-    table = _coded_group(src, start, [F.count(F.lit(1)).alias(n), *refused], missing)
-    coded = table is not None
-    if table is None:
-        if start:
-            _load_hierarchies(src)
-        table = src.with_levels(start).groupBy(*src.keys(start)).agg(F.count(F.lit(1)).alias(n), *refused)
-    table = table.persist()
-    if refused or coded:
-        sums = [F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]
-        got = table.agg(*sums, *([F.sum(F.col(missing)).alias("missing")] if coded else [])).first()
+    levels = {
+        j: {v: _label(row, start.get(c, 0)) for v, row in src.cols.hierarchies[c].rows.items()}
+        for j, c in enumerate(src.cols.sent) if c in src.cols.hierarchies
+    }
+    texts = [src.x(c) for c in src.cols.sent]
+    table = _coded_table(src.spark, src.df, texts, levels, [F.count(F.lit(1)).alias(n), *refused]).persist()
+    if refused:
+        got = table.agg(*[F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]).first()
         assert got is not None
-        if coded and got["missing"]:
-            # A value some hierarchy lacks: grouped on the texts instead, where deid names it.
-            table.unpersist()
-            if start:
-                _load_hierarchies(src)
-            table = src.with_levels(start).groupBy(*src.keys(start)).agg(F.count(F.lit(1)).alias(n), *refused)
-            table = table.persist()
         for j, (c, cond) in enumerate(checks):
             if cond and got[f"oor{j}"]:
                 table.unpersist()
@@ -683,8 +678,8 @@ def _map_joins(
                     fits = len(known) == len(cs)
                     row.append(sum(c * codes.strides[s][i] for c, i in zip(known, group)) if fits else None)
             table.append(tuple(row))
-        qis = [plan.quasi_identifiers[i] for i in group]
-        df = _combined(src, df, qis, f"{PREFIX}m{g}", [*names, *keys], table,
+        qis = [src.x(plan.quasi_identifiers[i]) for i in group]
+        df = _combined(src.spark, df, qis, f"{PREFIX}m{g}", [*names, *keys], table,
                        ["string"] * len(names) + ["long"] * len(keys))
         for s, k in enumerate(keys):
             parts[s].append(F.col(k))
@@ -829,18 +824,28 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
 # ---------------------------------------------------------------- verify and write
 
 
-def _verify(client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str) -> tuple[Verification, int]:
+def _verify(
+    client: Client, released: DataFrame, cols: Columns, plan: Plan, job_id: str, count_column: str
+) -> tuple[Verification, int]:
     """The released data's frequency table (a ``groupBy`` of the columns sent, as text) posted
     to ``POST /v1/jobs/{id}/verify`` (always CSV lines built in Spark: the endpoint reads CSV):
-    (the verdict, the released rows)."""
+    (the verdict, the released rows). It groups on the codes of the labels the plan can
+    release for each quasi-identifier (its maps' outputs and the marker), any other text kept
+    as it is (:func:`_coded_table`): the table is the data's, whatever the apply wrote."""
     from pyspark.sql import functions as F
 
-    keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
+    keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}t{j}") for j, c in enumerate(cols.sent)]
+    texts = [f"{PREFIX}t{j}" for j in range(len(cols.sent))]
+    labels = {}
+    for i, q in enumerate(plan.quasi_identifiers):
+        outputs = {o for step in plan.steps for o in step.maps[i].values()} | {plan.suppression.marker}
+        labels[cols.sent.index(q)] = {o: o for o in outputs}
+    table = _coded_table(released.sparkSession, released.select(*keys), texts, labels, [F.count(F.lit(1)).alias(f"{PREFIX}n")])
 
     def post(data: Any) -> Verification:
         return client.verify_job(job_id, data, count_column=count_column)
 
-    verification, _, records = _send(_keys_table(released, keys), [*cols.sent, count_column], "csv", None, post)
+    verification, _, records = _send(table, [*cols.sent, count_column], "csv", None, post)
     return verification, records
 
 
@@ -969,11 +974,11 @@ def _release(
     observed = applied.observe(observation, uncovered).drop(f"{PREFIX}state")
     lazy = applied.drop(f"{PREFIX}state")
     if path is None and table is None:
-        verification, rows = _verify(client, observed, src.cols, job_id, count_column)
+        verification, rows = _verify(client, observed, src.cols, plan, job_id, count_column)
         released = lazy
     else:
         released = _write(observed, path, table, mode)
-        verification, rows = _verify(client, released, src.cols, job_id, count_column)
+        verification, rows = _verify(client, released, src.cols, plan, job_id, count_column)
         if not verification.passed:
             _erase(released, path, table)
     if not verification.passed:
