@@ -158,29 +158,34 @@ def test_grouping_on_codes_equals_grouping_on_the_texts(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch, key_bits: int, combined: int
 ) -> None:
     """The frequency table grouped on the labels' integer codes (one or several keys, one
-    join per column or several) equals the one grouped on the hierarchies' labels, a value the
-    hierarchy lacks keeping its text in both."""
+    join per column or several) equals the one grouped on the hierarchies' labels; the rows
+    with a value the hierarchy lacks are counted as missing."""
     from deid_client import _adapter
 
     monkeypatch.setattr(dspark, "KEY_BITS", key_bits)
     monkeypatch.setattr(_adapter, "COMBINED_ROWS", combined)
-    _, _, df = adult_df(spark)
-    df = df.withColumn("sex", F.when(F.col("age") == 90, F.lit("Other")).otherwise(F.col("sex")))
+    header, rows, df = adult_df(spark)
     cols = _adapter.columns(adult_spec(), list(df.columns), "anonymize")
-    src = dspark._source(df, cols)
-    dspark._load_hierarchies(src)
+    odd = df.withColumn("sex", F.when(F.col("age") == 90, F.lit("Other")).otherwise(F.col("sex")))
     keys = [f"deid_k{j}" for j in range(len(cols.sent))]
+    n = F.count(F.lit(1)).alias("deid_n")
     for floor in [{}, {"age": 2, "education": 1, "marital-status": 1}]:
         levels = {
             j: {v: dspark._label(row, floor.get(c, 0)) for v, row in cols.hierarchies[c].rows.items()}
             for j, c in enumerate(cols.sent) if c in cols.hierarchies
         }
+        src = dspark._source(df, cols)
+        dspark._load_hierarchies(src)
         texts = [src.x(c) for c in cols.sent]
-        coded = dspark._coded_table(spark, src.df, texts, levels, [F.count(F.lit(1)).alias("deid_n")])
-        plain = src.with_levels(floor).groupBy(*src.keys(floor)).agg(F.count(F.lit(1)).alias("deid_n"))
+        coded = dspark._coded_table(spark, src.df, texts, levels, [n], "deid_missing")
+        plain = src.with_levels(floor).groupBy(*src.keys(floor)).agg(n)
         got = Counter(tuple(r) for r in coded.select(*keys, "deid_n").collect())
         assert got == Counter(tuple(r) for r in plain.select(*keys, "deid_n").collect())
-        assert any("Other" in r for r in got)
+        assert coded.agg(F.sum("deid_missing")).first()[0] == 0
+        src = dspark._source(odd, cols)
+        lacking = dspark._coded_table(spark, src.df, texts, levels, [n], "deid_missing")
+        ninety = sum(1 for r in rows if r[header.index("age")] == 90)
+        assert lacking.agg(F.sum("deid_missing")).first()[0] == ninety > 0
 
 
 def test_a_value_no_hierarchy_has_is_refused_by_deid(spark: SparkSession, client: Client) -> None:

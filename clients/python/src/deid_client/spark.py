@@ -15,7 +15,10 @@ Connect and on shared clusters as well as on a classic session:
    distinct tuples than the whole, so the first floor whose sample fits ``max_groups`` is
    where grouping starts: no floor below it fits;
 2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
-   Spark SQL) with a count column, which also counts the dates the rule refuses; when it has
+   Spark SQL) with a count column, which also counts the dates the rule refuses — grouped on
+   the integer codes of the labels, several columns per broadcast join (:func:`_coded_table`;
+   on the texts when a value is in no hierarchy);
+   when it has
    more than ``max_groups`` rows, the chain's later floors are counted on the table itself
    (``REFINE_FLOORS`` at a time) and the first that fits is grouped from it (a label has one
    parent), so the floor sent is the lowest that fits, counted. The
@@ -25,8 +28,9 @@ Connect and on shared clusters as well as on a classic session:
    directory needed) — this process never holds the table, never the rows;
 3. the *job* on deid (``data_level`` set for the floor), waited for with progress; Ctrl-C
    cancels it;
-4. *apply*: per quasi-identifier one broadcast join of its text with its maps composed with
-   the floor's hierarchy level (an output and its integer code per step); per step one join
+4. *apply*: broadcast joins of the quasi-identifiers' texts, several per join, with their
+   maps composed with the floor's hierarchy level (an output and a part of the key per step);
+   per step one join
    of the tuple's key — the codes in mixed radix, a ``long`` (the texts when it would not
    fit) — with the classes it publishes and, at the last step, the tuples it suppresses (−1);
    one join with the classes' aggregates when columns are microaggregated; rows the plan does
@@ -400,6 +404,15 @@ class _Lines:
             yield ("\n".join(buf) + "\n").encode("utf-8")
 
 
+def _keys_table(df: DataFrame, keys: Sequence[Column]) -> DataFrame:
+    """One ``groupBy`` of the key columns ``deid_k{j}`` with the rows' count ``deid_n``."""
+    from pyspark.sql import functions as F
+
+    return df.select(*keys).groupBy(*[f"{PREFIX}k{j}" for j in range(len(keys))]).agg(
+        F.count(F.lit(1)).alias(f"{PREFIX}n")
+    )
+
+
 def _label(row: Sequence[str], level: int) -> str:
     """A hierarchy row's label at ``level`` (a short row keeps its value, as the table's join
     does)."""
@@ -408,18 +421,17 @@ def _label(row: Sequence[str], level: int) -> str:
 
 def _coded_table(
     spark: SparkSession, df: DataFrame, texts: Sequence[str], labels: Mapping[int, Mapping[str, str]],
-    aggregates: Sequence[Column],
+    aggregates: Sequence[Column], missing: str,
 ) -> DataFrame:
     """One ``groupBy`` of the text columns ``texts`` of ``df`` (never NULL) with ``aggregates``,
-    column j ∈ ``labels`` replaced by ``labels[j][its text]`` (its own text when the mapping
-    lacks it): the key columns ``deid_k{j}`` as text, then the aggregates. It groups on
-    integers: a mapped column becomes the code of its label (labels numbered in sorted order),
-    packed in mixed radix into as few ``long`` keys as fit in ``KEY_BITS``, through one
-    broadcast join per group of columns (:func:`deid_client._adapter.combine`,
-    :func:`_combined`); a text the mapping lacks is kept as a key of its own (NULL for the
-    others) with the code 0; the labels are joined back after the aggregation, on its few rows
-    (summed again when a kept text and a code give the same label: ``aggregates`` are counts).
-    A ``groupBy`` on a few integers instead of a text per column."""
+    column j ∈ ``labels`` replaced by ``labels[j][its text]``: the key columns ``deid_k{j}`` as
+    text, then the aggregates and ``missing``, the rows with a text some mapping lacks (whose
+    keys are then wrong: the caller groups on the texts instead). It groups on integers: a
+    mapped column becomes the code of its label (labels numbered in sorted order), packed in
+    mixed radix into as few ``long`` keys as fit in ``KEY_BITS``, through one broadcast join
+    per group of columns (:func:`deid_client._adapter.combine`, :func:`_combined`); the labels
+    are joined back after the aggregation, on its few rows. A ``groupBy`` on a few integers
+    instead of a text per column."""
     from pyspark.sql import functions as F
 
     coded: list[tuple[int, list[str], dict[str, int]]] = []
@@ -436,7 +448,6 @@ def _coded_table(
         place[j] = (key, stride, radix)
         stride *= radix
     parts: list[list[Column]] = [[] for _ in range(key + 1)]
-    fallback: dict[int, Column] = {}
     for g, group in enumerate(combine([len(codes) for _, _, codes in coded])):
         cols = [coded[i] for i in group]
         touched = sorted({place[j][0] for j, _, _ in cols})
@@ -449,46 +460,23 @@ def _coded_table(
             rows.append((*(v for v, _ in combo), *(sums[k] for k in touched)))
         df = _combined(spark, df, [texts[j] for j, _, _ in cols], f"{PREFIX}e{g}", names, rows, ["long"] * len(names))
         for k, name in zip(touched, names):
-            parts[k].append(F.coalesce(F.col(name), F.lit(0).cast("long")))
-        for j, _, _ in cols:  # the group's texts, where its table lacks the combination
-            fallback[j] = F.when(F.col(names[0]).isNull(), F.col(texts[j]))
+            parts[k].append(F.col(name))
     packed = []
     for k, ps in enumerate(parts):
         total = ps[0] if ps else F.lit(0).cast("long")
         for p in ps[1:]:
             total = total + p
         packed.append(total.alias(f"{PREFIX}g{k}"))
-    plain = [
-        (fallback[j] if j in fallback else F.col(t)).alias(f"{PREFIX}{'f' if j in fallback else 'k'}{j}")
-        for j, t in enumerate(texts)
-    ]
-    out = df.groupBy(*packed, *plain).agg(*aggregates)
-    merged = False  # rows of the table may have the same labels
+    plain = [F.col(t).alias(f"{PREFIX}k{j}") for j, t in enumerate(texts) if j not in labels]
+    lacking = F.count_if(_any_null([p for ps in parts for p in ps])).alias(missing)
+    out = df.groupBy(*packed, *plain).agg(*aggregates, lacking)
     for j, names, _ in coded:
         k, st, radix = place[j]
-        decode = _table(spark, [f"{PREFIX}d{j}_c", f"{PREFIX}d{j}_l"], list(enumerate(names)), ["int", "string"])
+        decode = _table(spark, [f"{PREFIX}d{j}_c", f"{PREFIX}k{j}"], list(enumerate(names)), ["int", "string"])
         digit = F.expr(f"CAST(({PREFIX}g{k} DIV {st}) % {radix} AS INT)")
         out = out.join(F.broadcast(decode), digit == F.col(f"{PREFIX}d{j}_c"), "left")
-        if j in fallback and any(v != label for v, label in labels[j].items()):
-            # A text kept where a groupmate's value is unknown still has its label.
-            own = _table(spark, [f"{PREFIX}d{j}_v", f"{PREFIX}d{j}_o"], sorted(labels[j].items()), ["string", "string"])
-            out = out.join(F.broadcast(own), F.col(f"{PREFIX}f{j}") == F.col(f"{PREFIX}d{j}_v"), "left")
-            merged = True
-    keys = []
-    for j in range(len(texts)):
-        value = F.col(f"{PREFIX}k{j}")
-        if j in fallback:
-            text = F.col(f"{PREFIX}f{j}")
-            if f"{PREFIX}d{j}_o" in out.columns:
-                text = F.coalesce(F.col(f"{PREFIX}d{j}_o"), text)
-            value = F.when(F.col(f"{PREFIX}f{j}").isNull(), F.col(f"{PREFIX}d{j}_l")).otherwise(text)
-        keys.append(value.alias(f"{PREFIX}k{j}"))
-    rest = [a for a in out.columns if not a.startswith((f"{PREFIX}g", f"{PREFIX}d", f"{PREFIX}k", f"{PREFIX}f"))]
-    out = out.select(*keys, *rest)
-    if merged:  # the same labels from codes and from kept texts: summed into one row
-        names = [f"{PREFIX}k{j}" for j in range(len(texts))]
-        out = out.groupBy(*names).agg(*[F.sum(F.col(a)).alias(a) for a in rest])
-    return out
+    rest = [a for a in out.columns if not a.startswith((f"{PREFIX}g", f"{PREFIX}d", f"{PREFIX}k"))]
+    return out.select(*[f"{PREFIX}k{j}" for j in range(len(texts))], *rest)
 
 
 def _combined(
@@ -534,10 +522,17 @@ def _group(
         for j, c in enumerate(src.cols.sent) if c in src.cols.hierarchies
     }
     texts = [src.x(c) for c in src.cols.sent]
-    table = _coded_table(src.spark, src.df, texts, levels, [F.count(F.lit(1)).alias(n), *refused]).persist()
+    aggregates = [F.count(F.lit(1)).alias(n), *refused]
+    table = _coded_table(src.spark, src.df, texts, levels, aggregates, f"{PREFIX}missing").persist()
+    sums = [F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]
+    got = table.agg(*sums, F.sum(F.col(f"{PREFIX}missing")).alias("missing")).first()
+    assert got is not None
+    if got["missing"]:  # a value some hierarchy lacks: grouped on the texts, deid refuses it
+        table.unpersist()
+        if start:
+            _load_hierarchies(src)
+        table = src.with_levels(start).groupBy(*src.keys(start)).agg(*aggregates).persist()
     if refused:
-        got = table.agg(*[F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]).first()
-        assert got is not None
         for j, (c, cond) in enumerate(checks):
             if cond and got[f"oor{j}"]:
                 table.unpersist()
@@ -824,28 +819,18 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
 # ---------------------------------------------------------------- verify and write
 
 
-def _verify(
-    client: Client, released: DataFrame, cols: Columns, plan: Plan, job_id: str, count_column: str
-) -> tuple[Verification, int]:
+def _verify(client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str) -> tuple[Verification, int]:
     """The released data's frequency table (a ``groupBy`` of the columns sent, as text) posted
     to ``POST /v1/jobs/{id}/verify`` (always CSV lines built in Spark: the endpoint reads CSV):
-    (the verdict, the released rows). It groups on the codes of the labels the plan can
-    release for each quasi-identifier (its maps' outputs and the marker), any other text kept
-    as it is (:func:`_coded_table`): the table is the data's, whatever the apply wrote."""
+    (the verdict, the released rows)."""
     from pyspark.sql import functions as F
 
-    keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}t{j}") for j, c in enumerate(cols.sent)]
-    texts = [f"{PREFIX}t{j}" for j in range(len(cols.sent))]
-    labels = {}
-    for i, q in enumerate(plan.quasi_identifiers):
-        outputs = {o for step in plan.steps for o in step.maps[i].values()} | {plan.suppression.marker}
-        labels[cols.sent.index(q)] = {o: o for o in outputs}
-    table = _coded_table(released.sparkSession, released.select(*keys), texts, labels, [F.count(F.lit(1)).alias(f"{PREFIX}n")])
+    keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
 
     def post(data: Any) -> Verification:
         return client.verify_job(job_id, data, count_column=count_column)
 
-    verification, _, records = _send(table, [*cols.sent, count_column], "csv", None, post)
+    verification, _, records = _send(_keys_table(released, keys), [*cols.sent, count_column], "csv", None, post)
     return verification, records
 
 
@@ -974,11 +959,11 @@ def _release(
     observed = applied.observe(observation, uncovered).drop(f"{PREFIX}state")
     lazy = applied.drop(f"{PREFIX}state")
     if path is None and table is None:
-        verification, rows = _verify(client, observed, src.cols, plan, job_id, count_column)
+        verification, rows = _verify(client, observed, src.cols, job_id, count_column)
         released = lazy
     else:
         released = _write(observed, path, table, mode)
-        verification, rows = _verify(client, released, src.cols, plan, job_id, count_column)
+        verification, rows = _verify(client, released, src.cols, job_id, count_column)
         if not verification.passed:
             _erase(released, path, table)
     if not verification.passed:
