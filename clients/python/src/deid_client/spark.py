@@ -17,12 +17,10 @@ Connect and on shared clusters as well as on a classic session:
 2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
    Spark SQL) with a count column, which also counts the dates the rule refuses — grouped on
    the integer codes of the labels, several columns per broadcast join (:func:`_coded_table`;
-   on the texts when a value is in no hierarchy);
-   when it has
-   more than ``max_groups`` rows, the chain's later floors are counted on the table itself
-   (``REFINE_FLOORS`` at a time) and the first that fits is grouped from it (a label has one
-   parent), so the floor sent is the lowest that fits, counted. The
-   table is written by Spark as one Parquet file in a staging directory and uploaded as
+   on the texts when a value is in no hierarchy); when it has more than ``max_groups`` rows,
+   the chain's later floors are counted on the table itself (``REFINE_FLOORS`` at a time) and
+   the first that fits is grouped from it (a label has one parent), so the floor sent is the
+   lowest that fits, counted. The table is written by Spark as one Parquet file in a staging directory and uploaded as
    Parquet (``upload_format="parquet"``, the default), or streamed partition by partition
    (``toLocalIterator``) as CSV lines built in Spark SQL (``upload_format="csv"``: no shared
    directory needed) — this process never holds the table, never the rows;
@@ -30,9 +28,9 @@ Connect and on shared clusters as well as on a classic session:
    cancels it;
 4. *apply*: broadcast joins of the quasi-identifiers' texts, several per join, with their
    maps composed with the floor's hierarchy level (an output and a part of the key per step);
-   per step one join
-   of the tuple's key — the codes in mixed radix, a ``long`` (the texts when it would not
-   fit) — with the classes it publishes and, at the last step, the tuples it suppresses (−1);
+   per step one join of the tuple's key — the codes in mixed radix, a ``long`` (the texts
+   when it would not fit) — with the classes it publishes and, at the last step, the tuples it
+   suppresses (−1);
    one join with the classes' aggregates when columns are microaggregated; rows the plan does
    not cover are suppressed and counted (an ``Observation``: fail closed);
 5. *verify*: a ``groupBy`` of the released data streamed as CSV lines built in Spark SQL to
@@ -637,6 +635,8 @@ def _map_joins(
     keeps its text at the floor, as when grouping. (The joined data, per step the parts of the
     output tuple's key — one per joined table, the sum of its outputs' codes times their
     strides; empty without ``codes``.)"""
+    from pyspark.sql import functions as F
+
     steps = plan.steps
     composed: list[list[tuple[str, list[str | None], list[int | None]]]] = []
     for i, q in enumerate(plan.quasi_identifiers):
@@ -656,8 +656,6 @@ def _map_joins(
             rows.append((v, outputs, cs))
         composed.append(rows)
     parts: list[list[Column]] = [[] for _ in steps]
-    from pyspark.sql import functions as F
-
     for g, group in enumerate(combine([len(rows) for rows in composed])):
         names = [f"{PREFIX}m{i}_o{s}" for i in group for s in range(len(steps))]
         keys = [f"{PREFIX}m{g}_k{s}" for s in range(len(steps))] if codes else []
