@@ -170,10 +170,7 @@ def test_grouping_on_codes_equals_grouping_on_the_texts(
     keys = [f"deid_k{j}" for j in range(len(cols.sent))]
     n = F.count(F.lit(1)).alias("deid_n")
     for floor in [{}, {"age": 2, "education": 1, "marital-status": 1}]:
-        levels = {
-            j: {v: dspark._label(row, floor.get(c, 0)) for v, row in cols.hierarchies[c].rows.items()}
-            for j, c in enumerate(cols.sent) if c in cols.hierarchies
-        }
+        levels = dspark._floor_labels(cols, floor)
         src = dspark._source(df, cols)
         dspark._load_hierarchies(src)
         texts = [src.x(c) for c in cols.sent]

@@ -417,6 +417,15 @@ def _label(row: Sequence[str], level: int) -> str:
     return row[level] if level < len(row) else row[0]
 
 
+def _floor_labels(cols: Columns, floor: Mapping[str, int]) -> dict[int, dict[str, str]]:
+    """Per column sent with an inline hierarchy (by its index j in ``cols.sent``): each value's
+    label at the floor (level 0: the value itself)."""
+    return {
+        j: {v: _label(row, floor.get(c, 0)) for v, row in cols.hierarchies[c].rows.items()}
+        for j, c in enumerate(cols.sent) if c in cols.hierarchies
+    }
+
+
 def _coded_table(
     spark: SparkSession, df: DataFrame, texts: Sequence[str], labels: Mapping[int, Mapping[str, str]],
     aggregates: Sequence[Column], missing: str,
@@ -515,13 +524,10 @@ def _group(
     refused = [F.count_if(F.expr(cond)).alias(f"{PREFIX}oor{j}") for j, (_, cond) in enumerate(checks) if cond]
     keys = [f"{PREFIX}k{j}" for j in range(len(src.cols.sent))]
     n = f"{PREFIX}n"
-    levels = {
-        j: {v: _label(row, start.get(c, 0)) for v, row in src.cols.hierarchies[c].rows.items()}
-        for j, c in enumerate(src.cols.sent) if c in src.cols.hierarchies
-    }
     texts = [src.x(c) for c in src.cols.sent]
     aggregates = [F.count(F.lit(1)).alias(n), *refused]
-    table = _coded_table(src.spark, src.df, texts, levels, aggregates, f"{PREFIX}missing").persist()
+    at_start = _floor_labels(src.cols, start)
+    table = _coded_table(src.spark, src.df, texts, at_start, aggregates, f"{PREFIX}missing").persist()
     sums = [F.sum(F.col(f"{PREFIX}oor{j}")).alias(f"oor{j}") for j, (_, c) in enumerate(checks) if c]
     got = table.agg(*sums, F.sum(F.col(f"{PREFIX}missing")).alias("missing")).first()
     assert got is not None
@@ -638,12 +644,11 @@ def _map_joins(
     from pyspark.sql import functions as F
 
     steps = plan.steps
+    labels = _floor_labels(src.cols, floor)
     composed: list[list[tuple[str, list[str | None], list[int | None]]]] = []
     for i, q in enumerate(plan.quasi_identifiers):
         maps = [step.maps[i] for step in steps]
-        level = floor.get(q, 0)
-        h = src.cols.hierarchies.get(q) if level else None
-        at_floor = {v: _label(row, level) for v, row in h.rows.items()} if h else {}
+        at_floor = dict(labels.get(src.cols.sent.index(q), {}))
         for m in maps:
             for k in m:
                 at_floor.setdefault(k, k)
