@@ -201,6 +201,17 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.best.as_ref().map(|b| b.levels.clone())
     }
 
+    /// In `auto`'s portfolio, the `m` best anonymous transformations checked so far by any
+    /// member, best first (empty outside the portfolio).
+    pub(crate) fn best_seen(&self, m: usize) -> Vec<Levels> {
+        let Some(cache) = self.cache.as_ref() else {
+            return Vec::new();
+        };
+        let mut seen: Vec<&CheckResult> = cache.values().filter(|r| r.anonymous).collect();
+        seen.sort_by(|a, b| super::exact_cmp(a.score, &a.levels, b.score, &b.levels));
+        seen.into_iter().take(m).map(|r| r.levels.clone()).collect()
+    }
+
     /// The score of the best solution so far (infinite before the first).
     pub(crate) fn best_score(&self) -> f64 {
         self.best.as_ref().map_or(f64::INFINITY, |b| b.score)

@@ -39,6 +39,12 @@ use rand::{RngExt, SeedableRng};
 use super::{Ctx, GeneticParams, Phase, exact_cmp};
 use crate::lattice::Levels;
 
+/// Most of the best anonymous transformations `auto`'s other members found that seed the second
+/// subpopulation when the genetic member starts: top-down's first descent passes many good
+/// ones, and recombining them starts the evolution where random individuals take hundreds of
+/// checks to get (creditcard_int, 5 % and 100 % suppression, 1 s: docs/scale.md §1).
+pub const PORTFOLIO_SEEDS: usize = 10;
+
 #[derive(Debug, Clone, Copy)]
 struct Fitness {
     score: f64,
@@ -105,11 +111,18 @@ impl<'p> Evolution<'p> {
             z1.push(r);
         }
         let mut z2: Vec<Levels> = (0..k).map(|_| g.random_individual()).collect();
-        // In `auto`'s portfolio the best solution found by any member joins the second
-        // subpopulation (where it replaces a random individual): the other members' findings
-        // seed the evolution (and later ones are adopted as it resumes, see `adopt`).
-        if let Some(best) = ctx.shared_best() {
-            z2[k - 1] = best;
+        // In `auto`'s portfolio the best solutions found by the other members so far (at most
+        // PORTFOLIO_SEEDS) join the second subpopulation, where they replace random
+        // individuals: the evolution starts from their findings (and later bests are adopted
+        // as it resumes, see `adopt`). Outside the portfolio there are none.
+        for (i, t) in ctx
+            .best_seen(PORTFOLIO_SEEDS.min(k))
+            .into_iter()
+            .enumerate()
+        {
+            #[cfg(test)]
+            super::SEEDED.with_borrow_mut(|s| s.push(t.clone()));
+            z2[k - 1 - i] = t;
         }
         Evolution {
             g,

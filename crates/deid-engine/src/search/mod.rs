@@ -244,6 +244,14 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: the transformations that seeded the genetic member of `auto`'s portfolio when it
+    /// started, in order.
+    pub(crate) static SEEDED: std::cell::RefCell<Vec<crate::lattice::Levels>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Runs one of the resumable algorithms (in test slices if [`SLICE_WORK`] is set).
 fn run_resumable(ctx: &mut Ctx<'_, '_>, algorithm: Algorithm) -> bool {
     #[cfg(test)]

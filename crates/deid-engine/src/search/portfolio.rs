@@ -19,7 +19,8 @@
 //!    after a slice in which it improved the best solution and halves (down to 1) after one in
 //!    which it did not. Each member's search is kept between slices and resumes exactly where it
 //!    stopped (`Member`). The members share the best solution (pruning; the genetic algorithm
-//!    adopts it into its population whenever it resumes) and every check result. A member that
+//!    starts from the [`genetic::PORTFOLIO_SEEDS`] best transformations checked before it and
+//!    adopts a new best into its population whenever it resumes) and every check result. A member that
 //!    exhausts the space proves the optimum and ends the search.
 //!
 //! Slices are measured in *work*, not in time: a check costs the number of classes of its result

@@ -786,6 +786,62 @@ fn resumed_searches_go_on_where_they_stopped() {
 }
 
 #[test]
+fn the_genetic_member_starts_from_the_best_transformations_the_others_checked() {
+    // When the genetic member starts, the best anonymous transformations checked so far (at
+    // most PORTFOLIO_SEEDS, best first) join its second subpopulation; outside the portfolio
+    // nothing is seeded.
+    use super::genetic::PORTFOLIO_SEEDS;
+    let p = adult(3, 0.05);
+    let cfg = |algorithm| SearchConfig {
+        algorithm,
+        flash_max_space: 0,
+        check_limit: Some(2000),
+        threads: Some(1),
+        time_limit: Duration::from_secs(600),
+        ..SearchConfig::default()
+    };
+    super::SEEDED.with_borrow_mut(Vec::clear);
+    let o = search(&p, &cfg(Algorithm::Auto), &CancelFlag::new(), &NoObserver).unwrap();
+    assert_confirmed(&p, &o, Algorithm::Auto);
+    let seeded = super::SEEDED.take();
+    assert!(
+        (2..=PORTFOLIO_SEEDS).contains(&seeded.len()),
+        "{} seeded",
+        seeded.len()
+    );
+    let checker = crate::check::Checker::new(&p);
+    let results: Vec<_> = seeded.iter().map(|l| checker.check(l)).collect();
+    for r in &results {
+        assert!(r.anonymous, "{:?} is not anonymous", r.levels);
+    }
+    for w in results.windows(2) {
+        assert!(
+            super::exact_cmp(w[0].score, &w[0].levels, w[1].score, &w[1].levels).is_lt(),
+            "not best first: {:?} then {:?}",
+            w[0].levels,
+            w[1].levels
+        );
+    }
+    // The first is the best solution when the genetic member started: another member's
+    // improvement.
+    assert!(
+        o.trace
+            .iter()
+            .any(|i| i.levels == seeded[0] && i.strategy != Algorithm::Genetic),
+        "{:?} was not another member's improvement",
+        seeded[0]
+    );
+    search(
+        &p,
+        &cfg(Algorithm::Genetic),
+        &CancelFlag::new(),
+        &NoObserver,
+    )
+    .unwrap();
+    assert!(super::SEEDED.take().is_empty());
+}
+
+#[test]
 fn the_genetic_member_adopts_the_other_members_improvements() {
     // Whenever the genetic member resumes, the best solution of all joins its population if
     // another member found it; outside the portfolio nothing is adopted.
