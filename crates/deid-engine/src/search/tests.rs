@@ -792,16 +792,14 @@ fn the_genetic_member_starts_from_the_best_transformations_the_others_checked() 
     // nothing is seeded.
     use super::genetic::PORTFOLIO_SEEDS;
     let p = adult(3, 0.05);
-    let cfg = |algorithm| SearchConfig {
-        algorithm,
-        flash_max_space: 0,
-        check_limit: Some(2000),
-        threads: Some(1),
-        time_limit: Duration::from_secs(600),
-        ..SearchConfig::default()
-    };
     super::SEEDED.with_borrow_mut(Vec::clear);
-    let o = search(&p, &cfg(Algorithm::Auto), &CancelFlag::new(), &NoObserver).unwrap();
+    let o = search(
+        &p,
+        &member_config(Algorithm::Auto, 2000),
+        &CancelFlag::new(),
+        &NoObserver,
+    )
+    .unwrap();
     assert_confirmed(&p, &o, Algorithm::Auto);
     let seeded = super::SEEDED.take();
     assert!(
@@ -831,28 +829,26 @@ fn the_genetic_member_starts_from_the_best_transformations_the_others_checked() 
         "{:?} was not another member's improvement",
         seeded[0]
     );
-    search(
-        &p,
-        &cfg(Algorithm::Genetic),
-        &CancelFlag::new(),
-        &NoObserver,
-    )
-    .unwrap();
-    assert!(super::SEEDED.take().is_empty());
+    // Outside the portfolio: see the_genetic_member_adopts_the_other_members_improvements.
+}
+
+/// A search of `algorithm` on one thread, without Flash, ended by `checks` checks.
+fn member_config(algorithm: Algorithm, checks: u64) -> SearchConfig {
+    SearchConfig {
+        algorithm,
+        flash_max_space: 0,
+        check_limit: Some(checks),
+        threads: Some(1),
+        time_limit: Duration::from_secs(600),
+        ..SearchConfig::default()
+    }
 }
 
 #[test]
 fn the_genetic_member_adopts_the_other_members_improvements() {
     // Whenever the genetic member resumes, the best solution of all joins its population if
-    // another member found it; outside the portfolio nothing is adopted.
-    let cfg = |algorithm| SearchConfig {
-        algorithm,
-        flash_max_space: 0,
-        check_limit: Some(3000),
-        threads: Some(1),
-        time_limit: Duration::from_secs(600),
-        ..SearchConfig::default()
-    };
+    // another member found it; outside the portfolio nothing is adopted (or seeded).
+    let cfg = |algorithm| member_config(algorithm, 3000);
     let mut adopted = 0;
     for p in [adult(2, 0.05), adult(3, 0.01), adult(3, 0.05)] {
         super::ADOPTED.with_borrow_mut(Vec::clear);
@@ -873,6 +869,7 @@ fn the_genetic_member_adopts_the_other_members_improvements() {
     // less often within the check limit; it must still adopt.
     assert!(adopted >= 1, "adopted {adopted}");
     let p = adult(3, 0.05);
+    super::SEEDED.with_borrow_mut(Vec::clear);
     search(
         &p,
         &cfg(Algorithm::Genetic),
@@ -881,6 +878,7 @@ fn the_genetic_member_adopts_the_other_members_improvements() {
     )
     .unwrap();
     assert!(super::ADOPTED.take().is_empty());
+    assert!(super::SEEDED.take().is_empty());
 }
 
 #[test]
