@@ -202,7 +202,9 @@ impl<'a, 'p> Ctx<'a, 'p> {
     }
 
     /// In `auto`'s portfolio, the `m` best anonymous transformations checked so far by any
-    /// member, best first (empty outside the portfolio).
+    /// member, best first (empty outside the portfolio). Taken from the shared result cache,
+    /// not from `Ctx::candidates`: that list's length is a reporting option (0 with
+    /// differential privacy), which must not change the search.
     pub(crate) fn best_seen(&self, m: usize) -> Vec<Levels> {
         let Some(cache) = self.cache.as_ref() else {
             return Vec::new();
