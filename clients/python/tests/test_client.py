@@ -591,3 +591,29 @@ def test_delta_presence_and_k_map_with_a_research_subset(client: Client, adult: 
 
     assert str(DifferentialPrivacy(1, 1e-06, steps=50)) == "differential-privacy(epsilon=1,delta=1e-06,steps=50)"
     assert DifferentialPrivacy(0.5, 1e-6).to_json() == {"model": "differential-privacy", "epsilon": 0.5, "delta": 1e-6}
+
+
+def test_answers_are_decoded_with_the_collector_paused_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import httpx
+
+    from deid_client._core import json_body
+
+    seen = []
+    original = json.loads
+
+    def loads(data: bytes) -> object:
+        seen.append(gc.isenabled())
+        return original(data)
+
+    monkeypatch.setattr(json, "loads", loads)
+    body = httpx.Response(200, content=b'{"a": [1, {"b": 2}]}')
+    try:
+        assert gc.isenabled()
+        assert json_body(body) == {"a": [1, {"b": 2}]}
+        assert seen == [False] and gc.isenabled()  # paused while decoding, then restored
+        gc.disable()
+        assert json_body(body) == {"a": [1, {"b": 2}]} and not gc.isenabled()  # left as it was
+    finally:
+        gc.enable()

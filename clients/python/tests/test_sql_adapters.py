@@ -301,6 +301,18 @@ def test_a_broken_apply_is_caught_by_verify(engine: Engine, client: Client, monk
     assert engine.leftovers() == []  # nor the apply's tables
 
 
+def test_a_marker_with_quotes_and_backslashes_is_written_as_it_is(engine: Engine, client: Client, tmp_path: Path) -> None:
+    # The marker is a constant of the apply's SQL: quoting must keep it whole and inert.
+    header, rows = load_adult(engine)
+    engine.drop("adult_marker")
+    spec = adult_spec(suppression_marker="it's \\' -- *")
+    result = dsql.anonymize_table(client, engine.conn, "adult", "adult_marker", spec, progress=False)
+    assert result.verification.passed
+    out = released(engine, "adult_marker")
+    assert out == cli_output(tmp_path, header, rows, spec)
+    assert any("it's \\' -- *" in r for r in out)
+
+
 def test_uncovered_rows_are_suppressed_and_counted(engine: Engine, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     header, rows = load_adult(engine)
     engine.drop("adult_uncovered")
