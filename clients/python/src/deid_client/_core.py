@@ -143,7 +143,8 @@ def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector paused for the block (unless it already is): decoding
     a large answer allocates millions of lists, dicts and objects, each allocation counting
     towards a collection that walks them all again — a plan of 180,000 classes (30 MB) decodes
-    in 0.7 s paused, 2.9 s not. Nothing decoded here forms a cycle."""
+    in 0.7 s paused, 2.9 s not; the adapters build their tables of such a plan in 1.3 s
+    paused, 2.6 s not. Nothing built in these blocks forms a cycle."""
     if not gc.isenabled():
         yield
         return

@@ -77,6 +77,7 @@ from ._adapter import (
     unsupported,
     uploader,
 )
+from ._core import gc_paused
 from .builders import JobSpec
 from .client import Client
 from .errors import DeidError
@@ -802,8 +803,9 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
     check_plan(src.cols, plan)
     codes = _Codes.of(plan)
     df = src.df.select(*[F.col(_q(n)) for n in src.names], *[F.col(src.x(c)) for c in src.cols.sent])
-    df, parts = _map_joins(src, plan, floor, codes, df)
-    df, state, published = _class_joins(plan, codes, src, df, parts)
+    with gc_paused():  # the plan is alive: collections would walk it for every table built
+        df, parts = _map_joins(src, plan, floor, codes, df)
+        df, state, published = _class_joins(plan, codes, src, df, parts)
     st = f"{PREFIX}state"
     outs = [f"{PREFIX}o{i}" for i in range(len(published))]
     df = df.select("*", state.alias(st), *[v.alias(o) for v, o in zip(published, outs)])

@@ -68,6 +68,7 @@ from ._adapter import (
     unsupported,
     uploader,
 )
+from ._core import gc_paused
 from .builders import JobSpec
 from .client import Client
 from .types import Job, Plan, Report, Verification
@@ -698,7 +699,8 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
     check_plan(q.cols, plan)
     codes = _Codes.of(plan)
     groups = _map_groups(plan)
-    _apply_tables(q, plan, codes, groups)
+    with gc_paused():  # the plan is alive: collections would walk it for every table
+        _apply_tables(q, plan, codes, groups)
     d = q.d
     keys = q.keys(q.floor)
     joins, state_expr, published = _state(q, plan, keys, codes, groups)
