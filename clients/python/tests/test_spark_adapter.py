@@ -196,12 +196,15 @@ def test_a_value_no_hierarchy_has_is_refused_by_deid(spark: SparkSession, client
 
 @pytest.mark.parametrize("distinct", [1, 700, 30_000, 250_000])
 def test_the_profile_sketch_estimates_distinct_counts(spark: SparkSession, distinct: int) -> None:
-    """The HyperLogLog of the profile (linear counting while registers are empty, the raw
-    estimate after) is within four standard deviations of the count."""
-    df = spark.range(300_000).select((F.col("id") % distinct).alias("v"))
-    pairs = df.select(F.lit(0).alias("f"), F.xxhash64(F.col("v").cast("string"), F.lit(0)).alias("h"))
-    (estimate,) = dspark._distinct_counts(pairs, 1)
-    assert abs(estimate - distinct) <= 4 * dspark.PROFILE_RSD * distinct + 1
+    """The profile's HyperLogLog sketches, several in one aggregation, are each within four
+    standard deviations of their own count."""
+    df = spark.range(300_000).select(
+        F.xxhash64((F.col("id") % distinct).cast("string"), F.lit(0)).alias("h"),
+        F.xxhash64((F.col("id") % (distinct // 3 + 1)).cast("string"), F.lit(1)).alias("g"),
+    )
+    estimates = dspark._distinct_counts(df, [F.col("h"), F.col("g")])
+    for estimate, count in zip(estimates, [distinct, distinct // 3 + 1], strict=True):
+        assert abs(estimate - count) <= 4 * dspark.PROFILE_RSD * count + 1
 
 
 def test_a_broken_apply_is_caught_by_verify(

@@ -11,7 +11,7 @@ Connect and on shared clusters as well as on a classic session:
    floor of a chain — a level per quasi-identifier, from the hierarchy tables given inline in
    the specification, raising one level at a time the column whose hierarchy shrinks most (the
    hierarchies as broadcast joins; a tuple's hash is the XOR of its columns' hashes, so a floor
-   costs an XOR per column) —, written as two codegen'd aggregations. A sample never has more
+   costs an XOR per column) —, one aggregation of Spark's ``hll_sketch_agg``. A sample never has more
    distinct tuples than the whole, so the first floor whose sample fits ``max_groups`` is
    where grouping starts: no floor below it fits;
 2. *frequency table*: one ``groupBy`` over those columns as text (deid's typed→text rule in
@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import math
 import os
 import tempfile
 import time
@@ -322,7 +321,7 @@ def _profile(src: _Source, max_groups: int) -> tuple[int, dict[str, int]]:
         top = {c: max(f.get(c, 0) for f in chain) for c in src.cols.qis}
         sample = src.with_levels(top, sample)
     projection, tuples = _tuple_hashes(src.cols.sent, chain, lambda j, lvl: src.keys({src.cols.sent[j]: lvl})[j])
-    counts = _distinct_counts(_floor_hashes(sample, projection, tuples), len(chain))
+    counts = _distinct_counts(sample.select(*projection), tuples)
     level0 = round(counts[0] / share)
     if level0 <= max_groups:
         return level0, {}
@@ -333,35 +332,18 @@ def _profile(src: _Source, max_groups: int) -> tuple[int, dict[str, int]]:
     return level0, dict(chain[-1])
 
 
-def _distinct_counts(pairs: DataFrame, floors: int) -> list[float]:
-    """The approximate distinct hashes ``h`` of each floor ``f`` < ``floors`` of ``pairs``
-    (:func:`_floor_hashes`): HyperLogLog with 2^PROFILE_BITS registers (relative standard
-    deviation 1.04 / 2^(PROFILE_BITS / 2); linear counting while registers are empty), written
-    as two codegen'd aggregations — a register's maximum rank per floor and register, then the
-    sums per floor —, since Spark's ``approx_count_distinct`` evaluates each of many sketches
-    row by row, interpreted."""
+def _distinct_counts(df: DataFrame, hashes: Sequence[Column]) -> list[float]:
+    """The approximate distinct values of each of ``hashes`` (``long`` columns over ``df``) in
+    one aggregation: Spark's HyperLogLog sketches (``hll_sketch_agg``, Apache DataSketches,
+    2^PROFILE_BITS registers: relative standard deviation PROFILE_RSD; exact while small). A
+    row updates every sketch in place — on 4 M rows and 20 floors 5 s where a codegen'd
+    aggregation of (floor, register) pairs, one row per floor, took 28 s, and
+    ``approx_count_distinct`` 109 s."""
     from pyspark.sql import functions as F
 
-    bits, m = PROFILE_BITS, 1 << PROFILE_BITS
-    h = F.col("h")
-    rest = h.bitwiseAND(F.lit((1 << (64 - bits)) - 1))
-    lowest = rest.bitwiseAND(-rest)  # the lowest set bit: its position is the rank's
-    rank = F.when(rest == 0, 64 - bits + 1).otherwise(F.round(F.log2(lowest)).cast("int") + 1)
-    registers = pairs.select("f", F.shiftrightunsigned(h, 64 - bits).cast("int").alias("r"), rank.alias("k")).groupBy(
-        "f", "r"
-    ).agg(F.max("k").alias("k"))
-    sums = registers.groupBy("f").agg(F.count(F.lit(1)).alias("used"), F.sum(F.pow(F.lit(2.0), -F.col("k"))).alias("z"))
-    found = {int(r["f"]): (int(r["used"]), float(r["z"])) for r in sums.take(floors)}  # a row per floor
-    alpha = 0.7213 / (1 + 1.079 / m)
-    out = []
-    for f in range(floors):
-        used, z = found.get(f, (0, 0.0))
-        empty = m - used
-        estimate = alpha * m * m / (z + empty)
-        if estimate <= 2.5 * m and empty > 0:
-            estimate = m * math.log(m / empty)
-        out.append(estimate)
-    return out
+    sketches = [F.hll_sketch_estimate(F.hll_sketch_agg(h, PROFILE_BITS)).alias(f"e{i}") for i, h in enumerate(hashes)]
+    row = df.agg(*sketches).take(1)[0]  # one row
+    return [float(row[i] or 0) for i in range(len(hashes))]
 
 
 def _lines(table: DataFrame, names: Sequence[str]) -> DataFrame:
