@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+import re
 from typing import Any, Mapping, Sequence
 
 import pytest
@@ -27,6 +28,7 @@ from deid_client import (
     ValidationError,
     suppression,
 )
+from deid_client._adapter import MODELS_WITHOUT_SENSITIVE, sensitive_read
 from deid_client.builders import compact_value
 
 # Column names that break an unquoted value, or that a careless quoting rule would change.
@@ -157,3 +159,24 @@ def test_text_forms_parse_to_the_same_models_in_deid(client: Client) -> None:
             evaluate([str(DistinctLDiversity(name, 4))])
         assert e.value.field == "privacy[0].l"
         assert f"at least 4 distinct values of '{name}' in every class" in e.value.message
+
+
+def test_the_adapters_know_which_models_read_no_sensitive_value(client: Client) -> None:
+    """The adapters' verification sends sensitive values only when a model may read them
+    (``_adapter.sensitive_read``): the models it trusts to read none are exactly those whose
+    syntax, as deid lists it, has no ``attribute``."""
+    ds = client.upload_dataset(b"a,b\n1,x\n", name="models", delimiter=",")
+    spec = JobSpec(dataset_id=ds.id, attributes={"a": Attribute.quasi_identifying(suppression())},
+                   privacy=["no-such-model"])
+    with pytest.raises(ValidationError) as e:
+        client.submit_job(spec)
+    syntaxes = re.findall(r"([a-z-]+)\(([^)]*)\)", e.value.message.split("expected one of: ", 1)[1])
+    assert len(syntaxes) >= 14, e.value.message
+    assert MODELS_WITHOUT_SENSITIVE == {name for name, params in syntaxes if "attribute=" not in params}
+
+    assert not sensitive_read({"privacy": [" K-Anonymity (k=5)", {"model": "k-map", "k": 3}, str(KAnonymity(2))]})
+    assert sensitive_read({"privacy": ["k-anonymity(k=5)", "t-closeness(attribute=x,t=0.2,distance=equal)"]})
+    assert sensitive_read({"privacy": [{"model": "distinct-l-diversity", "attribute": "x", "l": 2}]})
+    assert sensitive_read({"privacy": [KAnonymity(5)]})  # not a text or an object: counts as reading
+    assert sensitive_read({"privacy": "k-anonymity(k=5)"})
+    assert sensitive_read({})

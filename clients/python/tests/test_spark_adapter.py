@@ -25,8 +25,10 @@ from typing import Any, Iterator, Sequence
 import pytest
 
 from deid_client import Client, DeidError
+from deid_client._adapter import columns
 
 from adapter_cases import (
+    ADULT_QIS,
     FLOATS,
     FLOATS32,
     SPARK_TYPES,
@@ -224,6 +226,35 @@ def test_a_broken_apply_is_caught_by_verify(
     with pytest.raises(dspark.VerificationFailedError):
         dspark.anonymize(client, df, adult_spec(), table="adult_broken", progress=False)
     assert not spark.catalog.tableExists("adult_broken")
+
+
+def test_without_a_model_on_sensitive_values_verify_groups_by_the_quasi_identifiers(
+    spark: SparkSession, client: Client, tmp_path: Path
+) -> None:
+    # No model reads salary-class: verification sends it only as "the marker or not", so its
+    # table has a row per output class (and the masked block); the release is unchanged.
+    header, rows, df = adult_df(spark)
+    spec = adult_spec(privacy=["k-anonymity(k=5)"], suppression_limit=0.05)
+    result = dspark.anonymize(client, df, spec, progress=False)
+    assert result.verification.passed
+    out = released(result.df)
+    assert out == cli_output(tmp_path, header, rows, spec)
+    names = result.df.columns
+    qi, s = [names.index(c) for c in ADULT_QIS], names.index("salary-class")
+    classes = {tuple(r[i] for i in qi) + (r[s] == "*",) for r in out}
+    assert result.verification.released_rows == len(classes) < len({tuple(r[i] for i in qi) + (r[s],) for r in out})
+    assert result.verification.suppressed_records == sum(n for r, n in out.items() if r[s] == "*")
+
+    # What is left of the sensitive value still tells the masked block from a class: a row of
+    # masked quasi-identifiers with its salary shown is a class of one, which fails k = 5.
+    cols = columns(spec, header, "test")
+    for salary, passes in (("<=50K", False), ("*", True)):
+        extra = spark.createDataFrame([tuple(salary if c == "salary-class" else "*" for c in names)], result.df.schema)
+        verification, _ = dspark._verify(
+            client, result.df.unionByName(extra), cols, result.job.id, dspark.count_name(cols.sent), "*"
+        )
+        assert verification.passed is passes, salary
+        assert verification.suppressed_records == result.verification.suppressed_records + passes
 
 
 def test_uncovered_rows_are_suppressed_and_counted(

@@ -9,6 +9,7 @@ module's SQL; adapter_cases.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -25,7 +26,7 @@ from deid_client import Client
 from deid_client import sql as dsql
 from deid_client._adapter import columns
 
-from adapter_cases import FLOATS, FLOATS32, adult_rows, adult_spec, cli_output, float_rule, generated, generated_spec, plans_without, rule
+from adapter_cases import ADULT_QIS, FLOATS, FLOATS32, adult_rows, adult_spec, cli_output, float_rule, generated, generated_spec, plans_without, rule
 
 psycopg = pytest.importorskip("psycopg")
 duckdb = pytest.importorskip("duckdb")
@@ -311,6 +312,38 @@ def test_a_marker_with_quotes_and_backslashes_is_written_as_it_is(engine: Engine
     out = released(engine, "adult_marker")
     assert out == cli_output(tmp_path, header, rows, spec)
     assert any("it's \\' -- *" in r for r in out)
+
+
+def test_without_a_model_on_sensitive_values_verify_groups_by_the_quasi_identifiers(engine: Engine, client: Client, tmp_path: Path) -> None:
+    # No model reads salary-class: verification sends it only as "the marker or not", so its
+    # table has a row per output class (and the masked block); the release is unchanged.
+    header, rows = load_adult(engine)
+    engine.drop("adult_k")
+    spec = adult_spec(privacy=["k-anonymity(k=5)"], suppression_limit=0.05)
+    result = dsql.anonymize_table(client, engine.conn, "adult", "adult_k", spec, progress=False)
+    assert result.verification.passed
+    out = released(engine, "adult_k")
+    assert out == cli_output(tmp_path, header, rows, spec)
+    names = [c for c in header if c != "native-country"]
+    qi, s = [names.index(c) for c in ADULT_QIS], names.index("salary-class")
+    classes = {tuple(r[i] for i in qi) + (r[s] == "*",) for r in out}
+    assert result.verification.released_rows == len(classes) < len({tuple(r[i] for i in qi) + (r[s],) for r in out})
+    assert result.verification.suppressed_records == sum(n for r, n in out.items() if r[s] == "*")
+
+    # What is left of the sensitive value still tells the masked block from a class: a row of
+    # masked quasi-identifiers with its salary shown is a class of one, which fails k = 5.
+    d = dsql._dialect(engine.conn)
+    cols = columns(spec, header, "test")
+    q = SimpleNamespace(d=d, cols=cols)
+    for salary, passes in (("<=50K", False), ("*", True)):
+        engine.drop("adult_k_extra")
+        with contextlib.ExitStack() if engine.name == "duckdb" else engine.conn.transaction():
+            d.execute(f'CREATE TABLE "adult_k_extra" AS SELECT * FROM "adult_k"')
+            d.execute(f'INSERT INTO "adult_k_extra" VALUES ({", ".join("?" if engine.name == "duckdb" else "%s" for _ in names)})',
+                      [salary if c == "salary-class" else "*" for c in names])
+            verification = dsql._verify(client, q, '"adult_k_extra"', result.job.id, dsql.count_name(cols.sent), "*")  # type: ignore[arg-type]
+        assert verification.passed is passes, salary
+        assert verification.suppressed_records == result.verification.suppressed_records + passes
 
 
 def test_uncovered_rows_are_suppressed_and_counted(engine: Engine, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,7 +34,8 @@ Connect and on shared clusters as well as on a classic session:
    one join with the classes' aggregates when columns are microaggregated; rows the plan does
    not cover are suppressed and counted (an ``Observation``: fail closed);
 5. *verify*: a ``groupBy`` of the released data streamed as CSV lines built in Spark SQL to
-   ``POST /v1/jobs/{id}/verify``; a failure raises :class:`VerificationFailedError` and leaves
+   ``POST /v1/jobs/{id}/verify`` (when no privacy model reads sensitive values, each sensitive
+   column is sent only as whether it is the suppression marker); a failure raises :class:`VerificationFailedError` and leaves
    no released data (the target is erased when it was written).
 
 pyspark is optional (``deid-client[spark]``): this module imports without it.
@@ -73,8 +74,10 @@ from ._adapter import (
     plain_decimal,
     raw_spec,
     searched,
+    sensitive_read,
     unsupported,
     uploader,
+    verified_sensitive,
 )
 from ._core import gc_paused
 from .builders import JobSpec
@@ -806,13 +809,24 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
 # ---------------------------------------------------------------- verify and write
 
 
-def _verify(client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str) -> tuple[Verification, int]:
+def _verify(
+    client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str, unread: str | None
+) -> tuple[Verification, int]:
     """The released data's frequency table (a ``groupBy`` of the columns sent, as text) posted
     to ``POST /v1/jobs/{id}/verify`` (always CSV lines built in Spark: the endpoint reads CSV):
-    (the verdict, the released rows)."""
+    (the verdict, the released rows). ``unread``, when no model reads sensitive values, is the
+    marker: each sensitive column is then sent as the marker or not (:func:`verified_sensitive`).
+    """
     from pyspark.sql import functions as F
 
-    keys = [F.coalesce(F.col(_q(c)).cast("string"), F.lit("")).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
+    def text(c: str) -> Any:
+        value = F.coalesce(F.col(_q(c)).cast("string"), F.lit(""))
+        if unread is None or c not in cols.sensitive:
+            return value
+        marker, other = verified_sensitive(unread)
+        return F.when(value == F.lit(marker), F.lit(marker)).otherwise(F.lit(other))
+
+    keys = [text(c).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
 
     def post(data: Any) -> Verification:
         return client.verify_job(job_id, data, count_column=count_column)
@@ -922,8 +936,9 @@ def anonymize(
     timings["group"], clock = time.monotonic() - clock, time.monotonic()
     with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
         timings["search"], clock = time.monotonic() - clock, time.monotonic()
+        unread = None if sensitive_read(raw) else plan.suppression.marker
         released, uncovered, verification, rows = _release(
-            client, src, plan, floor, job.id, count_column, (path, table, mode)
+            client, src, plan, floor, job.id, count_column, (path, table, mode), unread
         )
         timings["apply_verify"] = time.monotonic() - clock
     warnings = floor_warning(level0, max_groups, floor, groups)
@@ -933,11 +948,11 @@ def anonymize(
 
 def _release(
     client: Client, src: _Source, plan: Plan, floor: Mapping[str, int], job_id: str, count_column: str,
-    target: tuple[str | None, str | None, str],
+    target: tuple[str | None, str | None, str], unread: str | None,
 ) -> tuple[DataFrame, int, Verification, int]:
     """Applies the plan, writes the result when asked (``target``: path, table, mode) and
-    verifies it: (the released data, rows not covered, the verdict, rows released);
-    VerificationFailedError with the target erased."""
+    verifies it (``unread``: as in :func:`_verify`): (the released data, rows not covered, the
+    verdict, rows released); VerificationFailedError with the target erased."""
     from pyspark.sql import Observation
 
     path, table, mode = target
@@ -946,11 +961,11 @@ def _release(
     observed = applied.observe(observation, uncovered).drop(f"{PREFIX}state")
     lazy = applied.drop(f"{PREFIX}state")
     if path is None and table is None:
-        verification, rows = _verify(client, observed, src.cols, job_id, count_column)
+        verification, rows = _verify(client, observed, src.cols, job_id, count_column, unread)
         released = lazy
     else:
         released = _write(observed, path, table, mode)
-        verification, rows = _verify(client, released, src.cols, job_id, count_column)
+        verification, rows = _verify(client, released, src.cols, job_id, count_column, unread)
         if not verification.passed:
             _erase(released, path, table)
     if not verification.passed:

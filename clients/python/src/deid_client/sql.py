@@ -20,7 +20,9 @@ transaction; DuckDB: one transaction):
    unlogged tables of the target's schema, so that the join runs in parallel workers, dropped
    at the end or with a rollback) joined to the source, suppressed and uncovered rows
    suppressed (fail closed, counted), ``CREATE TABLE target AS SELECT …``;
-5. *verify*: the target's frequency table posted to ``POST /v1/jobs/{id}/verify``; a failed
+5. *verify*: the target's frequency table posted to ``POST /v1/jobs/{id}/verify`` (when no
+   privacy model reads sensitive values, each sensitive column is sent only as whether it is
+   the suppression marker, so the table has a row per output class); a failed
    verification raises :class:`VerificationFailedError` and rolls the transaction back, so no
    target table is left.
 
@@ -65,8 +67,10 @@ from ._adapter import (
     plain_decimal,
     raw_spec,
     searched,
+    sensitive_read,
     unsupported,
     uploader,
+    verified_sensitive,
 )
 from ._core import gc_paused
 from .builders import JobSpec
@@ -727,14 +731,22 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
 # ---------------------------------------------------------------- verify
 
 
-def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: str, names: Sequence[str]) -> Verification:
+def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: str, unread: str | None) -> Verification:
+    """The target's frequency table (a ``GROUP BY`` of the columns sent, as text) posted to
+    deid's verification. ``unread``, when no model reads sensitive values, is the marker: each
+    sensitive column is then sent as the marker or not (:func:`verified_sensitive`)."""
     d = q.d
-    cols = [c for c in q.cols.sent]
-    exprs = [f"COALESCE(CAST({d.ident(c)} AS {'text' if isinstance(d, _Postgres) else 'VARCHAR'}), '')" for c in cols]
+    text = "text" if isinstance(d, _Postgres) else "VARCHAR"
+    exprs = [f"COALESCE(CAST({d.ident(c)} AS {text}), '')" for c in q.cols.sent]
+    if unread is not None:
+        marker, other = (d.literal(t) for t in verified_sensitive(unread))
+        for j, c in enumerate(q.cols.sent):
+            if c in q.cols.sensitive:
+                exprs[j] = f"CASE WHEN {exprs[j]} = {marker} THEN {marker} ELSE {other} END"
     group = ", ".join(str(i + 1) for i in range(len(exprs)))
     query = f"SELECT {', '.join(exprs)}, count(*) FROM {target} GROUP BY {group}"
     with _parallel(d):
-        return client.verify_job(job_id, d.csv_body([*cols, count_column], query), count_column=count_column)
+        return client.verify_job(job_id, d.csv_body([*q.cols.sent, count_column], query), count_column=count_column)
 
 
 # ---------------------------------------------------------------- the whole
@@ -863,7 +875,8 @@ def anonymize_table(
         with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
             timings["search"], clock = time.monotonic() - clock, time.monotonic()
             rows, uncovered = _apply(q, plan, names, dst)
-            verification = _verify(client, q, dst, job.id, count_column, names)
+            unread = None if sensitive_read(raw) else plan.suppression.marker
+            verification = _verify(client, q, dst, job.id, count_column, unread)
             if not verification.passed:
                 raise VerificationFailedError(verification, job.id)
             timings["apply_verify"] = time.monotonic() - clock
