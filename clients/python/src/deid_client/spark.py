@@ -35,8 +35,9 @@ Connect and on shared clusters as well as on a classic session:
    not cover are suppressed and counted (an ``Observation``: fail closed);
 5. *verify*: a ``groupBy`` of the released data streamed as CSV lines built in Spark SQL to
    ``POST /v1/jobs/{id}/verify`` (when no privacy model reads sensitive values, each sensitive
-   column is sent only as whether it is the suppression marker); a failure raises :class:`VerificationFailedError` and leaves
-   no released data (the target is erased when it was written).
+   column is sent only as whether it is the suppression marker); a failure raises
+   :class:`VerificationFailedError` and leaves no released data (the target is erased when it
+   was written).
 
 pyspark is optional (``deid-client[spark]``): this module imports without it.
 """
