@@ -247,12 +247,16 @@ def sensitive_read(spec: Mapping[str, Any]) -> bool:
     return False
 
 
-def verified_sensitive(marker: str) -> tuple[str, str]:
-    """(the marker, a text that is not the marker): what the verification sends in place of a
-    sensitive value when no model reads sensitive values (:func:`sensitive_read`). The verifier
-    needs only whether the cell is the marker (the suppressed block of the ``mask`` mode is
-    recognised by it), so the released table is grouped by its quasi-identifiers alone: 10 M
-    rows give the output classes, not 1.8 M (quasi-identifier, sensitive) tuples."""
+def sensitive_stand_ins(spec: Mapping[str, Any], plan: Plan) -> tuple[str, str] | None:
+    """What the verification sends in place of sensitive values: None (the values) when a model
+    may read them (:func:`sensitive_read`), otherwise (the plan's marker, a text that is not the
+    marker) — the marker for a cell that is the marker, the other text for any other cell. The
+    verifier needs only whether the cell is the marker (the suppressed block of the ``mask``
+    mode is recognised by it), so the released table is grouped by its quasi-identifiers alone:
+    10 M rows give the output classes, not 1.8 M (quasi-identifier, sensitive) tuples."""
+    if sensitive_read(spec):
+        return None
+    marker = plan.suppression.marker
     return marker, ("" if marker != "" else "-")
 
 

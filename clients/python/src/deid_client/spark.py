@@ -75,10 +75,9 @@ from ._adapter import (
     plain_decimal,
     raw_spec,
     searched,
-    sensitive_read,
+    sensitive_stand_ins,
     unsupported,
     uploader,
-    verified_sensitive,
 )
 from ._core import gc_paused
 from .builders import JobSpec
@@ -811,20 +810,20 @@ def _apply(src: _Source, plan: Plan, floor: Mapping[str, int]) -> tuple[DataFram
 
 
 def _verify(
-    client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str, unread: str | None
+    client: Client, released: DataFrame, cols: Columns, job_id: str, count_column: str,
+    stand_ins: tuple[str, str] | None,
 ) -> tuple[Verification, int]:
     """The released data's frequency table (a ``groupBy`` of the columns sent, as text) posted
-    to ``POST /v1/jobs/{id}/verify`` (always CSV lines built in Spark: the endpoint reads CSV):
-    (the verdict, the released rows). ``unread``, when no model reads sensitive values, is the
-    marker: each sensitive column is then sent as the marker or not (:func:`verified_sensitive`).
-    """
+    to ``POST /v1/jobs/{id}/verify`` (always CSV lines built in Spark: the endpoint reads CSV;
+    sensitive columns as the marker or not when ``stand_ins`` is given:
+    :func:`sensitive_stand_ins`): (the verdict, the released rows)."""
     from pyspark.sql import functions as F
 
     def text(c: str) -> Any:
         value = F.coalesce(F.col(_q(c)).cast("string"), F.lit(""))
-        if unread is None or c not in cols.sensitive:
+        if stand_ins is None or c not in cols.sensitive:
             return value
-        marker, other = verified_sensitive(unread)
+        marker, other = stand_ins
         return F.when(value == F.lit(marker), F.lit(marker)).otherwise(F.lit(other))
 
     keys = [text(c).alias(f"{PREFIX}k{j}") for j, c in enumerate(cols.sent)]
@@ -937,9 +936,8 @@ def anonymize(
     timings["group"], clock = time.monotonic() - clock, time.monotonic()
     with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
         timings["search"], clock = time.monotonic() - clock, time.monotonic()
-        unread = None if sensitive_read(raw) else plan.suppression.marker
         released, uncovered, verification, rows = _release(
-            client, src, plan, floor, job.id, count_column, (path, table, mode), unread
+            client, src, plan, floor, job.id, count_column, (path, table, mode), sensitive_stand_ins(raw, plan)
         )
         timings["apply_verify"] = time.monotonic() - clock
     warnings = floor_warning(level0, max_groups, floor, groups)
@@ -949,10 +947,10 @@ def anonymize(
 
 def _release(
     client: Client, src: _Source, plan: Plan, floor: Mapping[str, int], job_id: str, count_column: str,
-    target: tuple[str | None, str | None, str], unread: str | None,
+    target: tuple[str | None, str | None, str], stand_ins: tuple[str, str] | None,
 ) -> tuple[DataFrame, int, Verification, int]:
     """Applies the plan, writes the result when asked (``target``: path, table, mode) and
-    verifies it (``unread``: as in :func:`_verify`): (the released data, rows not covered, the
+    verifies it (``stand_ins``: as in :func:`_verify`): (the released data, rows not covered, the
     verdict, rows released); VerificationFailedError with the target erased."""
     from pyspark.sql import Observation
 
@@ -962,11 +960,11 @@ def _release(
     observed = applied.observe(observation, uncovered).drop(f"{PREFIX}state")
     lazy = applied.drop(f"{PREFIX}state")
     if path is None and table is None:
-        verification, rows = _verify(client, observed, src.cols, job_id, count_column, unread)
+        verification, rows = _verify(client, observed, src.cols, job_id, count_column, stand_ins)
         released = lazy
     else:
         released = _write(observed, path, table, mode)
-        verification, rows = _verify(client, released, src.cols, job_id, count_column, unread)
+        verification, rows = _verify(client, released, src.cols, job_id, count_column, stand_ins)
         if not verification.passed:
             _erase(released, path, table)
     if not verification.passed:

@@ -67,10 +67,9 @@ from ._adapter import (
     plain_decimal,
     raw_spec,
     searched,
-    sensitive_read,
+    sensitive_stand_ins,
     unsupported,
     uploader,
-    verified_sensitive,
 )
 from ._core import gc_paused
 from .builders import JobSpec
@@ -731,15 +730,17 @@ def _apply(q: _Query, plan: Plan, names: Sequence[str], target: str) -> tuple[in
 # ---------------------------------------------------------------- verify
 
 
-def _verify(client: Client, q: _Query, target: str, job_id: str, count_column: str, unread: str | None) -> Verification:
+def _verify(
+    client: Client, q: _Query, target: str, job_id: str, count_column: str, stand_ins: tuple[str, str] | None
+) -> Verification:
     """The target's frequency table (a ``GROUP BY`` of the columns sent, as text) posted to
-    deid's verification. ``unread``, when no model reads sensitive values, is the marker: each
-    sensitive column is then sent as the marker or not (:func:`verified_sensitive`)."""
+    deid's verification; sensitive columns as the marker or not when ``stand_ins`` is given
+    (:func:`sensitive_stand_ins`)."""
     d = q.d
     text = "text" if isinstance(d, _Postgres) else "VARCHAR"
     exprs = [f"COALESCE(CAST({d.ident(c)} AS {text}), '')" for c in q.cols.sent]
-    if unread is not None:
-        marker, other = (d.literal(t) for t in verified_sensitive(unread))
+    if stand_ins is not None:
+        marker, other = (d.literal(t) for t in stand_ins)
         for j, c in enumerate(q.cols.sent):
             if c in q.cols.sensitive:
                 exprs[j] = f"CASE WHEN {exprs[j]} = {marker} THEN {marker} ELSE {other} END"
@@ -875,8 +876,7 @@ def anonymize_table(
         with searched(client, raw, cols, ds.id, floor, timeout, progress, keep_dataset) as (job, report, plan):
             timings["search"], clock = time.monotonic() - clock, time.monotonic()
             rows, uncovered = _apply(q, plan, names, dst)
-            unread = None if sensitive_read(raw) else plan.suppression.marker
-            verification = _verify(client, q, dst, job.id, count_column, unread)
+            verification = _verify(client, q, dst, job.id, count_column, sensitive_stand_ins(raw, plan))
             if not verification.passed:
                 raise VerificationFailedError(verification, job.id)
             timings["apply_verify"] = time.monotonic() - clock
