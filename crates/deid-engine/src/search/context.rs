@@ -509,6 +509,22 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.cannot_improve(lb, levels)
     }
 
+    /// A lower bound of the score of `levels` itself without checking it, or `None` where the
+    /// quality model's bounds are not valid ([`lower_bound_valid`]). `excess`: the suppression
+    /// excess of a checked generalization of `levels` ([`CheckResult::excess`]), which tightens
+    /// the bound under [`Ctx::excess_bounds`]; empty otherwise.
+    pub fn score_bound(&self, levels: &[u8], excess: &[f64]) -> Option<f64> {
+        if !self.lower_bound_valid {
+            return None;
+        }
+        let q = self.problem.prepared_quality();
+        Some(if self.excess_bounds() && !excess.is_empty() {
+            q.bound_below(levels, excess)
+        } else {
+            q.lower_bound(levels)
+        })
+    }
+
     /// Whether the suppression excess of a checked transformation bounds the Loss of its
     /// specializations ([`Ctx::cannot_improve_below`]).
     pub fn excess_bounds(&self) -> bool {

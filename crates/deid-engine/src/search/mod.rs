@@ -252,6 +252,16 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: top-down checks every predecessor of an expanded transformation at once, as
+    /// without bounds (the reference its lazy checks are compared with).
+    pub(crate) static EAGER_TOP_DOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: the transformations top-down expanded, in order.
+    pub(crate) static EXPANDED: std::cell::RefCell<Vec<crate::lattice::Levels>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Runs one of the resumable algorithms (in test slices if [`SLICE_WORK`] is set).
 fn run_resumable(ctx: &mut Ctx<'_, '_>, algorithm: Algorithm) -> bool {
     #[cfg(test)]
