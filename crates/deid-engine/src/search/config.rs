@@ -63,7 +63,8 @@ pub struct GeneticParams {
     /// Stop after `iterations` generations even if time is left (default false: use the whole
     /// time limit, which finds better transformations on large solution spaces).
     pub stop_after_iterations: bool,
-    /// Individuals per subpopulation (≥ 2).
+    /// Individuals per subpopulation (≥ 2). `auto`'s genetic member uses at most
+    /// [`PORTFOLIO_SUBPOPULATION`](super::genetic::PORTFOLIO_SUBPOPULATION).
     pub subpopulation_size: usize,
     /// Share of each subpopulation copied unchanged into the next generation, in [0, 1].
     pub elite_fraction: f64,

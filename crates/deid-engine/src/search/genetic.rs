@@ -45,6 +45,14 @@ use crate::lattice::Levels;
 /// checks to get (creditcard_int, 5 % and 100 % suppression, 1 s: docs/scale.md §1).
 pub const PORTFOLIO_SEEDS: usize = 10;
 
+/// Most individuals per subpopulation of `auto`'s genetic member (the genetic algorithm's own
+/// default is 50, [`GeneticParams::subpopulation_size`]). Within the slices a short limit
+/// leaves it, smaller subpopulations go through more generations and converge sooner: at 1 s
+/// on creditcard_int and mach2019_int (5 % and 100 % suppression, seeds 0–7) runs more than 1 %
+/// worse than the best single algorithm fell from 8–10 of 32 with 50 to 3–4 with 20 (idle), and
+/// from 13 to 2 beside a busy thread; at 5 s nothing changed (docs/scale.md §1).
+pub const PORTFOLIO_SUBPOPULATION: usize = 20;
+
 #[derive(Debug, Clone, Copy)]
 struct Fitness {
     score: f64,
@@ -86,10 +94,22 @@ pub(crate) struct Evolution<'p> {
 }
 
 impl<'p> Evolution<'p> {
-    /// The initial populations (not yet evaluated).
+    /// The initial populations (not yet evaluated) with the configured parameters.
     pub(crate) fn new(ctx: &Ctx<'_, 'p>) -> Evolution<'p> {
+        Self::with_params(ctx, ctx.config().genetic)
+    }
+
+    /// The initial populations of `auto`'s genetic member: the configured parameters with at
+    /// most [`PORTFOLIO_SUBPOPULATION`] individuals per subpopulation.
+    pub(crate) fn for_portfolio(ctx: &Ctx<'_, 'p>) -> Evolution<'p> {
+        let mut params = ctx.config().genetic;
+        params.subpopulation_size = params.subpopulation_size.min(PORTFOLIO_SUBPOPULATION);
+        Self::with_params(ctx, params)
+    }
+
+    /// The initial populations (not yet evaluated) with `params`.
+    fn with_params(ctx: &Ctx<'_, 'p>, params: GeneticParams) -> Evolution<'p> {
         let lattice = ctx.lattice();
-        let params = ctx.config().genetic;
         let mut g = Genetic {
             params,
             min: lattice.min(),

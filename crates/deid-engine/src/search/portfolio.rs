@@ -92,6 +92,15 @@ impl<'p> Member<'p> {
         }
     }
 
+    /// A member of the portfolio: as [`Member::new`], the genetic algorithm with at most
+    /// [`genetic::PORTFOLIO_SUBPOPULATION`] individuals per subpopulation.
+    pub(crate) fn for_portfolio(algorithm: Algorithm, ctx: &Ctx<'_, 'p>) -> Member<'p> {
+        match algorithm {
+            Algorithm::Genetic => Member::Genetic(genetic::Evolution::for_portfolio(ctx)),
+            _ => Member::new(algorithm, ctx),
+        }
+    }
+
     /// Searches until a limit or the slice stops it; true if the optimum is proven.
     pub(crate) fn resume(&mut self, ctx: &mut Ctx<'_, '_>) -> bool {
         match self {
@@ -109,7 +118,7 @@ const TOP_DOWN: usize = 0;
 fn resume<'p>(ctx: &mut Ctx<'_, 'p>, state: &mut Option<Member<'p>>, i: usize, end: u64) -> bool {
     ctx.sliced(Some(end), |ctx| {
         state
-            .get_or_insert_with(|| Member::new(MEMBERS[i], ctx))
+            .get_or_insert_with(|| Member::for_portfolio(MEMBERS[i], ctx))
             .resume(ctx)
     })
 }
