@@ -42,15 +42,19 @@ use crate::lattice::Levels;
 /// Most of the best anonymous transformations `auto`'s other members found that seed the second
 /// subpopulation when the genetic member starts: top-down's first descent passes many good
 /// ones, and recombining them starts the evolution where random individuals take hundreds of
-/// checks to get (creditcard_int, 5 % and 100 % suppression, 1 s: docs/scale.md §1).
-pub const PORTFOLIO_SEEDS: usize = 10;
+/// checks to get (creditcard_int, 5 % and 100 % suppression, 1 s: docs/scale.md §1). A quarter
+/// of the member's [`PORTFOLIO_SUBPOPULATION`]: with half of it (10) the population crowded
+/// around top-down's solution on mach2019_int at 5 % suppression; with none, 9 of 32 runs at
+/// 1 s were more than 1 % worse than the best single algorithm.
+pub const PORTFOLIO_SEEDS: usize = 5;
 
 /// Most individuals per subpopulation of `auto`'s genetic member (the genetic algorithm's own
 /// default is 50, [`GeneticParams::subpopulation_size`]). Within the slices a short limit
 /// leaves it, smaller subpopulations go through more generations and converge sooner: at 1 s
-/// on creditcard_int and mach2019_int (5 % and 100 % suppression, seeds 0–7) runs more than 1 %
-/// worse than the best single algorithm fell from 8–10 of 32 with 50 to 3–4 with 20 (idle), and
-/// from 13 to 2 beside a busy thread; at 5 s nothing changed (docs/scale.md §1).
+/// on creditcard_int and mach2019_int (5 % and 100 % suppression, seeds 0–7) the runs more than
+/// 1 % worse than the best single algorithm fell from 8 to 4 of 32 idle and from 13 to 1 beside
+/// a busy thread; at 5 s creditcard_int at 5 % lost a little (3 of 8 runs 1.1–1.5 % worse,
+/// none before; docs/scale.md §1). 30 was no better at 1 s.
 pub const PORTFOLIO_SUBPOPULATION: usize = 20;
 
 #[derive(Debug, Clone, Copy)]
