@@ -52,7 +52,7 @@ pub const PORTFOLIO_SEEDS: usize = 5;
 /// default is 50, [`GeneticParams::subpopulation_size`]). Within the slices a short limit
 /// leaves it, smaller subpopulations go through more generations and converge sooner: at 1 s
 /// on creditcard_int and mach2019_int (5 % and 100 % suppression, seeds 0–7) the runs more than
-/// 1 % worse than the best single algorithm fell from 8 to 4 of 32 idle and from 13 to 1 beside
+/// 1 % worse than the best single algorithm fell from 11 to 4 of 32 idle and from 14 to 1 beside
 /// a busy thread; at 5 s creditcard_int at 5 % lost a little (3 of 8 runs 1.1–1.5 % worse,
 /// none before; docs/scale.md §1). 30 was no better at 1 s.
 pub const PORTFOLIO_SUBPOPULATION: usize = 20;
