@@ -53,8 +53,8 @@ pub const PORTFOLIO_SEEDS: usize = 5;
 /// leaves it, smaller subpopulations go through more generations and converge sooner: at 1 s
 /// on creditcard_int and mach2019_int (5 % and 100 % suppression, seeds 0–7) the runs more than
 /// 1 % worse than the best single algorithm fell from 11 to 4 of 32 idle and from 14 to 1 beside
-/// a busy thread; at 5 s creditcard_int at 5 % lost a little (3 of 8 runs 1.1–1.5 % worse,
-/// none before; docs/scale.md §1). 30 was no better at 1 s.
+/// a busy thread; at 5 s nothing changed beyond the runs' noise (docs/scale.md §1). 30 was no
+/// better at 1 s.
 pub const PORTFOLIO_SUBPOPULATION: usize = 20;
 
 #[derive(Debug, Clone, Copy)]
