@@ -505,24 +505,21 @@ impl<'a, 'p> Ctx<'a, 'p> {
         if !self.lower_bound_valid || self.best.is_none() {
             return false;
         }
-        let lb = self.problem.prepared_quality().lower_bound(levels);
-        self.cannot_improve(lb, levels)
+        self.cannot_improve(self.score_bound(levels, &[]), levels)
     }
 
-    /// A lower bound of the score of `levels` itself without checking it, or `None` where the
-    /// quality model's bounds are not valid ([`lower_bound_valid`]). `excess`: the suppression
-    /// excess of a checked generalization of `levels` ([`CheckResult::excess`]), which tightens
-    /// the bound under [`Ctx::excess_bounds`]; empty otherwise.
-    pub fn score_bound(&self, levels: &[u8], excess: &[f64]) -> Option<f64> {
-        if !self.lower_bound_valid {
-            return None;
-        }
+    /// The data-independent bound of the score of `levels` without checking it — a lower
+    /// bound only where the quality model's bounds are valid ([`lower_bound_valid`]).
+    /// `excess`: the suppression excess of a checked generalization of `levels`
+    /// ([`CheckResult::excess`]), which tightens it under [`Ctx::excess_bounds`]; empty
+    /// otherwise.
+    pub fn score_bound(&self, levels: &[u8], excess: &[f64]) -> f64 {
         let q = self.problem.prepared_quality();
-        Some(if self.excess_bounds() && !excess.is_empty() {
+        if self.excess_bounds() && !excess.is_empty() {
             q.bound_below(levels, excess)
         } else {
             q.lower_bound(levels)
-        })
+        }
     }
 
     /// Whether the suppression excess of a checked transformation bounds the Loss of its

@@ -13,9 +13,10 @@
 //! Top-down: the same best-first machinery starting at the top and expanding predecessors, without
 //! greedy dives and without utility pruning. When the privacy models allow it, a transformation
 //! that is not anonymous (`Full`) or misses the minimal class size (`Partial`) is not expanded
-//! and its down-set is remembered (nothing below it can be anonymous). Where the quality model
-//! bounds scores ([`Ctx::score_bound`]), predecessors are checked lazily: an expansion queues
-//! them by a lower bound of their score (with the parent's suppression excess for Loss), and
+//! and its down-set is remembered (nothing below it can be anonymous). Where the quality model's
+//! bounds are valid (`lower_bound_valid`), predecessors are checked lazily: an expansion queues
+//! them by a lower bound of their score ([`Ctx::score_bound`], with the parent's suppression
+//! excess for Loss), and
 //! they are checked — [`LAZY_BATCH`] at a time, smallest bound first — only when that bound
 //! comes before every checked transformation in the queue. The expansions are exactly those of
 //! checking every predecessor at once (a checked transformation is expanded only when no
@@ -47,12 +48,14 @@ struct NodeState {
     min_class_size_ok: bool,
     expanded: bool,
     queued: bool,
-    /// Suppression excess per quasi-identifier (Loss; bounds the predecessors' scores).
+    /// Top-down: suppression excess per quasi-identifier (Loss; bounds the predecessors'
+    /// scores), taken when the transformation is expanded.
     excess: Vec<f64>,
 }
 
 impl NodeState {
-    fn of(r: &CheckResult) -> NodeState {
+    /// The state of a checked transformation; `top_down` keeps its suppression excess.
+    fn of(r: &CheckResult, top_down: bool) -> NodeState {
         NodeState {
             score: r.score,
             lower_bound: r.lower_bound,
@@ -60,7 +63,11 @@ impl NodeState {
             min_class_size_ok: r.min_class_size_ok,
             expanded: false,
             queued: false,
-            excess: r.excess.clone(),
+            excess: if top_down {
+                r.excess.clone()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -105,7 +112,7 @@ impl Search {
             return false;
         };
         self.note(&r);
-        self.nodes.insert(levels, NodeState::of(&r));
+        self.nodes.insert(levels, NodeState::of(&r, self.top_down));
         self.enqueue(&r.levels);
         ctx.set_explored(1);
         true
@@ -196,9 +203,10 @@ impl Search {
         let neighbours = kept;
         if self.top_down
             && lazy
-            && let Some(excess) = self.nodes.get(levels).map(|st| st.excess.clone())
-            && ctx.score_bound(levels, &excess).is_some()
+            && ctx.lower_bound_valid
+            && let Some(st) = self.nodes.get_mut(levels)
         {
+            let excess = std::mem::take(&mut st.excess);
             self.defer(ctx, neighbours, &excess);
             return None;
         }
@@ -209,7 +217,8 @@ impl Search {
             .collect();
         for r in ctx.check_all(&to_check) {
             self.note(&r);
-            self.nodes.insert(r.levels.clone(), NodeState::of(&r));
+            self.nodes
+                .insert(r.levels.clone(), NodeState::of(&r, self.top_down));
         }
         ctx.set_explored(self.nodes.len() as u64);
         let mut best: Option<(f64, Levels)> = None;
@@ -238,9 +247,7 @@ impl Search {
                     self.enqueue(&n);
                 }
             } else if !self.lazy_queued.contains(&n) {
-                let Some(bound) = ctx.score_bound(&n, excess) else {
-                    continue;
-                };
+                let bound = ctx.score_bound(&n, excess);
                 // Ahead of a checked transformation whose score equals the bound within the
                 // tolerance of score comparisons.
                 let key = bound - tolerance(bound, bound);
@@ -267,9 +274,8 @@ impl Search {
     /// Checks up to [`LAZY_BATCH`] unchecked transformations whose bounds come before every
     /// checked one in the queue, and queues those not pruned. False if the search must stop.
     fn check_lazy(&mut self, ctx: &mut Ctx<'_, '_>) -> bool {
-        let mut batch: Vec<Levels> = Vec::with_capacity(LAZY_BATCH);
         let mut entries: Vec<Scored> = Vec::with_capacity(LAZY_BATCH);
-        while batch.len() < LAZY_BATCH && self.lazy_first() {
+        while entries.len() < LAZY_BATCH && self.lazy_first() {
             let Some(Reverse(item)) = self.lazy.pop() else {
                 break;
             };
@@ -283,14 +289,15 @@ impl Search {
                 }
                 continue;
             }
-            batch.push(item.levels.clone());
             entries.push(item);
         }
+        let batch: Vec<Levels> = entries.iter().map(|e| e.levels.clone()).collect();
         let results = ctx.check_all(&batch);
         let complete = results.len() == batch.len();
         for r in results {
             self.note(&r);
-            self.nodes.insert(r.levels.clone(), NodeState::of(&r));
+            self.nodes
+                .insert(r.levels.clone(), NodeState::of(&r, self.top_down));
             if !self.prune(ctx, &r.levels) {
                 self.enqueue(&r.levels);
             }
