@@ -262,6 +262,16 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: `auto`'s first descent, one entry per slice: the work done when it ended and
+    /// top-down's own best score then (the first entry: the work before the descent).
+    pub(crate) static DESCENT: std::cell::RefCell<Vec<(u64, f64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// Tests: whether the first descent ended by its rule (not by a limit or a proof).
+    pub(crate) static DESCENT_ENDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Runs one of the resumable algorithms (in test slices if [`SLICE_WORK`] is set).
 fn run_resumable(ctx: &mut Ctx<'_, '_>, algorithm: Algorithm) -> bool {
     #[cfg(test)]
