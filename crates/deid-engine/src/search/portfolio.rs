@@ -16,10 +16,9 @@
 //!    top-down and the genetic algorithm. In each round every member runs until its new checks
 //!    have cost `budget × weight` work units; the budget starts at the incumbent's work and
 //!    doubles every round. The member that suits the problem ([`favoured`]) runs first in each
-//!    round and starts with weight
-//!    [`FAVOURED_WEIGHT`], the other with 1; a member's weight doubles (up to [`MAX_WEIGHT`])
-//!    after a slice in which it improved the best solution and halves (down to 1) after one in
-//!    which it did not. Each member's search is kept between slices and resumes exactly where it
+//!    round and starts with weight [`FAVOURED_WEIGHT`], the other with 1; a member's weight
+//!    doubles (up to [`MAX_WEIGHT`]) after a slice in which it improved the best solution and
+//!    halves (down to 1) after one in which it did not. Each member's search is kept between slices and resumes exactly where it
 //!    stopped (`Member`). The members share the best solution (pruning; the genetic algorithm
 //!    starts from the [`genetic::PORTFOLIO_SEEDS`] best transformations checked before it and
 //!    adopts a new best into its population whenever it resumes) and every check result. A
