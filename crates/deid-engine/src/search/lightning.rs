@@ -12,16 +12,15 @@
 //!
 //! Top-down: the same best-first machinery starting at the top and expanding predecessors, without
 //! greedy dives and without utility pruning. When the privacy models allow it, a transformation
-//! that is not anonymous (`Full`) or misses the minimal class size (`Partial`) is not expanded
-//! and its down-set is remembered (nothing below it can be anonymous). Where the quality model's
-//! bounds are valid (`lower_bound_valid`), predecessors are checked lazily: an expansion queues
-//! them by a lower bound of their score ([`Ctx::score_bound`], with the parent's suppression
-//! excess for Loss), and
-//! they are checked — [`LAZY_BATCH`] at a time, smallest bound first — only when that bound
-//! comes before every checked transformation in the queue. The expansions are exactly those of
-//! checking every predecessor at once (a checked transformation is expanded only when no
-//! unchecked one can have a lower score), but a predecessor whose bound never comes first is
-//! never checked: on creditcard_int a step of the descent checks a few of its 24 predecessors.
+//! that is not anonymous (`Full`) or misses the minimal class size (`Partial`) is not expanded and
+//! its down-set is remembered (nothing below it can be anonymous). Where the quality model's bounds
+//! are valid (`lower_bound_valid`), predecessors are checked lazily: an expansion queues them by a
+//! lower bound of their score ([`Ctx::score_bound`], with the parent's suppression excess for
+//! Loss), and they are checked — [`LAZY_BATCH`] at a time, smallest bound first — only when that
+//! bound comes before every checked transformation in the queue. The expansions are exactly those
+//! of checking every predecessor at once (a checked transformation is expanded only when no
+//! unchecked one can have a lower score), but a predecessor whose bound never comes first is never
+//! checked: on creditcard_int a step of the descent checks a few of its 24 predecessors.
 //!
 //! Both end when the queue is empty — then every transformation was checked or pruned, and the
 //! result is optimal — or at a limit.

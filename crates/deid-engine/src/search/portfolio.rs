@@ -8,21 +8,21 @@
 //! 2. **Small spaces** (at most [`SearchConfig::flash_max_space`](super::SearchConfig)
 //!    transformations): a short top-down descent ([`TOP_DOWN_BEFORE_FLASH`] units), then Flash,
 //!    which proves the optimum and prunes with the best solution from its first step.
-//! 3. **Large spaces**: first top-down's first descent — slices of one budget unit (the
-//!    incumbent's work) for as long as the work since top-down last lowered its own best score
-//!    is at most the work before (`descent_goes_on`): its checks lie high in the lattice and are
-//!    cheap, and on large spaces nothing improves faster in the first few hundred checks (what
-//!    a short limit or a loaded machine allows). Then rounds of slices of the [`MEMBERS`],
-//!    top-down and the genetic algorithm. In each round every member runs until its new checks
-//!    have cost `budget × weight` work units; the budget starts at the incumbent's work and
-//!    doubles every round. The member that suits the problem ([`favoured`]) runs first in each
-//!    round and starts with weight [`FAVOURED_WEIGHT`], the other with 1; a member's weight
-//!    doubles (up to [`MAX_WEIGHT`]) after a slice in which it improved the best solution and
-//!    halves (down to 1) after one in which it did not. Each member's search is kept between slices and resumes exactly where it
-//!    stopped (`Member`). The members share the best solution (pruning; the genetic algorithm
-//!    starts from the [`genetic::PORTFOLIO_SEEDS`] best transformations checked before it and
-//!    adopts a new best into its population whenever it resumes) and every check result. A
-//!    member that exhausts the space proves the optimum and ends the search.
+//! 3. **Large spaces**: first top-down's first descent — slices of one budget unit (the incumbent's
+//!    work) for as long as the work since top-down last lowered its own best score is at most the
+//!    work before (`descent_goes_on`): its checks lie high in the lattice and are cheap, and on
+//!    large spaces nothing improves faster in the first few hundred checks (what a short limit or a
+//!    loaded machine allows). Then rounds of slices of the [`MEMBERS`], top-down and the genetic
+//!    algorithm. In each round every member runs until its new checks have cost `budget × weight`
+//!    work units; the budget starts at the incumbent's work and doubles every round. The member
+//!    that suits the problem ([`favoured`]) runs first in each round and starts with weight
+//!    [`FAVOURED_WEIGHT`], the other with 1; a member's weight doubles (up to [`MAX_WEIGHT`]) after
+//!    a slice in which it improved the best solution and halves (down to 1) after one in which it
+//!    did not. Each member's search is kept between slices and resumes exactly where it stopped
+//!    (`Member`). The members share the best solution (pruning; the genetic algorithm starts from
+//!    the [`genetic::PORTFOLIO_SEEDS`] best transformations checked before it and adopts a new best
+//!    into its population whenever it resumes) and every check result. A member that exhausts the
+//!    space proves the optimum and ends the search.
 //!
 //! Slices are measured in *work*, not in time: a check costs the number of classes of its result
 //! plus a fixed overhead (half the base groups, see `check_overhead`) —
