@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::candidates::Candidates;
 use super::{
     Algorithm, CancelFlag, Improvement, Phase, Progress, ProgressObserver, SearchConfig,
-    StopReason, key_cmp, levels_cmp, score_cmp, tolerance,
+    StopReason, Strategy, key_cmp, levels_cmp, score_cmp, tolerance,
 };
 use crate::check::{CheckResult, Checker};
 use crate::lattice::{Lattice, Levels};
@@ -147,7 +147,7 @@ pub(crate) struct Ctx<'a, 'p> {
     pub utility_monotone: bool,
     pub(super) lower_bound_valid: bool,
     /// The strategy running now (labels improvements).
-    pub(super) strategy: Algorithm,
+    pub(super) strategy: Strategy,
     /// The [`Ctx::work`] at which the current slice of the portfolio ends.
     pub(super) slice_end: Option<u64>,
     /// Fixed cost of one check in [`Ctx::work`] units, see [`check_overhead`].

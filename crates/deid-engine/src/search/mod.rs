@@ -57,6 +57,7 @@ mod config;
 mod context;
 mod order;
 mod progress;
+mod reshape;
 
 pub use bfs::{Antichain, Direction};
 pub use candidates::{Candidate, DEFAULT_CANDIDATES, MAX_CANDIDATES};
@@ -155,7 +156,7 @@ pub(crate) fn search_in<'p>(
             privacy: assumptions.privacy,
             utility_monotone: assumptions.utility_monotone,
             lower_bound_valid: assumptions.lower_bound_valid,
-            strategy: algorithm,
+            strategy: algorithm.into(),
             slice_end: None,
             check_overhead: check_overhead(problem),
             work: 0,
@@ -259,6 +260,19 @@ thread_local! {
     pub(crate) static EAGER_TOP_DOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: the transformations top-down expanded, in order.
     pub(crate) static EXPANDED: std::cell::RefCell<Vec<crate::lattice::Levels>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the ruins of `auto`'s ruin-and-repair member (best solution, ruined
+    /// transformation) and its repair steps (from, to), in order.
+    pub(crate) static RUINS: std::cell::RefCell<Vec<(crate::lattice::Levels, crate::lattice::Levels)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    pub(crate) static REPAIRS: std::cell::RefCell<Vec<(crate::lattice::Levels, crate::lattice::Levels)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// Tests: the anonymous transformations the member's tries ended at.
+    pub(crate) static REPAIRED: std::cell::RefCell<Vec<crate::lattice::Levels>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 

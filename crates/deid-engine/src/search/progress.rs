@@ -86,6 +86,38 @@ pub struct Progress {
     pub best_score: Option<f64>,
 }
 
+/// What found an improvement: an algorithm, or a member of `auto`'s portfolio that is not an
+/// algorithm of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// The algorithm (or `auto`'s member running as that algorithm).
+    Algorithm(Algorithm),
+    /// `auto`'s ruin-and-repair member (`search::reshape`).
+    Reshape,
+}
+
+impl Strategy {
+    /// Stable name in reports and events: the algorithm's name, or `reshape`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Algorithm(a) => a.name(),
+            Strategy::Reshape => "reshape",
+        }
+    }
+}
+
+impl From<Algorithm> for Strategy {
+    fn from(a: Algorithm) -> Strategy {
+        Strategy::Algorithm(a)
+    }
+}
+
+impl PartialEq<Algorithm> for Strategy {
+    fn eq(&self, a: &Algorithm) -> bool {
+        *self == Strategy::Algorithm(*a)
+    }
+}
+
 /// A new best anonymous transformation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Improvement {
@@ -103,7 +135,7 @@ pub struct Improvement {
     pub checks: u64,
     /// The strategy that found it: the algorithm itself, or for [`Algorithm::Auto`] the
     /// portfolio member that was running.
-    pub strategy: Algorithm,
+    pub strategy: Strategy,
     /// The step of local generalization whose records it transforms (`None`: a global
     /// search; see the module `local`).
     pub step: Option<usize>,
