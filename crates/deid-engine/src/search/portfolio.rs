@@ -13,10 +13,10 @@
 //!    work before (`descent_goes_on`): its checks lie high in the lattice and are cheap, and on
 //!    large spaces nothing improves faster in the first few hundred checks (what a short limit or a
 //!    loaded machine allows). Then rounds of slices of the [`MEMBERS`], top-down and the genetic
-//!    algorithm, and — when some quasi-identifiers are correlated — the ruin-and-repair member
-//!    ([`reshape`], initial weight [`RESHAPE_WEIGHT`]), which lowers correlated attributes of the
-//!    best solution together and generalizes others one level at a time until the result is
-//!    anonymous. In each round every member runs until its new checks have cost `budget × weight`
+//!    algorithm, and — when the genetic algorithm is favoured and some quasi-identifiers are
+//!    correlated — the ruin-and-repair member ([`reshape`], initial weight [`RESHAPE_WEIGHT`]),
+//!    which lowers correlated attributes of the best solution together and generalizes others
+//!    one level at a time until the result is anonymous. In each round every member runs until its new checks have cost `budget × weight`
 //!    work units; the budget starts at the incumbent's work and doubles every round. The member
 //!    that suits the problem ([`favoured`]) runs first in each round and starts with weight
 //!    [`FAVOURED_WEIGHT`], the other with 1; a member's weight doubles (up to [`MAX_WEIGHT`]) after
@@ -154,6 +154,17 @@ fn first_weights(first: usize) -> [u64; ROUND] {
     weights
 }
 
+/// The ruin-and-repair member, where the genetic algorithm is favoured (`first`) and some
+/// quasi-identifiers are correlated (without them it has no move of its own). Without
+/// suppression its specializations take checks from top-down, then the best member:
+/// creditcard_int at 0 % ended at 0.7905 instead of 0.7631 after 1,000 checks in 2 of 8 runs.
+fn reshape_member<'p>(ctx: &Ctx<'_, 'p>, first: usize) -> Option<Member<'p>> {
+    if first == TOP_DOWN {
+        return None;
+    }
+    reshape::Reshape::new(ctx).map(Member::Reshape)
+}
+
 /// Runs member `i` of [`MEMBERS`] (started on its first slice) until [`Ctx::work`] reaches
 /// `end`; true if it proved the optimum.
 fn resume<'p>(ctx: &mut Ctx<'_, 'p>, state: &mut Option<Member<'p>>, i: usize, end: u64) -> bool {
@@ -194,8 +205,7 @@ pub(crate) fn run<'p>(ctx: &mut Ctx<'_, 'p>) -> bool {
     );
     let mut weights = first_weights(first);
     let mut members: [Option<Member<'p>>; ROUND] = std::array::from_fn(|_| None);
-    members[RESHAPE] = reshape::Reshape::new(ctx).map(Member::Reshape);
-    // Without correlated quasi-identifiers the ruin-and-repair member has no move of its own.
+    members[RESHAPE] = reshape_member(ctx, first);
     let round = ROUND - usize::from(members[RESHAPE].is_none());
     // Top-down's first descent, in slices of one budget unit. Its checks lie high in the
     // lattice (few classes, cheap), and on the benchmark's large spaces it is the best member
