@@ -14,12 +14,13 @@
 //!    large spaces nothing improves faster in the first few hundred checks (what a short limit or a
 //!    loaded machine allows). Then rounds of slices of the [`MEMBERS`], top-down and the genetic
 //!    algorithm, and — when the genetic algorithm is favoured and some quasi-identifiers are
-//!    correlated — the ruin-and-repair member ([`reshape`], initial weight [`RESHAPE_WEIGHT`]),
-//!    which lowers correlated attributes of the best solution together and generalizes others
-//!    one level at a time until the result is anonymous. In each round every member runs until its new checks have cost `budget × weight`
-//!    work units; the budget starts at the incumbent's work and doubles every round. The member
-//!    that suits the problem ([`favoured`]) runs first in each round and starts with weight
-//!    [`FAVOURED_WEIGHT`], the other with 1; a member's weight doubles (up to [`MAX_WEIGHT`]) after
+//!    correlated — the ruin-and-repair member (`search::reshape`, initial weight
+//!    [`RESHAPE_WEIGHT`]), which lowers correlated attributes of the best solution together and
+//!    generalizes others one level at a time until the result is anonymous. In each round every
+//!    member runs until its new checks have cost `budget × weight` work units; the budget starts
+//!    at the incumbent's work and doubles every round. The member that suits the problem
+//!    ([`favoured`]) runs first in each round and starts with weight [`FAVOURED_WEIGHT`], the
+//!    other with 1; a member's weight doubles (up to [`MAX_WEIGHT`]) after
 //!    a slice in which it improved the best solution and halves (down to 1) after one in which it
 //!    did not. Each member's search is kept between slices and resumes exactly where it stopped
 //!    (`Member`). The members share the best solution (pruning; the genetic algorithm starts from
@@ -51,8 +52,9 @@ pub const FAVOURED_WEIGHT: u64 = 16;
 /// base budget of a round.
 pub const MAX_WEIGHT: u64 = 16;
 
-/// Initial weight of the ruin-and-repair member ([`reshape`]) when the problem has correlated
-/// quasi-identifiers: as much as the favoured member's. On creditcard_int (5 % and 100 %
+/// Initial weight of the ruin-and-repair member (`search::reshape`), where the genetic
+/// algorithm is favoured and some quasi-identifiers are correlated: as much as the genetic
+/// algorithm's. On creditcard_int (5 % and 100 %
 /// suppression, 500 to 2,000 checks, seeds 0–7) the runs more than 1 % worse than the best
 /// single algorithm of their seed fell from 10 of 48 to 5 with weight 1 and to 1 with 4 or 16;
 /// 16 had the better medians at 500 and 1,000 checks (docs/scale.md §1).
