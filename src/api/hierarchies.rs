@@ -48,7 +48,7 @@ pub const BUILT_DELIMITER: u8 = b';';
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HierarchyParams {
-    /// Field delimiter of a CSV body (default: detected from the first line, `;` on ties).
+    /// Field delimiter of a CSV body (default: detected, `job::hierarchy::sniff_delimiter`).
     pub delimiter: Option<String>,
 }
 

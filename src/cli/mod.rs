@@ -121,7 +121,7 @@ pub struct ProblemArgs {
     #[arg(long)]
     pub delimiter: Option<char>,
     /// `COLUMN=FILE`: makes COLUMN a quasi-identifier with the ARX-format hierarchy in FILE
-    /// (delimiter detected from the first line). Repeatable.
+    /// (delimiter detected: the one that gives its rows one width). Repeatable.
     #[arg(long = "hierarchy", value_name = "COLUMN=FILE")]
     pub hierarchies: Vec<String>,
     /// A sensitive column. Repeatable.

@@ -94,10 +94,11 @@ pub fn parse_builder(value: &serde_json::Value, field: &str) -> Result<Hierarchy
     })
 }
 
-/// Picks the most frequent of `;`, `,`, tab and `|` in the first line (`;`, ARX's default, on
-/// ties), for hierarchy tables whose delimiter was not given.
+/// The delimiter of a hierarchy table whose delimiter was not given: of `;`, `,`, tab and `|`
+/// the one that gives its first rows one width, else the most frequent in the first line (`;`,
+/// ARX's default, on ties): [`deid_engine::data::sniff_rows_delimiter`].
 pub fn sniff_delimiter(text: &[u8]) -> u8 {
-    deid_engine::data::sniff_delimiter(text, b';')
+    deid_engine::data::sniff_rows_delimiter(text, b';')
 }
 
 /// A delimiter as a byte, or an error naming `field` if it is not one ASCII character.
@@ -144,6 +145,13 @@ pub fn from_csv_with(
                  \"last\" (command line: --hierarchy-duplicates last)",
             );
         }
+        if delimiter.is_none() && matches!(e, EngineError::HierarchyRaggedRow { .. }) {
+            message.push_str(&format!(
+                " (the delimiter '{}' was detected; set \"delimiter\" in {field} if it is \
+                 another)",
+                (d as char).escape_default()
+            ));
+        }
         SpecError::new(field, message).with_code(ErrorCode::InvalidHierarchy)
     })
 }
@@ -179,6 +187,20 @@ mod tests {
         assert_eq!(sniff_delimiter(b"a,b,c;d\n"), b',');
         assert_eq!(sniff_delimiter(b"single\n"), b';');
         assert_eq!(sniff_delimiter(b"a\tb\n"), b'\t');
+        // A value with commas on the first line: every row has one ';'.
+        assert_eq!(sniff_delimiter(b"x,y;x,y\n18;L1\n"), b';');
+        let h = from_csv(b"x,y;x,y\n18;L1\n", None, "a", "attributes.a.hierarchy").unwrap();
+        assert_eq!(h.height(), 2);
+        // A shape error says which delimiter was detected.
+        let err = from_csv(b"a;*\nb;c;*\n", None, "a", "attributes.a.hierarchy").unwrap_err();
+        assert!(
+            err.message.contains("row 2 has 3 levels, expected 2")
+                && err.message.contains("the delimiter ';' was detected"),
+            "{}",
+            err.message
+        );
+        let err = from_csv(b"a;*\nb;c;*\n", Some(';'), "a", "f").unwrap_err();
+        assert!(!err.message.contains("detected"), "{}", err.message);
         let err = delimiter_byte('é', "delimiter").unwrap_err();
         assert!(err.message.contains("'é'"));
     }

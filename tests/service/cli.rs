@@ -116,6 +116,8 @@ fn assert_error(dir: &Path, extra: &[&str], needles: &[&str]) {
 fn data_errors_name_the_culprit() {
     let ragged = setup("ragged", b"name,age,zip\nAnn,34,1\nBob,45\n", AGE);
     assert_error(&ragged, &[], &["row 3 has 2 fields, expected 3"]);
+    let open = setup("open", b"name,age\nAnn,34\n\"Bob,45\nCid,56\n", AGE);
+    assert_error(&open, &[], &["row 3: a quoted field is not closed"]);
     let utf8 = setup("utf8", b"name,age\nAnn,34\nB\xffb,45\n", AGE);
     assert_error(&utf8, &[], &["row 3, column 1", "UTF-8"]);
     let empty = setup("empty", b"", AGE);

@@ -156,6 +156,18 @@ async fn upload_and_hierarchy_errors() {
         v["error"]["message"].as_str().unwrap().contains("row 3"),
         "{v}"
     );
+    // A quoted field left open would swallow the later records: refused, naming its row.
+    let v = app
+        .post_raw("/v1/datasets", "a,b\n1,2\n3,\"x\n4,5\n6,7\n")
+        .await
+        .assert_error(422, "invalid_csv");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("row 3: a quoted field is not closed"),
+        "{v}"
+    );
     app.post_raw("/v1/datasets", "")
         .await
         .assert_error(422, "invalid_csv");

@@ -12,7 +12,7 @@ use std::io::Read;
 
 use crate::error::{EngineError, Result};
 pub use blocks::{Block, TableBlocks};
-pub use scanner::{CsvScanner, Record, sniff_delimiter};
+pub use scanner::{CsvScanner, Record, SNIFFED_ROWS, sniff_delimiter, sniff_rows_delimiter};
 
 /// Refuses a record of `found` fields in a table of `expected` columns:
 /// [`EngineError::RaggedRow`] naming the input and `row` (the 1-based record number, the header

@@ -445,6 +445,8 @@ mod tests {
             "a,b\n1,\0\n",
             "\na,b\n1,2\n",
             "a,b\n,\n",
+            "a,b\n1,\"2\n3,4\n",
+            "a,b\n1,\"2\n\"\"3,4\n",
         ] {
             same(text);
         }

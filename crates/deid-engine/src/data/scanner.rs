@@ -4,6 +4,8 @@
 //! the column scan ([`crate::profile`]) read a file the same way:
 //!
 //! - the delimiter is given, `"` quotes, CRLF or LF ends a record, empty lines are skipped;
+//! - a quoted field must be closed: one still open at the end of the input (which would
+//!   swallow every later record into one cell) is an error naming its record;
 //! - a UTF-8 byte order mark is removed from the first field of the first record;
 //! - every field must be valid UTF-8 ([`EngineError::InvalidUtf8`] names record and column) and
 //!   free of NUL bytes (a binary file or a broken export; [`EngineError::Csv`] names them too);
@@ -29,7 +31,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Reads CSV records with the project's rules (see the module documentation).
 pub struct CsvScanner<R: Read> {
-    reader: csv::Reader<R>,
+    reader: csv::Reader<QuoteCheck<R>>,
     source_name: String,
     /// Read buffer: the record just read, before its UTF-8 check.
     raw: ByteRecord,
@@ -129,7 +131,7 @@ impl<R: Read> CsvScanner<R> {
             .delimiter(delimiter)
             .has_headers(false)
             .flexible(true)
-            .from_reader(input);
+            .from_reader(QuoteCheck::new(input, delimiter));
         CsvScanner {
             reader,
             source_name: source_name.to_string(),
@@ -150,7 +152,7 @@ impl<R: Read> CsvScanner<R> {
             .delimiter(delimiter)
             .has_headers(false)
             .flexible(true)
-            .from_reader(input);
+            .from_reader(QuoteCheck::new(input, delimiter));
         let mut scanner = CsvScanner {
             reader,
             source_name: source_name.to_string(),
@@ -172,6 +174,7 @@ impl<R: Read> CsvScanner<R> {
             });
         }
         scanner.record_no = 1;
+        scanner.refuse_open_quote()?;
         if scanner.raw.get(0).is_some_and(|f| f.starts_with(BOM)) {
             scanner.raw = scanner
                 .raw
@@ -203,6 +206,30 @@ impl<R: Read> CsvScanner<R> {
         self.data_rows
     }
 
+    /// After a record was read: if the input ended inside a quoted field, the error naming the
+    /// record where that field opens (1-based, header = 1: the last record, which the parser
+    /// reads to the end of the input).
+    fn refuse_open_quote(&mut self) -> Result<()> {
+        if !self.reader.get_ref().ended_quoted() {
+            return Ok(());
+        }
+        while self
+            .reader
+            .read_byte_record(&mut self.raw)
+            .map_err(|e| csv_error(&self.source_name, e))?
+        {
+            self.record_no += 1;
+        }
+        Err(EngineError::Csv {
+            source_name: self.source_name.clone(),
+            message: format!(
+                "row {}: a quoted field is not closed: its opening '\"' has no closing '\"' \
+                 before the end of the file",
+                self.record_no
+            ),
+        })
+    }
+
     /// The next data record, `None` at the end of the input. Errors, in this order: CSV
     /// syntax, a record of the wrong width (tables), invalid UTF-8 (the first bad field), and
     /// at the end a table with a header but no data rows.
@@ -224,6 +251,7 @@ impl<R: Read> CsvScanner<R> {
                 return Ok(None);
             }
             self.record_no += 1;
+            self.refuse_open_quote()?;
         }
         if self.table {
             let (expected, found) = (self.columns.len(), self.raw.len());
@@ -249,6 +277,80 @@ impl<R: Read> CsvScanner<R> {
         }
         self.data_rows += 1;
         Ok(Some(Record(&self.record)))
+    }
+}
+
+/// Where the CSV grammar stands after the bytes read so far, as far as quotes matter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    /// At the start of a field (or of a record).
+    FieldStart,
+    /// Inside a field that did not start with a quote (quotes in it are literal).
+    Unquoted,
+    /// Inside a quoted field.
+    Quoted,
+    /// After a quote inside a quoted field: it closed the field, or escapes the next quote.
+    QuoteInQuoted,
+}
+
+/// A reader that follows the quoting of the CSV it passes on (the grammar of the `csv` crate's
+/// reader with its defaults: `"` quotes, `""` escapes, CR or LF ends a record), so that an input
+/// ending inside a quoted field — which the parser takes as closed there — can be refused.
+/// Text without quotes is passed through with one scan for `"`.
+struct QuoteCheck<R> {
+    inner: R,
+    delimiter: u8,
+    state: Quoting,
+    ended: bool,
+}
+
+impl<R> QuoteCheck<R> {
+    fn new(inner: R, delimiter: u8) -> Self {
+        QuoteCheck {
+            inner,
+            delimiter,
+            state: Quoting::FieldStart,
+            ended: false,
+        }
+    }
+
+    /// True once the input has ended inside a quoted field.
+    fn ended_quoted(&self) -> bool {
+        self.ended && self.state == Quoting::Quoted
+    }
+
+    fn follow(&mut self, bytes: &[u8]) {
+        let Some(&last) = bytes.last() else { return };
+        let ends_field = |b: u8| b == self.delimiter || b == b'\n' || b == b'\r';
+        if self.state != Quoting::Quoted && !bytes.contains(&b'"') {
+            self.state = if ends_field(last) {
+                Quoting::FieldStart
+            } else {
+                Quoting::Unquoted
+            };
+            return;
+        }
+        for &b in bytes {
+            self.state = match self.state {
+                Quoting::FieldStart if b == b'"' => Quoting::Quoted,
+                Quoting::Quoted if b == b'"' => Quoting::QuoteInQuoted,
+                Quoting::Quoted => Quoting::Quoted,
+                Quoting::QuoteInQuoted if b == b'"' => Quoting::Quoted,
+                _ if ends_field(b) => Quoting::FieldStart,
+                _ => Quoting::Unquoted,
+            };
+        }
+    }
+}
+
+impl<R: Read> Read for QuoteCheck<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.ended = true;
+        }
+        self.follow(&buf[..n]);
+        Ok(n)
     }
 }
 
@@ -290,6 +392,51 @@ pub fn sniff_delimiter(text: &[u8], default: u8) -> u8 {
         .iter()
         .find(|(_, n)| *n == best)
         .map_or(default, |c| c.0)
+}
+
+/// The delimiter of rows of equal width whose delimiter was not given (hierarchy tables): of
+/// `;`, `,`, tab and `|`, the one that splits each of the first [`SNIFFED_ROWS`] records
+/// (quotes respected) into the same number of fields, at least two; if several do, the
+/// [`sniff_delimiter`] of the first line among them; if none does, [`sniff_delimiter`].
+pub fn sniff_rows_delimiter(text: &[u8], default: u8) -> u8 {
+    let even: Vec<u8> = [b';', b',', b'\t', b'|']
+        .into_iter()
+        .filter(|&d| even_width(text, d))
+        .collect();
+    let first = sniff_delimiter(text, default);
+    match even.as_slice() {
+        [] => first,
+        [only] => *only,
+        several if several.contains(&first) => first,
+        several if several.contains(&default) => default,
+        several => several[0],
+    }
+}
+
+/// Records [`sniff_rows_delimiter`] reads.
+pub const SNIFFED_ROWS: usize = 1000;
+
+/// True if the first [`SNIFFED_ROWS`] records of `text` split at `delimiter` all have the same
+/// number of fields, at least two.
+fn even_width(text: &[u8], delimiter: u8) -> bool {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text);
+    let mut record = ByteRecord::new();
+    let mut width = None;
+    for _ in 0..SNIFFED_ROWS {
+        match reader.read_byte_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(_) => return false,
+        }
+        if *width.get_or_insert(record.len()) != record.len() {
+            return false;
+        }
+    }
+    width.is_some_and(|w| w >= 2)
 }
 
 /// The error for a NUL byte in record `row`, column `column` (both 1-based).
@@ -344,6 +491,23 @@ mod tests {
             b',',
             "quoted text is not counted"
         );
+    }
+
+    #[test]
+    fn the_delimiter_of_rows_is_the_one_that_gives_them_one_width() {
+        use super::sniff_rows_delimiter;
+        // The first line has more commas (a value with commas), every row one ';'.
+        assert_eq!(sniff_rows_delimiter(b"x,y,z;L\n18;L1\n19;L1\n", b';'), b';');
+        assert_eq!(sniff_rows_delimiter(b"1,5;a,b;*\n2;a;*\n", b';'), b';');
+        // Commas everywhere, values with ';' in quotes.
+        assert_eq!(sniff_rows_delimiter(b"a,\"x;y;z\",*\nb,c,*\n", b';'), b',');
+        // Both give one width: the first line decides, ';' on ties.
+        assert_eq!(sniff_rows_delimiter(b"a;b,c\nd;e,f\n", b';'), b';');
+        assert_eq!(sniff_rows_delimiter(b"a,b,c;d\ne,f,g;h\n", b';'), b',');
+        assert_eq!(sniff_rows_delimiter(b"a\tb\nc\td\n", b';'), b'\t');
+        // Neither (one column, or ragged either way): the first line decides.
+        assert_eq!(sniff_rows_delimiter(b"single\nother\n", b';'), b';');
+        assert_eq!(sniff_rows_delimiter(b"a,b,c\nd;e\n", b';'), b',');
     }
 
     #[test]
@@ -404,6 +568,62 @@ mod tests {
             csv("a,\u{feff}b\n\u{feff}1,2\n".as_bytes()).unwrap(),
             rows(&["a|\u{feff}b", "\u{feff}1|2"])
         );
+    }
+
+    #[test]
+    fn a_quoted_field_left_open_is_refused_with_its_line() {
+        // The parser would read the rest of the file into the last field.
+        let open = "zip,age,note\n100,21,ok\n101,22,\"start\n102,23,x\n103,24,y\n";
+        assert_eq!(
+            csv(open.as_bytes()).unwrap_err(),
+            "t.csv: row 3: a quoted field is not closed: its opening '\"' has no closing '\"' \
+             before the end of the file"
+        );
+        // The same at the very first record, in a quoted field's escaped quote, in plain rows
+        // (hierarchies) and after a long valid part (read ahead in several buffers).
+        assert!(
+            csv(b"\"a,b\n1,2\n")
+                .unwrap_err()
+                .contains("row 1: a quoted field")
+        );
+        assert!(
+            csv(b"a,b\n1,\"x\"\"\n")
+                .unwrap_err()
+                .contains("row 2: a quoted")
+        );
+        let mut rows = CsvScanner::rows("x;*\n\"y;*\n".as_bytes(), b';', "h").unwrap();
+        assert!(rows.next_record().unwrap().is_some());
+        let err = rows.next_record().unwrap_err().to_string();
+        assert!(
+            err.contains("h: row 2: a quoted field is not closed"),
+            "{err}"
+        );
+        let long = format!("a,b\n{}1,\"x\n", "1,2\n".repeat(100_000));
+        assert!(
+            csv(long.as_bytes())
+                .unwrap_err()
+                .contains("row 100002: a quoted")
+        );
+        // Closed quotes, escaped quotes, quotes inside unquoted fields and a quoted field that
+        // ends the file without a line feed are read as before.
+        assert_eq!(
+            csv(b"a,b\n\"x\ny\",\"say \"\"hi\"\"\"\n5\"6,\"z\"").unwrap(),
+            vec![
+                vec!["a".to_string(), "b".to_string()],
+                vec!["x\ny".to_string(), "say \"hi\"".to_string()],
+                vec!["5\"6".to_string(), "z".to_string()],
+            ]
+        );
+        assert_eq!(
+            csv(b"a,b\r\n1,\"\"\r\n").unwrap(),
+            rows_of(&[&["a", "b"], &["1", ""]])
+        );
+    }
+
+    fn rows_of(r: &[&[&str]]) -> Vec<Vec<String>> {
+        r.iter()
+            .map(|x| x.iter().map(|s| s.to_string()).collect())
+            .collect()
     }
 
     #[test]
