@@ -25,10 +25,10 @@ pub struct AnonymizeArgs {
     #[arg(long)]
     pub time_limit: Option<String>,
     /// Stop after this many checks.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub check_limit: Option<u64>,
     /// Seed of the randomized algorithms (default 0).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long)]
@@ -38,7 +38,12 @@ pub struct AnonymizeArgs {
     #[arg(long, value_name = "N")]
     pub local_iterations: Option<u32>,
     /// Local generalization: the quality model's gs-factor in every step (default 0).
-    #[arg(long, value_name = "G", requires = "local_iterations")]
+    #[arg(
+        long,
+        value_name = "G",
+        requires = "local_iterations",
+        allow_negative_numbers = true
+    )]
     pub local_gs_factor: Option<f64>,
     /// Local generalization without the refinement of its classes (ARX's procedure's output;
     /// the specification's `local.refine: false`).
@@ -56,22 +61,22 @@ pub struct AnonymizeArgs {
     #[arg(long)]
     pub subpopulation_size: Option<usize>,
     /// Genetic algorithm: elite fraction.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub elite_fraction: Option<f64>,
     /// Genetic algorithm: crossover fraction.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub crossover_fraction: Option<f64>,
     /// Genetic algorithm: production fraction.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub production_fraction: Option<f64>,
     /// Genetic algorithm: mutation probability.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub mutation_probability: Option<f64>,
     /// Genetic algorithm: generations between migrations.
     #[arg(long)]
     pub immigration_interval: Option<u32>,
     /// Genetic algorithm: migrating fraction.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub immigration_fraction: Option<f64>,
     /// Write the anonymized CSV here (Parquet if the name ends in `.parquet`).
     #[arg(long)]

@@ -139,7 +139,7 @@ pub struct ProblemArgs {
     #[arg(long = "privacy", value_name = "MODEL")]
     pub privacy: Vec<String>,
     /// Share of records that may be suppressed, in [0, 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub suppression_limit: Option<f64>,
     /// Quality model the search minimises (default loss).
     #[arg(long, value_parser = names::quality_parser())]
@@ -200,7 +200,7 @@ pub struct PopulationArgs {
     #[arg(long, value_name = "N")]
     pub population_size: Option<u64>,
     /// Sampling fraction in (0, 1]: the population is records / F.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
     pub sampling_fraction: Option<f64>,
     /// One of ARX's population presets: usa, uk, germany, france, canada, australia, …
     #[arg(long, value_name = "REGION")]
@@ -263,7 +263,7 @@ pub struct EvaluateArgs {
     pub force: bool,
     /// Seed of differential privacy's sample (default: the configuration's, else an
     /// unpredictable one; the report gives it).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
 }
 
@@ -346,6 +346,7 @@ pub fn job_spec(args: &ProblemArgs) -> anyhow::Result<JobSpec> {
         spec.delimiter = Some(d);
     }
     apply_generalization_flags(&mut spec, args)?;
+    refuse_role_conflicts(args)?;
     for (cols, kind) in [
         (&args.sensitive, AttributeType::Sensitive),
         (&args.identifying, AttributeType::Identifying),
@@ -445,6 +446,51 @@ fn apply_generalization_flags(spec: &mut JobSpec, args: &ProblemArgs) -> anyhow:
                 .and_then(|m| m.missing.clone()),
             date_format,
         });
+    }
+    Ok(())
+}
+
+/// A column given two roles on the command line is refused: `--identifying` (the column is
+/// removed) with `--sensitive`, `--hierarchy` or `--microaggregate`. `--sensitive` with
+/// `--hierarchy` is one role: a sensitive attribute with the hierarchy that t-closeness with
+/// the hierarchical distance reads.
+fn refuse_role_conflicts(args: &ProblemArgs) -> anyhow::Result<()> {
+    let column = |flag: &String| {
+        flag.split_once('=')
+            .map_or(flag.as_str(), |(c, _)| c)
+            .to_string()
+    };
+    let others = [
+        (
+            "--sensitive",
+            args.sensitive
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>(),
+        ),
+        ("--hierarchy", args.hierarchies.iter().map(column).collect()),
+        (
+            "--microaggregate",
+            args.microaggregate.iter().map(column).collect(),
+        ),
+    ];
+    for col in &args.identifying {
+        if let Some((flag, _)) = others.iter().find(|(_, cols)| cols.contains(col)) {
+            anyhow::bail!(
+                "column '{col}' is given --identifying and {flag}: an identifying column is \
+                 removed from the output, so it can have no other role"
+            );
+        }
+    }
+    if let Some(col) = args
+        .sensitive
+        .iter()
+        .find(|c| args.microaggregate.iter().any(|m| &column(m) == *c))
+    {
+        anyhow::bail!(
+            "column '{col}' is given --sensitive and --microaggregate: a microaggregated column \
+             is a quasi-identifier"
+        );
     }
     Ok(())
 }

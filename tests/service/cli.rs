@@ -118,6 +118,24 @@ fn data_errors_name_the_culprit() {
     assert_error(&ragged, &[], &["row 3 has 2 fields, expected 3"]);
     let open = setup("open", b"name,age\nAnn,34\n\"Bob,45\nCid,56\n", AGE);
     assert_error(&open, &[], &["row 3: a quoted field is not closed"]);
+    // A column has one role.
+    let roles = setup("roles", DATA.as_bytes(), AGE);
+    assert_error(
+        &roles,
+        &["--sensitive", "disease", "--identifying", "disease"],
+        &["column 'disease' is given --identifying and --sensitive"],
+    );
+    assert_error(
+        &roles,
+        &["--identifying", "age"],
+        &["column 'age' is given --identifying and --hierarchy"],
+    );
+    // A negative number is a value (and out of range), not a flag.
+    assert_error(
+        &roles,
+        &["--suppression-limit", "-0.1"],
+        &["'suppression_limit'", "got -0.1"],
+    );
     let utf8 = setup("utf8", b"name,age\nAnn,34\nB\xffb,45\n", AGE);
     assert_error(&utf8, &[], &["row 3, column 1", "UTF-8"]);
     let empty = setup("empty", b"", AGE);
