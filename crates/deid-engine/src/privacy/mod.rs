@@ -417,8 +417,13 @@ impl PrivacyModel {
             PrivacyModel::DistinctLDiversity { l, .. } if *l < 1 => {
                 err("l", format!("l must be at least 1, got {l}"))
             }
-            PrivacyModel::EntropyLDiversity { l, .. } if !(l.is_finite() && *l >= 1.0) => {
-                err("l", format!("l must be a number of at least 1, got {l}"))
+            PrivacyModel::EntropyLDiversity { l, .. }
+                if !(l.is_finite() && *l >= 1.0 && *l <= f64::from(u32::MAX)) =>
+            {
+                err(
+                    "l",
+                    format!("l must be a number from 1 to {}, got {l:?}", u32::MAX),
+                )
             }
             PrivacyModel::RecursiveCLDiversity { c, .. } if !(c.is_finite() && *c > 0.0) => {
                 err("c", format!("c must be a number above 0, got {c}"))
@@ -647,6 +652,14 @@ mod tests {
                 PrivacyModel::EntropyLDiversity {
                     attribute: a(),
                     l: 0.5,
+                    estimator: EntropyEstimator::Shannon,
+                },
+                "privacy[3].l",
+            ),
+            (
+                PrivacyModel::EntropyLDiversity {
+                    attribute: a(),
+                    l: 1e300,
                     estimator: EntropyEstimator::Shannon,
                 },
                 "privacy[3].l",
