@@ -299,6 +299,9 @@ pub(crate) const MODEL_SYNTAX: &[&str] = &[
     "differential-privacy(epsilon=…,delta=…[,search_share=…,steps=…])",
 ];
 
+/// Largest ℓ of entropy ℓ-diversity: its classes need ⌈ℓ⌉ records, a 32-bit count.
+pub const MAX_ENTROPY_L: f64 = u32::MAX as f64;
+
 impl PrivacyModel {
     /// Parses the compact text syntax, e.g. `t-closeness(attribute=disease,t=0.2,distance=ordered)`;
     /// the inverse of `Display`: splits the text into the name and its `key=value` pairs
@@ -399,8 +402,9 @@ impl PrivacyModel {
         }
     }
 
-    /// Checks parameter ranges; errors name the parameter (`t`, `attribute`, …), relative to
-    /// the model (see [`EngineError::InvalidConfig`]).
+    /// Checks parameter ranges ([`MAX_ENTROPY_L`] for entropy ℓ-diversity); errors name the
+    /// parameter (`t`, `attribute`, …), relative to the model (see
+    /// [`EngineError::InvalidConfig`]).
     ///
     /// Long because it is one match arm per privacy model and parameter, each a range check.
     pub fn validate(&self) -> Result<()> {
@@ -417,14 +421,10 @@ impl PrivacyModel {
             PrivacyModel::DistinctLDiversity { l, .. } if *l < 1 => {
                 err("l", format!("l must be at least 1, got {l}"))
             }
-            PrivacyModel::EntropyLDiversity { l, .. }
-                if !(l.is_finite() && *l >= 1.0 && *l <= f64::from(u32::MAX)) =>
-            {
-                err(
-                    "l",
-                    format!("l must be a number from 1 to {}, got {l:?}", u32::MAX),
-                )
-            }
+            PrivacyModel::EntropyLDiversity { l, .. } if !(1.0..=MAX_ENTROPY_L).contains(l) => err(
+                "l",
+                format!("l must be a number from 1 to {MAX_ENTROPY_L}, got {l:?}"),
+            ),
             PrivacyModel::RecursiveCLDiversity { c, .. } if !(c.is_finite() && *c > 0.0) => {
                 err("c", format!("c must be a number above 0, got {c}"))
             }
