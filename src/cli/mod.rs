@@ -455,24 +455,17 @@ fn apply_generalization_flags(spec: &mut JobSpec, args: &ProblemArgs) -> anyhow:
 /// `--hierarchy` is one role: a sensitive attribute with the hierarchy that t-closeness with
 /// the hierarchical distance reads.
 fn refuse_role_conflicts(args: &ProblemArgs) -> anyhow::Result<()> {
-    let column = |flag: &String| {
-        flag.split_once('=')
-            .map_or(flag.as_str(), |(c, _)| c)
-            .to_string()
+    let columns = |flags: &[String]| -> Vec<String> {
+        flags
+            .iter()
+            .map(|f| f.split_once('=').map_or(f.as_str(), |(c, _)| c).to_string())
+            .collect()
     };
+    let microaggregated = columns(&args.microaggregate);
     let others = [
-        (
-            "--sensitive",
-            args.sensitive
-                .iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>(),
-        ),
-        ("--hierarchy", args.hierarchies.iter().map(column).collect()),
-        (
-            "--microaggregate",
-            args.microaggregate.iter().map(column).collect(),
-        ),
+        ("--sensitive", args.sensitive.clone()),
+        ("--hierarchy", columns(&args.hierarchies)),
+        ("--microaggregate", microaggregated.clone()),
     ];
     for col in &args.identifying {
         if let Some((flag, _)) = others.iter().find(|(_, cols)| cols.contains(col)) {
@@ -482,11 +475,7 @@ fn refuse_role_conflicts(args: &ProblemArgs) -> anyhow::Result<()> {
             );
         }
     }
-    if let Some(col) = args
-        .sensitive
-        .iter()
-        .find(|c| args.microaggregate.iter().any(|m| &column(m) == *c))
-    {
+    if let Some(col) = args.sensitive.iter().find(|c| microaggregated.contains(c)) {
         anyhow::bail!(
             "column '{col}' is given --sensitive and --microaggregate: a microaggregated column \
              is a quasi-identifier"
