@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Outputs, ProblemArgs, job_spec, run_task};
-use crate::job::spec::{DurationSpec, GeneticSpec, Task};
+use crate::job::spec::{DurationSpec, GeneticSpec, LocalMethodSpec, Task};
 use crate::job::task::Verdict;
 use deid_engine::{Algorithm, CancelFlag, Improvement, NoObserver, Progress, ProgressObserver};
 
@@ -49,6 +49,11 @@ pub struct AnonymizeArgs {
     /// the specification's `local.refine: false`).
     #[arg(long, requires = "local_iterations")]
     pub no_local_refine: bool,
+    /// Local generalization's method: `steps` (ARX's procedure, the default) or `sweep` (every
+    /// transformation in order of its mean domain share; the specification's `local.method`).
+    /// Turns local generalization on by itself.
+    #[arg(long, value_name = "METHOD")]
+    pub local_method: Option<LocalMethodSpec>,
     /// Genetic algorithm: generations (the stop with `--stop-after-iterations`, else the
     /// stagnation window before re-seeding).
     #[arg(long)]
@@ -183,13 +188,17 @@ pub fn run(args: AnonymizeArgs) -> anyhow::Result<()> {
     spec.check_limit = args.check_limit.or(spec.check_limit);
     spec.seed = args.seed.or(spec.seed);
     spec.threads = args.threads.or(spec.threads);
-    if args.local_iterations.is_some() || args.local_gs_factor.is_some() {
+    if args.local_iterations.is_some()
+        || args.local_gs_factor.is_some()
+        || args.local_method.is_some()
+    {
         let mut local = spec.local.unwrap_or_default();
         local.iterations = args.local_iterations.or(local.iterations);
         local.gs_factor = args.local_gs_factor.or(local.gs_factor);
         if args.no_local_refine {
             local.refine = Some(false);
         }
+        local.method = args.local_method.or(local.method);
         spec.local = Some(local);
     }
     let mut g: GeneticSpec = spec.genetic.unwrap_or_default();

@@ -206,6 +206,9 @@ pub fn validate_generalization(
     if let Some(local) = spec.local_config() {
         local.validate_settings().map_err(SpecError::from)?;
         deid_engine::local::LocalConfig::validate_config(&config).map_err(SpecError::from)?;
+        local
+            .validate_method(&config.privacy)
+            .map_err(SpecError::from)?;
     }
     if !complete {
         return Ok(None);

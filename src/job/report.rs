@@ -652,6 +652,8 @@ pub struct SearchReport {
 /// What local generalization did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LocalReport {
+    /// The method: `steps` (ARX's procedure) or `sweep`.
+    pub method: &'static str,
     /// The setting N (at most N steps, each publishing ≥ 1/N of the records).
     pub iterations: u32,
     /// The gs-factor of the steps that made the output.
@@ -809,6 +811,7 @@ impl SearchReport {
             warnings: problem_warnings(problem),
             timings: None,
             local: Some(LocalReport {
+                method: settings.method.name(),
                 iterations: settings.iterations,
                 gs_factor: outcome.gs_factor,
                 starts_global: outcome.starts_global,

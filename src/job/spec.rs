@@ -570,6 +570,21 @@ pub struct LocalSpec {
     /// the models on their own; false gives ARX's procedure's output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine: Option<bool>,
+    /// How records are assigned to transformations: `steps` (ARX's procedure, the default) or
+    /// `sweep` (every transformation in order of its mean domain share; `iterations` and
+    /// `gs_factor` do not apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<LocalMethodSpec>,
+}
+
+/// The `local.method` of a job specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LocalMethodSpec {
+    /// ARX's procedure: global searches on the records still suppressed.
+    Steps,
+    /// Every transformation in order of its mean domain share.
+    Sweep,
 }
 
 impl LocalSpec {
@@ -580,6 +595,10 @@ impl LocalSpec {
             iterations: self.iterations.unwrap_or(d.iterations),
             gs_factor: self.gs_factor.or(d.gs_factor),
             refine: self.refine.unwrap_or(d.refine),
+            method: match self.method {
+                Some(LocalMethodSpec::Sweep) => deid_engine::local::LocalMethod::Sweep,
+                Some(LocalMethodSpec::Steps) | None => d.method,
+            },
         }
     }
 }

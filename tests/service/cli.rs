@@ -679,26 +679,57 @@ fn local_generalization_is_verified_from_the_output() {
         .sum();
     let suppressed = report["suppressed_rows"].as_u64().unwrap();
     assert_eq!(published + suppressed, 20000);
-    let mut lines = out.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(';').collect();
-    let idx: Vec<usize> = QIS
-        .iter()
-        .map(|q| header.iter().position(|h| h == q).unwrap())
-        .collect();
-    let mut classes: std::collections::HashMap<Vec<&str>, usize> = Default::default();
-    let mut marked = 0u64;
-    for line in lines {
-        let f: Vec<&str> = line.split(';').collect();
-        let key: Vec<&str> = idx.iter().map(|&i| f[i]).collect();
-        if key.iter().all(|v| *v == "<s>") {
-            marked += 1;
-        } else {
-            *classes.entry(key).or_default() += 1;
+    // The output's classes (by output values) and its records marked suppressed.
+    let classes_of = |out: &str| {
+        let mut lines = out.lines();
+        let header: Vec<String> = lines
+            .next()
+            .unwrap()
+            .split(';')
+            .map(str::to_string)
+            .collect();
+        let idx: Vec<usize> = QIS
+            .iter()
+            .map(|q| header.iter().position(|h| h == q).unwrap())
+            .collect();
+        let mut classes: std::collections::HashMap<Vec<String>, usize> = Default::default();
+        let mut marked = 0u64;
+        for line in lines {
+            let f: Vec<&str> = line.split(';').collect();
+            let key: Vec<String> = idx.iter().map(|&i| f[i].to_string()).collect();
+            if key.iter().all(|v| v == "<s>") {
+                marked += 1;
+            } else {
+                *classes.entry(key).or_default() += 1;
+            }
         }
-    }
+        (classes, marked)
+    };
+    let (classes, marked) = classes_of(&out);
     assert_eq!(marked, suppressed);
     assert!(classes.values().all(|&c| c >= 5), "a class below k=5");
     assert_eq!(report["classes"].as_u64().unwrap() as usize, classes.len());
+    // The sweep (`--local-method sweep`, local generalization by itself): every record
+    // published, in classes of at least 5 by the output's values, one step per transformation.
+    let sweep = run(&["--local-method", "sweep", "--output", "sweep.csv"]);
+    assert_eq!(sweep.0, 0, "{}", sweep.2);
+    let report: serde_json::Value = serde_json::from_str(&sweep.1).unwrap();
+    assert_eq!(report["local"]["method"], "sweep", "{report}");
+    let steps = report["local"]["steps"].as_array().unwrap();
+    assert!(steps.len() > 1, "{report}");
+    assert!(steps.iter().all(|s| s["algorithm"] == "exhaustive"));
+    let (classes, marked) = classes_of(&std::fs::read_to_string(data.join("sweep.csv")).unwrap());
+    assert_eq!(marked, report["suppressed_rows"].as_u64().unwrap());
+    assert_eq!(classes.values().sum::<usize>() as u64 + marked, 20000);
+    assert!(classes.values().all(|&c| c >= 5), "a class below k=5");
+    let (code, _, stderr) = run(&[
+        "--local-method",
+        "sweep",
+        "--privacy",
+        "average-risk(threshold=0.5)",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("local.method"), "{stderr}");
     // Settings and unsupported models exit 2, naming the field.
     let (code, _, stderr) = run(&["--local-iterations", "0"]);
     assert_eq!(code, 2, "{stderr}");

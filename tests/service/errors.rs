@@ -463,6 +463,23 @@ async fn job_spec_errors() {
     )
     .await;
     field_error(
+        with(&|s| s["local"] = json!({"method": "greedy"})),
+        "invalid_spec",
+        "local.method",
+    )
+    .await;
+    // The sweep publishes classes that satisfy the models on their own: average risk, which
+    // judges the whole output, is refused.
+    field_error(
+        with(&|s| {
+            s["local"] = json!({"method": "sweep"});
+            s["privacy"] = json!(["k-anonymity(k=2)", "average-risk(threshold=0.5)"]);
+        }),
+        "invalid_spec",
+        "local.method",
+    )
+    .await;
+    field_error(
         with(&|s| {
             s["local"] = json!({});
             s["privacy"] = json!(["k-anonymity(k=2)", "sample-uniqueness(threshold=0.1)"]);

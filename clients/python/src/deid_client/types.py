@@ -572,6 +572,8 @@ class LocalReport:
     """What local generalization did."""
 
     SCHEMA: ClassVar[str] = "Report.local"
+    method: str | None = None
+    """``steps`` (ARX's procedure) or ``sweep``."""
     iterations: int | None = None
     gs_factor: float | None = None
     starts_global: bool | None = None

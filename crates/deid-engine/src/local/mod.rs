@@ -24,6 +24,10 @@
 //! Then, unlike ARX, the output is refined (`refine`, [`LocalConfig::refine`]): every
 //! published class is split top-down along the hierarchies into finer classes that satisfy the
 //! class-based models on their own, so records end up as precise as the models allow.
+//!
+//! Instead of the steps, [`LocalMethod::Sweep`] visits every transformation in order of its
+//! granularity loss and publishes, at each, the classes of the records not yet published that
+//! satisfy the models on their own (`sweep`).
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -41,6 +45,32 @@ use crate::search::{
 };
 
 mod refine;
+mod sweep;
+
+pub use sweep::SWEEP_MAX_SPACE;
+
+/// How local generalization assigns records to transformations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalMethod {
+    /// ARX's procedure: global searches on the records still suppressed, each publishing at
+    /// least 1/N of the records ([`LocalConfig::iterations`]).
+    #[default]
+    Steps,
+    /// Every transformation in order of its mean domain share; each publishes the classes of
+    /// the records not yet published that satisfy the models on their own (`local::sweep`).
+    /// Class-based models only (not average risk), on solution spaces of at most
+    /// [`SWEEP_MAX_SPACE`] transformations.
+    Sweep,
+}
+
+crate::names::enum_names! {
+    LocalMethod {
+        Steps => "steps",
+        Sweep => "sweep",
+    }
+    /// Stable name (`steps`, `sweep`).
+    pub fn name;
+}
 
 /// Settings of local generalization.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +88,8 @@ pub struct LocalConfig {
     /// output is ARX's procedure's. Problems with a sample-based model (average risk) are never
     /// refined.
     pub refine: bool,
+    /// How records are assigned to transformations (default: ARX's steps).
+    pub method: LocalMethod,
 }
 
 impl Default for LocalConfig {
@@ -66,6 +98,7 @@ impl Default for LocalConfig {
             iterations: 100,
             gs_factor: None,
             refine: true,
+            method: LocalMethod::Steps,
         }
     }
 }
@@ -88,7 +121,32 @@ impl LocalConfig {
     /// `research_subset`.
     pub fn validate(&self, problem: &Problem) -> Result<()> {
         self.validate_settings()?;
-        Self::validate_config(problem.config())
+        Self::validate_config(problem.config())?;
+        self.validate_method(&problem.config().privacy)?;
+        if self.method == LocalMethod::Sweep {
+            sweep::check_space(problem)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that the method supports the models (errors name `local.method`): the sweep
+    /// publishes classes that satisfy the models on their own, which a model of the whole
+    /// output's class sizes (average risk) does not judge.
+    pub fn validate_method(&self, privacy: &[PrivacyModel]) -> Result<()> {
+        if self.method == LocalMethod::Sweep
+            && let Some(m) = privacy
+                .iter()
+                .find(|m| matches!(m, PrivacyModel::AverageRisk { .. }))
+        {
+            return Err(EngineError::config(
+                "local.method",
+                format!(
+                    "the sweep publishes classes that satisfy the models on their own; {}                      judges the whole output (use method \"steps\")",
+                    m.name()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks that the problem's privacy models support local generalization and that no
@@ -419,6 +477,9 @@ pub fn local_search(
 ) -> Result<LocalOutcome> {
     local.validate(problem)?;
     let start = Instant::now();
+    if local.method == LocalMethod::Sweep {
+        return swept(problem, local, search_config, cancel, start);
+    }
     let whole = Budget {
         time: search_config.time_limit,
         checks: search_config.check_limit,
@@ -465,6 +526,66 @@ pub fn local_search(
     if outcome.suppressed > 0 && !cancel.is_cancelled() {
         outcome = run.with_global_start(outcome, gs, whole)?;
     }
+    outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
+    verify_output(problem, &outcome)?;
+    if local.refine && outcome.has_solution() && !cancel.is_cancelled() {
+        outcome.refine_checked(problem);
+    }
+    outcome.elapsed = start.elapsed();
+    Ok(outcome)
+}
+
+/// Local generalization by the sweep ([`LocalMethod::Sweep`]) within the search's time and
+/// check limits (a visited transformation counts as a check), then verified and refined.
+fn swept(
+    problem: &Problem,
+    local: &LocalConfig,
+    search_config: &SearchConfig,
+    cancel: &CancelFlag,
+    start: Instant,
+) -> Result<LocalOutcome> {
+    let limits = sweep::SweepLimits {
+        deadline: start.checked_add(search_config.time_limit),
+        max_visits: search_config.check_limit,
+        cancel,
+    };
+    let s = sweep::sweep(problem, &limits);
+    let steps = s
+        .levels
+        .into_iter()
+        .zip(s.counts)
+        .enumerate()
+        .map(|(index, (levels, (candidates, published)))| LocalStep {
+            index,
+            levels,
+            candidates,
+            published,
+            suppression_limit: 0.0,
+            algorithm: Algorithm::Exhaustive,
+            checks: 1,
+            expansions: 0,
+            elapsed: Duration::ZERO,
+            stop: StopReason::Completed,
+            optimal_proven: false,
+        })
+        .collect();
+    let mut outcome = LocalOutcome {
+        steps,
+        suppressed: s.suppressed,
+        stop: s.stop,
+        gs_factor: 0.0,
+        starts_global: false,
+        anonymous: false,
+        attempts: 1,
+        checks: s.visited,
+        elapsed: Duration::ZERO,
+        refined: Vec::new(),
+        refined_records: 0,
+        step_of_base: s.step_of_base,
+        refined_of_base: Vec::new(),
+        codes: s.codes,
+        q: problem.qi_columns().len(),
+    };
     outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
     verify_output(problem, &outcome)?;
     if local.refine && outcome.has_solution() && !cancel.is_cancelled() {

@@ -122,10 +122,10 @@ fn classes(ctx: &Ctx<'_>, step_levels: &[&[u8]], step_of_base: &[u32]) -> Vec<Cl
     classes
 }
 
-/// The problem's data as refinement reads them.
-struct Ctx<'a> {
+/// The problem's data as refinement (and the sweep) read them.
+pub(super) struct Ctx<'a> {
     problem: &'a Problem,
-    q: usize,
+    pub(super) q: usize,
     min: &'a [u8],
 }
 
@@ -138,7 +138,7 @@ struct Split {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(problem: &'a Problem) -> Ctx<'a> {
+    pub(super) fn new(problem: &'a Problem) -> Ctx<'a> {
         Ctx {
             problem,
             q: problem.qi_columns().len(),
@@ -147,7 +147,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Code of base group `g`'s quasi-identifier `i` at `level`.
-    fn code(&self, g: usize, i: usize, level: u8) -> u32 {
+    pub(super) fn code(&self, g: usize, i: usize, level: u8) -> u32 {
         let base = self.problem.base_groups().codes[g * self.q + i];
         self.problem.hierarchies()[i].code(level as usize, base)
     }
@@ -158,14 +158,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// Records of the groups `members`.
-    fn records(&self, members: &[u32]) -> u64 {
+    pub(super) fn records(&self, members: &[u32]) -> u64 {
         let counts = &self.problem.base_groups().counts;
         members.iter().map(|&g| counts[g as usize] as u64).sum()
     }
 
     /// True if the groups `members`, as one class, satisfy the minimal class size and every
     /// class-based model.
-    fn holds(&self, members: &[u32]) -> bool {
+    pub(super) fn holds(&self, members: &[u32]) -> bool {
         let records = self.records(members);
         if records < self.problem.min_class_size() as u64 {
             return false;

@@ -15,7 +15,7 @@ use deid_engine::aggregate::{AggregateFunction, Microaggregation, MissingValues}
 use deid_engine::check::evaluate_all;
 use deid_engine::config::ResearchSubset;
 use deid_engine::dataset::ArxDataset;
-use deid_engine::local::{LocalConfig, LocalObserver, LocalStep, local_search};
+use deid_engine::local::{LocalConfig, LocalMethod, LocalObserver, LocalStep, local_search};
 use deid_engine::output::{OutputOptions, Recoding, SuppressedRecords, suppressed_block_holds};
 use deid_engine::population::PopulationModel;
 use deid_engine::posthoc::output_quality;
@@ -320,7 +320,7 @@ proptest! {
         let se = search(&e, &flash(), &cancel, &NoObserver).unwrap();
         prop_assert_eq!(outcome(&sf), outcome(&se));
         if deid_engine::local::LocalConfig::validate_config(f.config()).is_ok() {
-            let local = LocalConfig { iterations: 4, gs_factor: None, refine: true };
+            let local = LocalConfig { iterations: 4, ..LocalConfig::default() };
             let lf = local_search(&f, &local, &flash(), &cancel, &Quiet);
             let le = local_search(&e, &local, &flash(), &cancel, &Quiet);
             match (lf, le) {
@@ -475,17 +475,19 @@ fn adult_microaggregation_and_local_generalization_match_the_expansion() {
         let f = Problem::new(grouped.clone(), config(true)).unwrap();
         let e = Problem::new(ds.table.clone(), config(false)).unwrap();
         let cancel = CancelFlag::new();
-        let local = LocalConfig {
-            iterations: 10,
-            gs_factor: None,
-            refine: true,
-        };
-        let lf = local_search(&f, &local, &flash(), &cancel, &Quiet).unwrap();
-        let le = local_search(&e, &local, &flash(), &cancel, &Quiet).unwrap();
-        assert_eq!(lf.suppressed, le.suppressed);
-        assert_eq!(lf.steps.len(), le.steps.len());
-        let options = OutputOptions::default();
-        assert_eq!(output_quality(&f, &lf), output_quality(&e, &le));
-        assert_eq!(records(&f, &lf, &options), records(&e, &le, &options));
+        for method in [LocalMethod::Steps, LocalMethod::Sweep] {
+            let local = LocalConfig {
+                iterations: 10,
+                method,
+                ..LocalConfig::default()
+            };
+            let lf = local_search(&f, &local, &flash(), &cancel, &Quiet).unwrap();
+            let le = local_search(&e, &local, &flash(), &cancel, &Quiet).unwrap();
+            assert_eq!(lf.suppressed, le.suppressed);
+            assert_eq!(lf.steps.len(), le.steps.len());
+            let options = OutputOptions::default();
+            assert_eq!(output_quality(&f, &lf), output_quality(&e, &le));
+            assert_eq!(records(&f, &lf, &options), records(&e, &le, &options));
+        }
     }
 }

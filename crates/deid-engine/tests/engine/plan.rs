@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use deid_engine::aggregate::{AggregateFunction, Microaggregation, MissingValues};
-use deid_engine::local::{LocalConfig, local_search};
+use deid_engine::local::{LocalConfig, LocalMethod, local_search};
 use deid_engine::output::{OutputOptions, SuppressedRecords, write_csv};
 use deid_engine::plan::{Applied, Applier, Plan, Stepped};
 use deid_engine::{
@@ -193,12 +193,14 @@ proptest! {
             time_limit: Duration::from_secs(600),
             ..Default::default()
         };
-        let local = LocalConfig { iterations: 4, gs_factor: None, refine: true };
-        if let Ok(outcome) = local_search(&p, &local, &search, &CancelFlag::new(), &Quiet)
-            && outcome.anonymous
-        {
-            let plan = reproduces(&p, &outcome, &o, &text)?;
-            prop_assert_eq!(plan.steps.len(), outcome.refined.len() + outcome.steps.len());
+        for method in [LocalMethod::Steps, LocalMethod::Sweep] {
+            let local = LocalConfig { iterations: 4, method, ..LocalConfig::default() };
+            if let Ok(outcome) = local_search(&p, &local, &search, &CancelFlag::new(), &Quiet)
+                && outcome.anonymous
+            {
+                let plan = reproduces(&p, &outcome, &o, &text)?;
+                prop_assert_eq!(plan.steps.len(), outcome.refined.len() + outcome.steps.len());
+            }
         }
     }
 }

@@ -1,0 +1,308 @@
+//! The sweep ([`LocalMethod::Sweep`](super::LocalMethod), `docs/definitions.md` §3.6): every
+//! transformation of the lattice in order of its granularity loss over all records (the mean
+//! domain share, normalized per attribute from 1/domain size to 1); each
+//! publishes the classes of the records not yet published that satisfy the privacy models on
+//! their own. Records left after the top transformation are suppressed.
+//!
+//! A record published at a transformation fits no class published at an earlier one: it was
+//! not yet published there, so it would have been a member of that class. The plan's rule "a
+//! row belongs to the first step whose maps send it to a class that step publishes" therefore
+//! holds with one step per transformation that published something, in sweep order.
+
+use std::time::Instant;
+
+use super::LocalStop;
+use super::refine::Ctx;
+use crate::cancel::CancelFlag;
+use crate::error::{EngineError, Result};
+use crate::lattice::Levels;
+use crate::problem::Problem;
+
+/// Most transformations the sweep visits: larger lattices are refused (`local.method`).
+pub const SWEEP_MAX_SPACE: u128 = 2_000_000;
+
+/// The sweep's output.
+pub(super) struct Swept {
+    /// Transformations that published records, in sweep order.
+    pub levels: Vec<Levels>,
+    /// Records not yet published before each of them, and the records it published.
+    pub counts: Vec<(usize, usize)>,
+    /// Step of every base group (`u32::MAX`: suppressed).
+    pub step_of_base: Vec<u32>,
+    /// Generalized codes of every base group at its step (`q` per group).
+    pub codes: Vec<u32>,
+    /// Records no step published.
+    pub suppressed: usize,
+    /// Transformations visited (the sweep's checks).
+    pub visited: u64,
+    /// Why it ended.
+    pub stop: LocalStop,
+}
+
+/// Limits of a sweep: a deadline, a number of transformations and the cancel flag. When one
+/// stops it, the records left are published at the top transformation if they satisfy the
+/// models there as one class (otherwise they are suppressed).
+pub(super) struct SweepLimits<'a> {
+    pub deadline: Option<Instant>,
+    pub max_visits: Option<u64>,
+    pub cancel: &'a CancelFlag,
+}
+
+/// Checks that `problem`'s lattice can be swept (at most [`SWEEP_MAX_SPACE`] transformations)
+/// and that its values pack into 128 bits a record; errors name `local.method`.
+pub(super) fn check_space(problem: &Problem) -> Result<()> {
+    let size = problem.lattice().size().unwrap_or(u128::MAX);
+    if size > SWEEP_MAX_SPACE {
+        return Err(EngineError::config(
+            "local.method",
+            format!(
+                "the sweep visits every transformation: at most {SWEEP_MAX_SPACE}, the \
+                 solution space has {} (use method \"steps\")",
+                problem.lattice().size_string()
+            ),
+        ));
+    }
+    let bits: u32 = widths(problem).iter().sum();
+    if bits > 128 {
+        return Err(EngineError::config(
+            "local.method",
+            format!(
+                "the sweep packs a record's generalized values into 128 bits, these \
+                 quasi-identifiers need {bits} (use method \"steps\")"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Bits of every quasi-identifier's codes (at any level) in the packed keys.
+fn widths(problem: &Problem) -> Vec<u32> {
+    let base = problem.base_groups();
+    let q = problem.qi_columns().len();
+    let lattice = problem.lattice();
+    (0..q)
+        .map(|i| {
+            let h = &problem.hierarchies()[i];
+            let mut max = 0u32;
+            for g in 0..base.len() {
+                let code = base.codes[g * q + i];
+                for l in lattice.min()[i]..=lattice.max()[i] {
+                    max = max.max(h.code(l as usize, code));
+                }
+            }
+            32 - max.leading_zeros()
+        })
+        .collect()
+}
+
+/// Every transformation of the lattice, cheapest first: by its granularity loss over all
+/// records, then by the sum of levels, then by the levels.
+fn sweep_order(problem: &Problem) -> Vec<Levels> {
+    let base = problem.base_groups();
+    let q = problem.qi_columns().len();
+    let lattice = problem.lattice();
+    let (min, max) = (lattice.min(), lattice.max());
+    let total: f64 = base.counts.iter().map(|&c| c as f64).sum::<f64>().max(1.0);
+    // Mean share of every attribute at every level, normalized as granularity's loss is (from
+    // 1/domain size to 1): the summed loss of a transformation is separable, so its mean is the
+    // sum of these.
+    let mean: Vec<Vec<f64>> = (0..q)
+        .map(|i| {
+            let h = &problem.hierarchies()[i];
+            let floor = 1.0 / h.domain_size.max(1) as f64;
+            (0..=max[i] as usize)
+                .map(|l| {
+                    let m = (0..base.len())
+                        .map(|g| {
+                            let code = h.code(l, base.codes[g * q + i]);
+                            base.counts[g] as f64 * h.share(l, code)
+                        })
+                        .sum::<f64>()
+                        / total;
+                    if floor < 1.0 {
+                        (m - floor) / (1.0 - floor)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut all: Vec<(f64, u32, Levels)> = Vec::new();
+    let mut levels: Levels = min.to_vec();
+    loop {
+        let cost = (0..q).map(|i| mean[i][levels[i] as usize]).sum::<f64>();
+        let sum = levels.iter().map(|&l| l as u32).sum::<u32>();
+        all.push((cost, sum, levels.clone()));
+        // Next level vector (odometer over [min, max]).
+        let mut i = 0;
+        loop {
+            if i == q {
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+                return all.into_iter().map(|(_, _, l)| l).collect();
+            }
+            if levels[i] < max[i] {
+                levels[i] += 1;
+                break;
+            }
+            levels[i] = min[i];
+            i += 1;
+        }
+    }
+}
+
+/// Runs the sweep on `problem` (checked with [`check_space`]).
+pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
+    let ctx = Ctx::new(problem);
+    let base = problem.base_groups();
+    let q = problem.qi_columns().len();
+    let widths = widths(problem);
+    let order = sweep_order(problem);
+    let mut swept = Swept {
+        levels: Vec::new(),
+        counts: Vec::new(),
+        step_of_base: vec![u32::MAX; base.len()],
+        codes: vec![0; base.len() * q],
+        suppressed: 0,
+        visited: 0,
+        stop: LocalStop::Complete,
+    };
+    let mut left: Vec<u32> = (0..base.len() as u32).collect();
+    let mut keys: Vec<(u128, u32)> = Vec::with_capacity(left.len());
+    let top = problem.lattice().max().to_vec();
+    let mut cut = None;
+    for levels in &order {
+        if left.is_empty() {
+            break;
+        }
+        if let Some(stop) = stopped(limits, swept.visited) {
+            cut = Some(stop);
+            break;
+        }
+        swept.visited += 1;
+        publish_at(&ctx, levels, &widths, &mut left, &mut keys, &mut swept);
+    }
+    if let Some(stop) = cut {
+        swept.stop = stop;
+        publish_at(&ctx, &top, &widths, &mut left, &mut keys, &mut swept);
+    }
+    // Records left over (too few, or not diverse, at the top) beyond the suppression limit:
+    // the last step's smallest classes join them at the top until they satisfy the models.
+    if ctx.records(&left) as usize > problem.max_suppressed() {
+        'steps: while let Some(classes) = last_step_classes(&ctx, &swept) {
+            for members in classes {
+                take_back(&ctx, &members, &mut swept);
+                left.extend(members);
+                if ctx.holds(&left) {
+                    left.sort_unstable();
+                    publish_at(&ctx, &top, &widths, &mut left, &mut keys, &mut swept);
+                    break 'steps;
+                }
+            }
+        }
+    }
+    swept.suppressed = ctx.records(&left) as usize;
+    if swept.suppressed > 0 && cut.is_none() {
+        swept.stop = LocalStop::NoProgress;
+    }
+    swept
+}
+
+/// The classes of the last step, smallest first (fewest records, then first base group); None
+/// if there is no step. Their records fit no class of an earlier step (they were not yet
+/// published there), so they may be published at the top after every other step.
+fn last_step_classes(ctx: &Ctx<'_>, swept: &Swept) -> Option<Vec<Vec<u32>>> {
+    let last = swept.levels.len().checked_sub(1)? as u32;
+    let q = ctx.q;
+    let mut classes: std::collections::BTreeMap<&[u32], Vec<u32>> = Default::default();
+    for (g, &s) in swept.step_of_base.iter().enumerate() {
+        if s == last {
+            classes
+                .entry(&swept.codes[g * q..(g + 1) * q])
+                .or_default()
+                .push(g as u32);
+        }
+    }
+    let mut classes: Vec<Vec<u32>> = classes.into_values().collect();
+    classes.sort_by_key(|m| (ctx.records(m), m[0]));
+    Some(classes)
+}
+
+/// Takes the class `members` of the last step back out of the output; the step goes once it
+/// publishes nothing.
+fn take_back(ctx: &Ctx<'_>, members: &[u32], swept: &mut Swept) {
+    for &g in members {
+        swept.step_of_base[g as usize] = u32::MAX;
+    }
+    let records = ctx.records(members) as usize;
+    let counts = swept.counts.last_mut().expect("a step per level vector");
+    counts.1 -= records;
+    if counts.1 == 0 {
+        swept.levels.pop();
+        swept.counts.pop();
+    }
+}
+
+/// Why the sweep stops before its next transformation, if it does.
+fn stopped(limits: &SweepLimits<'_>, visited: u64) -> Option<LocalStop> {
+    if limits.cancel.is_cancelled() {
+        return Some(LocalStop::Cancelled);
+    }
+    if limits.max_visits.is_some_and(|m| visited >= m) {
+        return Some(LocalStop::CheckLimit);
+    }
+    if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        return Some(LocalStop::TimeLimit);
+    }
+    None
+}
+
+/// Publishes, at `levels`, the classes of the base groups `left` that satisfy the models, as
+/// the next step if there are any; `left` keeps the others.
+fn publish_at(
+    ctx: &Ctx<'_>,
+    levels: &[u8],
+    widths: &[u32],
+    left: &mut Vec<u32>,
+    keys: &mut Vec<(u128, u32)>,
+    swept: &mut Swept,
+) {
+    let q = widths.len();
+    keys.clear();
+    keys.extend(left.iter().map(|&g| {
+        let key = (0..q).fold(0u128, |key, i| {
+            (key << widths[i]) | ctx.code(g as usize, i, levels[i]) as u128
+        });
+        (key, g)
+    }));
+    keys.sort_unstable();
+    let step = swept.levels.len() as u32;
+    let before = ctx.records(left) as usize;
+    let mut published = 0usize;
+    let mut members: Vec<u32> = Vec::new();
+    let mut start = 0;
+    while start < keys.len() {
+        let mut end = start + 1;
+        while end < keys.len() && keys[end].0 == keys[start].0 {
+            end += 1;
+        }
+        members.clear();
+        members.extend(keys[start..end].iter().map(|&(_, g)| g));
+        if ctx.holds(&members) {
+            for &g in &members {
+                let g = g as usize;
+                swept.step_of_base[g] = step;
+                for (i, &level) in levels.iter().enumerate() {
+                    swept.codes[g * q + i] = ctx.code(g, i, level);
+                }
+            }
+            published += ctx.records(&members) as usize;
+        }
+        start = end;
+    }
+    if published > 0 {
+        left.retain(|&g| swept.step_of_base[g as usize] == u32::MAX);
+        swept.levels.push(levels.to_vec());
+        swept.counts.push((before, published));
+    }
+}
