@@ -480,7 +480,7 @@ class LocalGeneralization:
     gs_factor: float | None = None
     refine: bool | None = None
     """Refine the published classes into finer ones (default true); False gives ARX's procedure's output."""
-    method: str | None = None
+    method: Literal["steps", "sweep"] | None = None
     """``steps`` (default: ARX's procedure) or ``sweep`` (every transformation in order of its granularity loss)."""
 
     def to_json(self) -> dict[str, Any]:

@@ -572,7 +572,7 @@ class LocalReport:
     """What local generalization did."""
 
     SCHEMA: ClassVar[str] = "Report.local"
-    method: str | None = None
+    method: Literal["steps", "sweep"] | None = None
     """``steps`` (ARX's procedure) or ``sweep``."""
     iterations: int | None = None
     gs_factor: float | None = None

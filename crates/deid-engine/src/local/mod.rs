@@ -526,6 +526,17 @@ pub fn local_search(
     if outcome.suppressed > 0 && !cancel.is_cancelled() {
         outcome = run.with_global_start(outcome, gs, whole)?;
     }
+    finish(problem, local, cancel, start, outcome)
+}
+
+/// Judges, verifies and (if `local.refine` and not cancelled) refines an assembled output.
+fn finish(
+    problem: &Problem,
+    local: &LocalConfig,
+    cancel: &CancelFlag,
+    start: Instant,
+    mut outcome: LocalOutcome,
+) -> Result<LocalOutcome> {
     outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
     verify_output(problem, &outcome)?;
     if local.refine && outcome.has_solution() && !cancel.is_cancelled() {
@@ -569,7 +580,7 @@ fn swept(
             optimal_proven: false,
         })
         .collect();
-    let mut outcome = LocalOutcome {
+    let outcome = LocalOutcome {
         steps,
         suppressed: s.suppressed,
         stop: s.stop,
@@ -586,13 +597,7 @@ fn swept(
         codes: s.codes,
         q: problem.qi_columns().len(),
     };
-    outcome.anonymous = outcome.has_solution() && outcome.suppressed <= problem.max_suppressed();
-    verify_output(problem, &outcome)?;
-    if local.refine && outcome.has_solution() && !cancel.is_cancelled() {
-        outcome.refine_checked(problem);
-    }
-    outcome.elapsed = start.elapsed();
-    Ok(outcome)
+    finish(problem, local, cancel, start, outcome)
 }
 
 /// True if `a` published something and suppresses fewer records than `b` (or `b` published
