@@ -8,8 +8,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Outputs, ProblemArgs, job_spec, run_task};
-use crate::job::spec::{DurationSpec, GeneticSpec, LocalMethodSpec, Task};
+use crate::job::spec::{DurationSpec, GeneticSpec, Task};
 use crate::job::task::Verdict;
+use deid_engine::local::LocalMethod;
 use deid_engine::{Algorithm, CancelFlag, Improvement, NoObserver, Progress, ProgressObserver};
 
 /// Flags of `deid anonymize`.
@@ -52,8 +53,8 @@ pub struct AnonymizeArgs {
     /// Local generalization's method: `steps` (ARX's procedure, the default) or `sweep` (every
     /// transformation in order of its mean domain share; the specification's `local.method`).
     /// Turns local generalization on by itself.
-    #[arg(long, value_name = "METHOD")]
-    pub local_method: Option<LocalMethodSpec>,
+    #[arg(long, value_name = "METHOD", value_parser = super::names::local_method_parser())]
+    pub local_method: Option<LocalMethod>,
     /// Genetic algorithm: generations (the stop with `--stop-after-iterations`, else the
     /// stagnation window before re-seeding).
     #[arg(long)]

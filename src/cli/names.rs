@@ -1,14 +1,21 @@
-//! Command-line values named by the engine's own lists: `--algorithm` ([`Algorithm::ALL`]) and
-//! `--quality` ([`QualityModel::ALL`]). clap rejects any other name and lists the valid ones;
+//! Command-line values named by the engine's own lists: `--algorithm` ([`Algorithm::ALL`]),
+//! `--quality` ([`QualityModel::ALL`]) and `--local-method` ([`LocalMethod::ALL`]). clap rejects any other name and lists the valid ones;
 //! the engine crate stays free of clap.
 
 use clap::ValueEnum;
-use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
+use clap::builder::{EnumValueParser, PossibleValue, PossibleValuesParser, TypedValueParser};
+use deid_engine::local::LocalMethod;
 use deid_engine::{Algorithm, QualityModel};
 
 /// Parses `--algorithm`: every [`Algorithm::name`], plus `igreedy` for `improved-greedy`.
 pub fn algorithm_parser() -> impl TypedValueParser<Value = Algorithm> {
     EnumValueParser::<AlgorithmName>::new().map(|a| a.0)
+}
+
+/// Parses `--local-method`: every [`LocalMethod::name`].
+pub fn local_method_parser() -> impl TypedValueParser<Value = LocalMethod> {
+    PossibleValuesParser::new(LocalMethod::NAMES)
+        .map(|name| LocalMethod::from_name(&name).expect("one of LocalMethod::NAMES"))
 }
 
 /// Parses `--quality`: every [`QualityModel::name`].

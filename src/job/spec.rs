@@ -574,17 +574,7 @@ pub struct LocalSpec {
     /// `sweep` (every transformation in order of its mean domain share; `iterations` and
     /// `gs_factor` do not apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<LocalMethodSpec>,
-}
-
-/// The `local.method` of a job specification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LocalMethodSpec {
-    /// ARX's procedure: global searches on the records still suppressed.
-    Steps,
-    /// Every transformation in order of its mean domain share.
-    Sweep,
+    pub method: Option<deid_engine::local::LocalMethod>,
 }
 
 impl LocalSpec {
@@ -595,10 +585,7 @@ impl LocalSpec {
             iterations: self.iterations.unwrap_or(d.iterations),
             gs_factor: self.gs_factor.or(d.gs_factor),
             refine: self.refine.unwrap_or(d.refine),
-            method: match self.method {
-                Some(LocalMethodSpec::Sweep) => deid_engine::local::LocalMethod::Sweep,
-                Some(LocalMethodSpec::Steps) | None => d.method,
-            },
+            method: self.method.unwrap_or(d.method),
         }
     }
 }

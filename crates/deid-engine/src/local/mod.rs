@@ -49,14 +49,15 @@ mod sweep;
 
 pub use sweep::SWEEP_MAX_SPACE;
 
-/// How local generalization assigns records to transformations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How local generalization assigns records to transformations (JSON: `steps`, `sweep`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LocalMethod {
     /// ARX's procedure: global searches on the records still suppressed, each publishing at
     /// least 1/N of the records ([`LocalConfig::iterations`]).
     #[default]
     Steps,
-    /// Every transformation in order of its mean domain share; each publishes the classes of
+    /// Every transformation in order of its granularity loss; each publishes the classes of
     /// the records not yet published that satisfy the models on their own (`local::sweep`).
     /// Class-based models only (not average risk), on solution spaces of at most
     /// [`SWEEP_MAX_SPACE`] transformations.
@@ -70,6 +71,8 @@ crate::names::enum_names! {
     }
     /// Stable name (`steps`, `sweep`).
     pub fn name;
+    /// The method named `name`.
+    pub fn from_name;
 }
 
 /// Settings of local generalization.
@@ -141,7 +144,8 @@ impl LocalConfig {
             return Err(EngineError::config(
                 "local.method",
                 format!(
-                    "the sweep publishes classes that satisfy the models on their own; {}                      judges the whole output (use method \"steps\")",
+                    "the sweep publishes classes that satisfy the models on their own; {} \
+                     judges the whole output (use method \"steps\")",
                     m.name()
                 ),
             ));

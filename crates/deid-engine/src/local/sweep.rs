@@ -75,22 +75,20 @@ pub(super) fn check_space(problem: &Problem) -> Result<()> {
     Ok(())
 }
 
-/// Bits of every quasi-identifier's codes (at any level) in the packed keys.
+/// Bits of every quasi-identifier's codes in the packed keys: codes of a level are dense, below
+/// the number of distinct values there.
 fn widths(problem: &Problem) -> Vec<u32> {
-    let base = problem.base_groups();
-    let q = problem.qi_columns().len();
     let lattice = problem.lattice();
-    (0..q)
-        .map(|i| {
-            let h = &problem.hierarchies()[i];
-            let mut max = 0u32;
-            for g in 0..base.len() {
-                let code = base.codes[g * q + i];
-                for l in lattice.min()[i]..=lattice.max()[i] {
-                    max = max.max(h.code(l as usize, code));
-                }
-            }
-            32 - max.leading_zeros()
+    problem
+        .hierarchies()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let most = (lattice.min()[i]..=lattice.max()[i])
+                .map(|l| h.distinct(l as usize))
+                .max()
+                .unwrap_or(1);
+            32 - (most.saturating_sub(1) as u32).leading_zeros()
         })
         .collect()
 }
@@ -101,7 +99,7 @@ fn sweep_order(problem: &Problem) -> Vec<Levels> {
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
     let lattice = problem.lattice();
-    let (min, max) = (lattice.min(), lattice.max());
+    let max = lattice.max();
     let total: f64 = base.counts.iter().map(|&c| c as f64).sum::<f64>().max(1.0);
     // Mean share of every attribute at every level, normalized as granularity's loss is (from
     // 1/domain size to 1): the summed loss of a transformation is separable, so its mean is the
@@ -128,27 +126,17 @@ fn sweep_order(problem: &Problem) -> Vec<Levels> {
                 .collect()
         })
         .collect();
-    let mut all: Vec<(f64, u32, Levels)> = Vec::new();
-    let mut levels: Levels = min.to_vec();
-    loop {
-        let cost = (0..q).map(|i| mean[i][levels[i] as usize]).sum::<f64>();
-        let sum = levels.iter().map(|&l| l as u32).sum::<u32>();
-        all.push((cost, sum, levels.clone()));
-        // Next level vector (odometer over [min, max]).
-        let mut i = 0;
-        loop {
-            if i == q {
-                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-                return all.into_iter().map(|(_, _, l)| l).collect();
-            }
-            if levels[i] < max[i] {
-                levels[i] += 1;
-                break;
-            }
-            levels[i] = min[i];
-            i += 1;
-        }
-    }
+    let size = lattice.size().expect("checked by check_space");
+    let mut all: Vec<(f64, u32, Levels)> = (0..size)
+        .filter_map(|id| lattice.levels_of(id))
+        .map(|levels| {
+            let cost = (0..q).map(|i| mean[i][levels[i] as usize]).sum::<f64>();
+            let sum = levels.iter().map(|&l| l as u32).sum::<u32>();
+            (cost, sum, levels)
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    all.into_iter().map(|(_, _, l)| l).collect()
 }
 
 /// Runs the sweep on `problem` (checked with [`check_space`]).
@@ -277,7 +265,6 @@ fn publish_at(
     }));
     keys.sort_unstable();
     let step = swept.levels.len() as u32;
-    let before = ctx.records(left) as usize;
     let mut published = 0usize;
     let mut members: Vec<u32> = Vec::new();
     let mut start = 0;
@@ -301,6 +288,7 @@ fn publish_at(
         start = end;
     }
     if published > 0 {
+        let before = ctx.records(left) as usize;
         left.retain(|&g| swept.step_of_base[g as usize] == u32::MAX);
         swept.levels.push(levels.to_vec());
         swept.counts.push((before, published));
