@@ -50,9 +50,10 @@ pub struct AnonymizeArgs {
     /// the specification's `local.refine: false`).
     #[arg(long, requires = "local_iterations")]
     pub no_local_refine: bool,
-    /// Local generalization's method: `steps` (ARX's procedure, the default) or `sweep` (every
-    /// transformation in order of its mean domain share; the specification's `local.method`).
-    /// Turns local generalization on by itself.
+    /// Local generalization's method: `auto` (the default: the sweep where every model is
+    /// k-anonymity or estimated k-map and the space is small enough, else the steps), `steps`
+    /// (ARX's procedure) or `sweep` (every transformation in order of its mean domain share);
+    /// the specification's `local.method`. Turns local generalization on by itself.
     #[arg(long, value_name = "METHOD", value_parser = super::names::local_method_parser())]
     pub local_method: Option<LocalMethod>,
     /// Genetic algorithm: generations (the stop with `--stop-after-iterations`, else the

@@ -652,7 +652,8 @@ pub struct SearchReport {
 /// What local generalization did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LocalReport {
-    /// The method: `steps` (ARX's procedure) or `sweep`.
+    /// The method that made the output: `steps` (ARX's procedure) or `sweep` (`auto` picks
+    /// one of them).
     pub method: &'static str,
     /// The setting N (at most N steps, each publishing ≥ 1/N of the records).
     pub iterations: u32,
@@ -811,7 +812,7 @@ impl SearchReport {
             warnings: problem_warnings(problem),
             timings: None,
             local: Some(LocalReport {
-                method: settings.method.name(),
+                method: outcome.method.name(),
                 iterations: settings.iterations,
                 gs_factor: outcome.gs_factor,
                 starts_global: outcome.starts_global,

@@ -570,9 +570,10 @@ pub struct LocalSpec {
     /// the models on their own; false gives ARX's procedure's output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine: Option<bool>,
-    /// How records are assigned to transformations: `steps` (ARX's procedure, the default) or
-    /// `sweep` (every transformation in order of its mean domain share; `iterations` and
-    /// `gs_factor` do not apply).
+    /// How records are assigned to transformations: `auto` (the default: the sweep where every
+    /// model is k-anonymity or estimated k-map and the space is small enough, the steps
+    /// otherwise), `steps` (ARX's procedure) or `sweep` (every transformation in order of its
+    /// mean domain share; `iterations` and `gs_factor` do not apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<deid_engine::local::LocalMethod>,
 }

@@ -372,6 +372,25 @@ def test_a_differentially_private_job_from_the_form(browser, server, dataset):
     assert all(n >= r["k"] for n in classes.values()), classes
 
 
+def test_a_local_generalization_job_from_the_form(browser, server, dataset):
+    fill_job_form(browser, server, dataset["id"], QIS, algorithm="auto", time_limit="30s")
+    assert "local" not in json.loads(browser.find_element(By.ID, "job-json").text)  # global
+    Select(browser.find_element(By.ID, "local_method")).select_by_value("sweep")
+    shown = json.loads(browser.find_element(By.ID, "job-json").text)
+    assert shown["local"] == {"method": "sweep"}
+    job_id = submit_job(browser)
+    wait(browser, lambda d: "succeeded" in text(d, "#job-status"), message="the job did not succeed")
+    report = json.loads(server.get(f"/v1/jobs/{job_id}/result"))
+    local = report["local"]
+    assert local["method"] == "sweep"
+    wait(browser, lambda d: d.find_element(By.ID, "local-summary").is_displayed())
+    summary = text(browser, "#local-summary")
+    assert f"Local generalization (sweep): {len(local['steps'])} transformations" in summary, summary
+    # Every class of the output, formed by the quasi-identifiers' values, has at least k records.
+    found = classes(server.get(f"/v1/jobs/{job_id}/result.csv").decode(), list(QIS))
+    assert found and all(n >= 5 for n in found.values()), found
+
+
 def post_json(server, path, body):
     req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})

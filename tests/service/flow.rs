@@ -158,10 +158,15 @@ async fn local_generalization_job(kind: Db) {
     let mut spec = adult_job(&dataset, k, 0.05);
     spec["time_limit"] = json!("4s");
     let global = app.create_job(&spec).await;
-    spec["local"] = json!({"iterations": 50});
+    spec["local"] = json!({"iterations": 50, "method": "steps"});
     let local = app.create_job(&spec).await;
+    // The default method sweeps k-anonymity; the time limit is far from what it needs (about a
+    // second), so nothing cuts it.
+    spec["local"] = json!({});
+    spec["time_limit"] = json!("60s");
+    let swept = app.create_job(&spec).await;
     let mut reports = Vec::new();
-    for job in [&global, &local] {
+    for job in [&global, &local, &swept] {
         let id = job["id"].as_str().unwrap();
         let events = app.events(id, Duration::from_secs(120)).await;
         let (last, view) = events.last().unwrap();
@@ -212,6 +217,33 @@ async fn local_generalization_job(kind: Db) {
         loss(global)
     );
     assert!(suppressed <= global["suppressed_rows"].as_u64().unwrap());
+
+    // The sweep: its progress streams while it runs (transformations visited), its classes
+    // are k-anonymous in the CSV, and it is finer than the steps.
+    let (sweep, sweep_csv, sweep_events) = &reports[2];
+    assert_eq!(sweep["local"]["method"], "sweep", "{sweep}");
+    assert_eq!(report["local"]["method"], "steps", "{report}");
+    let visited: Vec<u64> = sweep_events
+        .iter()
+        .filter(|(n, _)| n == "progress")
+        .filter_map(|(_, v)| v["progress"]["checks"].as_u64())
+        .collect();
+    assert!(visited.windows(2).all(|w| w[0] <= w[1]), "{visited:?}");
+    assert_eq!(
+        visited.last().copied(),
+        sweep["checks"].as_u64(),
+        "{visited:?}"
+    );
+    let sweep_suppressed = sweep["suppressed_rows"].as_u64().unwrap();
+    let (rows, starred) = check_k_anonymity(sweep_csv, b';', &ADULT_QIS, k as usize, 30162);
+    assert_eq!(rows, 30162);
+    assert!(starred as u64 >= sweep_suppressed);
+    assert!(
+        loss(sweep) < loss(report),
+        "sweep {} steps {}",
+        loss(sweep),
+        loss(report)
+    );
     app.stop().await;
 }
 both_databases!(

@@ -87,6 +87,7 @@ export async function jobPage(main, [id], signal) {
     candidates: h("div", { id: "candidates" }),
     values: h("div", { id: "utility-analysis" }),
     dp: h("p", { id: "dp-summary", hidden: true }),
+    local: h("p", { id: "local-summary", hidden: true }),
     raw: h("pre", { id: "report-json" }),
   };
   main.append(
@@ -101,7 +102,7 @@ export async function jobPage(main, [id], signal) {
         h("dt", null, "Elapsed"), el.elapsed, h("dt", null, "Best utility"), el.utility)),
       h("div", { class: "panel" }, h("label", { for: "explored" }, "Explored share of the solution space"), el.explored, el.exploredText)),
     h("h2", null, "Utility over time"), el.chart, el.improvements,
-    h("h2", null, "Best transformation"), el.dp, el.transformation,
+    h("h2", null, "Best transformation"), el.dp, el.local, el.transformation,
     h("h2", null, "Candidates"), el.candidates,
     h("h2", null, "Utility analysis"), el.values,
     h("h2", null, "Risk before and after"), el.risk,
@@ -164,6 +165,7 @@ export async function jobPage(main, [id], signal) {
     showValues(el.values, r);
     showRisk(el.risk, r.risk);
     showDp(el.dp, r.differential_privacy);
+    showLocal(el.local, r.local);
     fill(el.raw, JSON.stringify(r, null, 2));
   };
 
@@ -254,6 +256,17 @@ function showDp(target, dp) {
     `k = ${dp.k}, β = ${dp.beta.toFixed(4)}, seed ${dp.seed}: ${dp.sampled_records} of ` +
     `${dp.input_records} records sampled, ${dp.released_records} released. ` +
     "Quality and risks below measure the released sample.");
+}
+
+/** What local generalization did: its method, transformations, published and suppressed records. */
+function showLocal(target, local) {
+  if (!local) return;
+  target.hidden = false;
+  const published = local.steps.reduce((n, s) => n + s.published_rows, 0);
+  fill(target, `Local generalization (${local.method}): ${local.steps.length} transformations published ` +
+    `${published.toLocaleString("en-US")} records, ${local.suppressed_rows.toLocaleString("en-US")} suppressed` +
+    (local.refined_rows ? `, ${local.refined_rows.toLocaleString("en-US")} refined` : "") +
+    ". The table below shows the first one; quality and risks measure the whole output.");
 }
 
 /** The measures of the risk table: label, value of a RiskReport, and whether it is a share. */

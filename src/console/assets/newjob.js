@@ -7,6 +7,12 @@ import { h, fill, notice } from "./ui.js";
 const ROLES = ["insensitive", "quasi_identifying", "sensitive", "identifying"];
 const QUALITY = ["loss", "aecs", "discernibility", "discernibility-star", "precision", "height", "entropy",
   "normalized-entropy", "kl-divergence", "ambiguity"];
+const LOCAL_METHODS = [
+  ["", "global: one transformation for every record"],
+  ["auto", "local: auto (sweep for k-anonymity, else steps)"],
+  ["sweep", "local: sweep over the transformations"],
+  ["steps", "local: ARX's steps"],
+];
 const ALGORITHMS = ["auto", "flash", "lightning", "top-down", "genetic", "bfs", "datafly", "improved-greedy", "exhaustive"];
 
 /** A labelled field with its error slot; `path` is the specification field it edits. */
@@ -62,6 +68,7 @@ export async function newJob(main, [datasetId], signal) {
   const quality = h("select", { id: "quality" }, QUALITY.map((q) => h("option", { value: q }, q)));
   const algorithm = h("select", { id: "algorithm" }, ALGORITHMS.map((a) => h("option", { value: a }, a)));
   const timeLimit = h("input", { id: "time_limit", type: "text", value: "30s", size: 8 });
+  const localMethod = h("select", { id: "local_method" }, LOCAL_METHODS.map(([v, label]) => h("option", { value: v }, label)));
   const candidates = h("input", { id: "candidates", type: "number", min: 0, max: 100, step: 1, placeholder: "20" });
   const preview = h("pre", { id: "job-json", "aria-live": "off" });
   const formError = h("div", { id: "form-error" });
@@ -76,6 +83,8 @@ export async function newJob(main, [datasetId], signal) {
       field("suppression_limit", "Suppression limit (share of records)", suppression),
       field("quality", "Quality model", quality),
       field("algorithm", "Algorithm", algorithm),
+      field("local.method", "Generalization", localMethod,
+        "local: records of different groups get different transformations"),
       field("time_limit", "Time limit", timeLimit, "milliseconds or 500ms, 30s, 5m"),
       field("candidates", "Candidates to keep", candidates,
         "other anonymous transformations listed on the job page (0–100, default 20)")),
@@ -148,6 +157,7 @@ export async function newJob(main, [datasetId], signal) {
     if (suppression.value !== "") spec.suppression_limit = Number(suppression.value);
     spec.quality = quality.value;
     spec.algorithm = algorithm.value;
+    if (localMethod.value) spec.local = { method: localMethod.value };
     if (timeLimit.value.trim()) spec.time_limit = /^\d+$/.test(timeLimit.value.trim()) ? Number(timeLimit.value.trim()) : timeLimit.value.trim();
     if (candidates.value.trim() !== "") {
       const n = Number(candidates.value.trim());

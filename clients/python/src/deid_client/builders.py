@@ -480,8 +480,8 @@ class LocalGeneralization:
     gs_factor: float | None = None
     refine: bool | None = None
     """Refine the published classes into finer ones (default true); False gives ARX's procedure's output."""
-    method: Literal["steps", "sweep"] | None = None
-    """``steps`` (default: ARX's procedure) or ``sweep`` (every transformation in order of its granularity loss)."""
+    method: Literal["auto", "steps", "sweep"] | None = None
+    """``auto`` (default: ``sweep`` for k-anonymity and k-map on spaces it can visit, else ``steps``), ``steps`` (ARX's procedure) or ``sweep`` (every transformation in order of its granularity loss)."""
 
     def to_json(self) -> dict[str, Any]:
         return _drop_none({f.name: getattr(self, f.name) for f in fields(self)})

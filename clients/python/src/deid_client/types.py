@@ -573,7 +573,7 @@ class LocalReport:
 
     SCHEMA: ClassVar[str] = "Report.local"
     method: Literal["steps", "sweep"] | None = None
-    """``steps`` (ARX's procedure) or ``sweep``."""
+    """The method that made the output: ``steps`` (ARX's procedure) or ``sweep``."""
     iterations: int | None = None
     gs_factor: float | None = None
     starts_global: bool | None = None

@@ -49,13 +49,16 @@ mod sweep;
 
 pub use sweep::SWEEP_MAX_SPACE;
 
-/// How local generalization assigns records to transformations (JSON: `steps`, `sweep`).
+/// How local generalization assigns records to transformations (JSON: `auto`, `steps`,
+/// `sweep`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LocalMethod {
+    /// The sweep where it suits the problem, the steps elsewhere ([`LocalConfig::method_for`]).
+    #[default]
+    Auto,
     /// ARX's procedure: global searches on the records still suppressed, each publishing at
     /// least 1/N of the records ([`LocalConfig::iterations`]).
-    #[default]
     Steps,
     /// Every transformation in order of its granularity loss; each publishes the classes of
     /// the records not yet published that satisfy the models on their own (`local::sweep`).
@@ -66,10 +69,11 @@ pub enum LocalMethod {
 
 crate::names::enum_names! {
     LocalMethod {
+        Auto => "auto",
         Steps => "steps",
         Sweep => "sweep",
     }
-    /// Stable name (`steps`, `sweep`).
+    /// Stable name (`auto`, `steps`, `sweep`).
     pub fn name;
     /// The method named `name`.
     pub fn from_name;
@@ -91,7 +95,7 @@ pub struct LocalConfig {
     /// output is ARX's procedure's. Problems with a sample-based model (average risk) are never
     /// refined.
     pub refine: bool,
-    /// How records are assigned to transformations (default: ARX's steps).
+    /// How records are assigned to transformations (default: [`LocalMethod::Auto`]).
     pub method: LocalMethod,
 }
 
@@ -101,10 +105,14 @@ impl Default for LocalConfig {
             iterations: 100,
             gs_factor: None,
             refine: true,
-            method: LocalMethod::Steps,
+            method: LocalMethod::Auto,
         }
     }
 }
+
+/// Most transformations times base groups for which [`LocalMethod::Auto`] sweeps: cup's
+/// 45,000 transformations over about 60,000 base groups (2.7·10⁹) take about 3 s.
+pub const SWEEP_AUTO_MAX_WORK: u128 = 10_000_000_000;
 
 /// Largest accepted [`LocalConfig::iterations`].
 pub const MAX_LOCAL_ITERATIONS: u32 = 10_000;
@@ -130,6 +138,39 @@ impl LocalConfig {
             sweep::check_space(problem)?;
         }
         Ok(())
+    }
+
+    /// The method that runs on `problem`: the one configured, or for [`LocalMethod::Auto`] the
+    /// sweep if every privacy model is k-anonymity or estimated k-map (class sizes only), the
+    /// sweep can visit the space ([`SWEEP_MAX_SPACE`], keys of at most 128 bits) and the
+    /// transformations times the base groups are at most [`SWEEP_AUTO_MAX_WORK`]; otherwise
+    /// the steps. With k-anonymity alone the sweep was finer and about as fast on adult, cup
+    /// and fars_int; with ℓ-diversity of a skewed attribute (fars_int's `iinjury`) it was
+    /// much coarser (docs/benchmarks.md, local generalization).
+    pub fn method_for(&self, problem: &Problem) -> LocalMethod {
+        match self.method {
+            LocalMethod::Auto => {
+                let sizes_only = problem.config().privacy.iter().all(|m| {
+                    matches!(
+                        m,
+                        PrivacyModel::KAnonymity { .. } | PrivacyModel::KMap { .. }
+                    )
+                });
+                let work = problem
+                    .lattice()
+                    .size()
+                    .map(|s| s.saturating_mul(problem.base_groups().len() as u128));
+                if sizes_only
+                    && sweep::check_space(problem).is_ok()
+                    && work.is_some_and(|w| w <= SWEEP_AUTO_MAX_WORK)
+                {
+                    LocalMethod::Sweep
+                } else {
+                    LocalMethod::Steps
+                }
+            }
+            m => m,
+        }
     }
 
     /// Checks that the method supports the models (errors name `local.method`): the sweep
@@ -309,6 +350,8 @@ crate::names::enum_names! {
 /// published. Implements [`Recoding`] for output and post-hoc quality.
 #[derive(Debug, Clone)]
 pub struct LocalOutcome {
+    /// The method that made the output: [`LocalMethod::Steps`] or [`LocalMethod::Sweep`].
+    pub method: LocalMethod,
     /// The steps that published records, in order.
     pub steps: Vec<LocalStep>,
     /// Records no step published (suppressed in the output).
@@ -481,8 +524,8 @@ pub fn local_search(
 ) -> Result<LocalOutcome> {
     local.validate(problem)?;
     let start = Instant::now();
-    if local.method == LocalMethod::Sweep {
-        return swept(problem, local, search_config, cancel, start);
+    if local.method_for(problem) == LocalMethod::Sweep {
+        return swept(problem, local, search_config, cancel, observer, start);
     }
     let whole = Budget {
         time: search_config.time_limit,
@@ -557,12 +600,15 @@ fn swept(
     local: &LocalConfig,
     search_config: &SearchConfig,
     cancel: &CancelFlag,
+    observer: &dyn LocalObserver,
     start: Instant,
 ) -> Result<LocalOutcome> {
     let limits = sweep::SweepLimits {
-        deadline: start.checked_add(search_config.time_limit),
+        start,
+        limit: search_config.time_limit,
         max_visits: search_config.check_limit,
         cancel,
+        observer,
     };
     let s = sweep::sweep(problem, &limits);
     let steps = s
@@ -585,6 +631,7 @@ fn swept(
         })
         .collect();
     let outcome = LocalOutcome {
+        method: LocalMethod::Sweep,
         steps,
         suppressed: s.suppressed,
         stop: s.stop,
@@ -723,6 +770,7 @@ impl AttemptState {
     /// The attempt's outcome (not yet judged: `anonymous` is false).
     fn into_outcome(self, attempt: &Attempt, stop: LocalStop, elapsed: Duration) -> LocalOutcome {
         LocalOutcome {
+            method: LocalMethod::Steps,
             steps: self.steps,
             suppressed: self.left,
             stop,

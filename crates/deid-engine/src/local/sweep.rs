@@ -11,12 +11,16 @@
 
 use std::time::Instant;
 
-use super::LocalStop;
 use super::refine::Ctx;
+use super::{LocalObserver, LocalStop};
 use crate::cancel::CancelFlag;
 use crate::error::{EngineError, Result};
 use crate::lattice::Levels;
 use crate::problem::Problem;
+use crate::search::{Algorithm, Phase, Progress};
+
+/// Transformations visited between two progress snapshots of the sweep.
+const PROGRESS_EVERY: u64 = 256;
 
 /// Most transformations the sweep visits: larger lattices are refused (`local.method`).
 pub const SWEEP_MAX_SPACE: u128 = 2_000_000;
@@ -41,11 +45,43 @@ pub(super) struct Swept {
 
 /// Limits of a sweep: a deadline, a number of transformations and the cancel flag. When one
 /// stops it, the records left are published at the top transformation if they satisfy the
-/// models there as one class (otherwise they are suppressed).
+/// models there as one class (otherwise they are suppressed). Progress goes to `observer`
+/// (clock from `start`, the time limit `limit`).
 pub(super) struct SweepLimits<'a> {
-    pub deadline: Option<Instant>,
+    pub start: Instant,
+    pub limit: std::time::Duration,
     pub max_visits: Option<u64>,
     pub cancel: &'a CancelFlag,
+    pub observer: &'a dyn LocalObserver,
+}
+
+impl SweepLimits<'_> {
+    /// A progress snapshot after `visited` of `size` transformations, `steps` of which
+    /// published records.
+    fn report(&self, visited: u64, size: usize, steps: usize, phase: Phase) {
+        let elapsed = self.start.elapsed();
+        let explored = if size > 0 {
+            visited as f64 / size as f64
+        } else {
+            1.0
+        };
+        let by_time = elapsed.as_secs_f64() / self.limit.as_secs_f64().max(1e-9);
+        let by_checks = self
+            .max_visits
+            .map_or(0.0, |m| visited as f64 / m.max(1) as f64);
+        let progress = Progress {
+            algorithm: Algorithm::Exhaustive,
+            phase,
+            checks: visited,
+            expansions: 0,
+            elapsed,
+            space_size: size as f64,
+            explored: explored.min(1.0),
+            progress: explored.max(by_time).max(by_checks).min(1.0),
+            best_score: None,
+        };
+        self.observer.progress(steps, &progress);
+    }
 }
 
 /// Checks that `problem`'s lattice can be swept (at most [`SWEEP_MAX_SPACE`] transformations)
@@ -167,6 +203,14 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
             cut = Some(stop);
             break;
         }
+        if swept.visited.is_multiple_of(PROGRESS_EVERY) {
+            limits.report(
+                swept.visited,
+                order.len(),
+                swept.levels.len(),
+                Phase::Searching,
+            );
+        }
         swept.visited += 1;
         publish_at(&ctx, levels, &widths, &mut left, &mut keys, &mut swept);
     }
@@ -193,6 +237,12 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
     if swept.suppressed > 0 && cut.is_none() {
         swept.stop = LocalStop::NoProgress;
     }
+    limits.report(
+        swept.visited,
+        order.len(),
+        swept.levels.len(),
+        Phase::Finished,
+    );
     swept
 }
 
@@ -239,7 +289,7 @@ fn stopped(limits: &SweepLimits<'_>, visited: u64) -> Option<LocalStop> {
     if limits.max_visits.is_some_and(|m| visited >= m) {
         return Some(LocalStop::CheckLimit);
     }
-    if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+    if limits.start.elapsed() >= limits.limit {
         return Some(LocalStop::TimeLimit);
     }
     None

@@ -36,12 +36,33 @@ fn flash() -> SearchConfig {
     }
 }
 
+/// The default settings with ARX's steps (the default method, `auto`, sweeps k-anonymity).
+fn arx_steps() -> LocalConfig {
+    LocalConfig {
+        method: LocalMethod::Steps,
+        ..LocalConfig::default()
+    }
+}
+
 #[derive(Default)]
 struct Steps(std::sync::Mutex<Vec<(usize, usize)>>);
 
 impl LocalObserver for Steps {
     fn step_done(&self, step: &LocalStep, left: usize) {
         self.0.lock().unwrap().push((step.published, left));
+    }
+}
+
+/// Records the sweep's progress snapshots: checks and share of the space explored.
+#[derive(Default)]
+struct Progressed(std::sync::Mutex<Vec<(u64, f64)>>);
+
+impl LocalObserver for Progressed {
+    fn progress(&self, _step: usize, progress: &deid_engine::search::Progress) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((progress.checks, progress.explored));
     }
 }
 
@@ -54,14 +75,19 @@ fn local_with(
     local_search(p, config, search, &CancelFlag::new(), &Steps::default())
 }
 
-/// Local generalization of `p` with the default settings and [`flash`].
+/// Local generalization of `p` with the default settings of the steps and [`flash`].
 fn local_default(p: &Problem) -> deid_engine::Result<deid_engine::local::LocalOutcome> {
-    local_with(p, &LocalConfig::default(), &flash())
+    local_with(p, &arx_steps(), &flash())
 }
 
 /// The output with suppressed records marked by [`MARKER`] and their sensitive values kept (the
 /// verifier's global distributions need every record).
 fn csv<R: deid_engine::output::Recoding>(p: &Problem, r: &R) -> Output {
+    Output::parse(&csv_text(p, r), b';')
+}
+
+/// The output CSV of `r` (suppressed records marked, sensitive values kept).
+fn csv_text<R: deid_engine::output::Recoding>(p: &Problem, r: &R) -> String {
     let options = OutputOptions {
         suppressed: SuppressedRecords::KeepSensitive,
         marker: MARKER.into(),
@@ -69,7 +95,7 @@ fn csv<R: deid_engine::output::Recoding>(p: &Problem, r: &R) -> Output {
     };
     let mut buf = Vec::new();
     deid_engine::output::write_csv(p, r, &mut buf, b';', &options).unwrap();
-    Output::parse(&String::from_utf8(buf).unwrap(), b';')
+    String::from_utf8(buf).unwrap()
 }
 
 /// Granularity computed from the output CSV and the hierarchy files alone: the mean over
@@ -136,7 +162,7 @@ fn check(privacy: &[&str], models: &[Model]) {
     };
     let local = local_search(
         &local_problem,
-        &LocalConfig::default(),
+        &arx_steps(),
         &budget,
         &CancelFlag::new(),
         &steps,
@@ -180,7 +206,7 @@ fn check(privacy: &[&str], models: &[Model]) {
         &local_problem,
         &LocalConfig {
             refine: false,
-            ..LocalConfig::default()
+            ..arx_steps()
         },
         &budget,
         &CancelFlag::new(),
@@ -312,7 +338,7 @@ fn the_sweep_publishes_verified_classes_finer_than_the_steps() {
             assert_eq!(s.candidates, left, "{privacy:?}");
             left -= s.published;
         }
-        let steps = local_with(&p, &LocalConfig::default(), &flash()).unwrap();
+        let steps = local_with(&p, &arx_steps(), &flash()).unwrap();
         let (a, b) = (
             granularity_from_csv(&out, &qis),
             granularity_from_csv(&csv(&p, &steps), &qis),
@@ -377,7 +403,7 @@ fn a_second_attempt_rescues_a_skewed_sensitive_attribute() {
     let run = |gs_factor: Option<f64>| {
         let config = LocalConfig {
             gs_factor,
-            ..LocalConfig::default()
+            ..arx_steps()
         };
         local_with(&p, &config, &search).unwrap()
     };
@@ -430,14 +456,14 @@ fn unsupported_models_and_bad_settings_are_refused() {
         (
             LocalConfig {
                 iterations: 0,
-                ..LocalConfig::default()
+                ..arx_steps()
             },
             "local.iterations",
         ),
         (
             LocalConfig {
                 gs_factor: Some(1.5),
-                ..LocalConfig::default()
+                ..arx_steps()
             },
             "local.gs_factor",
         ),
@@ -581,7 +607,7 @@ fn supported_models_hold_with_a_label_reusing_hierarchy() {
         let p = label_reusing_problem(&["k-anonymity(k=3)", text], 0.1).unwrap();
         let config = LocalConfig {
             iterations: 20,
-            ..LocalConfig::default()
+            ..arx_steps()
         };
         let outcome = local_with(&p, &config, &search).unwrap();
         assert!(outcome.has_solution(), "{text}");
@@ -703,7 +729,7 @@ fn more_iterations_are_not_worse() {
     let run = |iterations: u32| {
         let config = LocalConfig {
             iterations,
-            ..LocalConfig::default()
+            ..arx_steps()
         };
         let o = local_with(&p, &config, &search).unwrap();
         let loss = output_quality(&p, &o).granularity.loss;
@@ -725,7 +751,7 @@ fn more_iterations_are_not_worse() {
     };
     let config = LocalConfig {
         iterations: 10_000,
-        ..LocalConfig::default()
+        ..arx_steps()
     };
     let o = local_with(&p, &config, &small).unwrap();
     assert!(
@@ -734,4 +760,96 @@ fn more_iterations_are_not_worse() {
         o.stop,
         o.suppressed
     );
+}
+
+/// `auto` (the default method) sweeps where every model is about class sizes and the space is
+/// small — the output is the sweep's — and runs the steps with a sensitive-attribute model or
+/// on a space larger than the sweep visits.
+#[test]
+fn auto_sweeps_class_size_models_and_steps_otherwise() {
+    assert_eq!(LocalConfig::default().method, LocalMethod::Auto);
+    let sweep = LocalConfig {
+        method: LocalMethod::Sweep,
+        ..LocalConfig::default()
+    };
+    let p = problem(&["k-anonymity(k=5)"], 0.0);
+    assert_eq!(LocalConfig::default().method_for(&p), LocalMethod::Sweep);
+    assert_eq!(arx_steps().method_for(&p), LocalMethod::Steps);
+    let progress = Progressed::default();
+    let auto = local_search(
+        &p,
+        &LocalConfig::default(),
+        &flash(),
+        &CancelFlag::new(),
+        &progress,
+    )
+    .unwrap();
+    let swept = local_with(&p, &sweep, &flash()).unwrap();
+    assert_eq!(auto.method, LocalMethod::Sweep);
+    // The sweep reports its progress: visited transformations, rising, up to all it visited.
+    let seen = progress.0.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(
+        seen.windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1)
+    );
+    let (checks, explored) = *seen.last().unwrap();
+    assert_eq!(checks, auto.checks);
+    assert!(seen.iter().any(|&(c, _)| c > 0 && c < checks), "{seen:?}");
+    let size = p.lattice().size().unwrap() as f64;
+    assert!((explored - checks as f64 / size).abs() < 1e-9, "{explored}");
+    assert_eq!(csv_text(&p, &auto), csv_text(&p, &swept));
+
+    let p = problem(
+        &[
+            "k-anonymity(k=5)",
+            "distinct-l-diversity(attribute=occupation, l=2)",
+        ],
+        0.0,
+    );
+    assert_eq!(LocalConfig::default().method_for(&p), LocalMethod::Steps);
+    let auto = local_with(&p, &LocalConfig::default(), &flash()).unwrap();
+    assert_eq!(auto.method, LocalMethod::Steps);
+    assert_eq!(
+        csv_text(&p, &auto),
+        csv_text(&p, &local_with(&p, &arx_steps(), &flash()).unwrap())
+    );
+
+    // Eight attributes with seven levels each: 7⁸ ≈ 5.8 M transformations, more than the sweep
+    // visits.
+    use deid_engine::{Hierarchy, QuasiIdentifier, Table};
+    let names: Vec<String> = (0..8).map(|i| format!("a{i}")).collect();
+    let header: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = (0..200u32)
+        .map(|r| {
+            (0..8u32)
+                .map(|i| ((r * (i + 3)) % 64).to_string())
+                .collect()
+        })
+        .collect();
+    let table = Table::from_rows(&header, &rows).unwrap();
+    let hierarchy = |name: &str| {
+        let rows = (0..64u32)
+            .map(|v| {
+                let mut row: Vec<String> = (0..6).map(|l| (v >> l).to_string()).collect();
+                row.push("*".into());
+                row
+            })
+            .collect();
+        Hierarchy::from_rows(rows, name).unwrap()
+    };
+    let config = deid_engine::ProblemConfig {
+        quasi_identifiers: names
+            .iter()
+            .map(|n| QuasiIdentifier::new(n, hierarchy(n)))
+            .collect(),
+        privacy: vec![PrivacyModel::KAnonymity { k: 2 }],
+        suppression_limit: 0.0,
+        ..Default::default()
+    };
+    let p = Problem::new(table, config).unwrap();
+    assert_eq!(p.lattice().size(), Some(7u128.pow(8)));
+    assert_eq!(LocalConfig::default().method_for(&p), LocalMethod::Steps);
+    assert!(sweep.validate(&p).is_err());
+    assert!(LocalConfig::default().validate(&p).is_ok());
 }
