@@ -146,6 +146,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The problem.
+    pub(super) fn problem(&self) -> &'a Problem {
+        self.problem
+    }
+
     /// Code of base group `g`'s quasi-identifier `i` at `level`.
     pub(super) fn code(&self, g: usize, i: usize, level: u8) -> u32 {
         let base = self.problem.base_groups().codes[g * self.q + i];

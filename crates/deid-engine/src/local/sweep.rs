@@ -41,6 +41,9 @@ pub(super) struct Swept {
     pub visited: u64,
     /// Why it ended.
     pub stop: LocalStop,
+    /// True if every step published its classes in sweep order: no limit cut the sweep and no
+    /// class was taken back to the top.
+    pub in_order: bool,
 }
 
 /// Limits of a sweep: a deadline, a number of transformations and the cancel flag. When one
@@ -95,6 +98,18 @@ pub(super) fn check_space(problem: &Problem) -> Result<()> {
                 "the sweep visits every transformation: at most {SWEEP_MAX_SPACE}, the \
                  solution space has {} (use method \"steps\")",
                 problem.lattice().size_string()
+            ),
+        ));
+    }
+    let bytes = code_bytes(problem);
+    if bytes > SWEEP_MAX_CODE_BYTES {
+        return Err(EngineError::config(
+            "local.method",
+            format!(
+                "the sweep keeps every distinct record's codes at every level: {} MiB, at most \
+                 {} MiB (use method \"steps\")",
+                bytes >> 20,
+                SWEEP_MAX_CODE_BYTES >> 20
             ),
         ));
     }
@@ -175,12 +190,145 @@ fn sweep_order(problem: &Problem) -> Vec<Levels> {
     all.into_iter().map(|(_, _, l)| l).collect()
 }
 
+/// Most bytes of the records' codes at every level that the sweep keeps ([`Left`]).
+pub const SWEEP_MAX_CODE_BYTES: usize = 1 << 30;
+
+/// Bytes of [`Left`]'s columns for every base group of `problem`.
+fn code_bytes(problem: &Problem) -> usize {
+    let levels: usize = problem
+        .lattice()
+        .max()
+        .iter()
+        .map(|&m| m as usize + 1)
+        .sum();
+    levels
+        .saturating_mul(problem.base_groups().len())
+        .saturating_mul(4)
+}
+
+/// The base groups not yet published, in a fixed order, with their codes at every level of
+/// every quasi-identifier as columns in that order (`cols[i][level][j]`): a key is then built
+/// from sequential reads.
+struct Left {
+    groups: Vec<u32>,
+    cols: Vec<Vec<Vec<u32>>>,
+}
+
+impl Left {
+    /// The groups `groups` (in this order) and their codes.
+    fn new(ctx: &Ctx<'_>, groups: Vec<u32>) -> Left {
+        let max = ctx.problem().lattice().max();
+        let cols = (0..ctx.q)
+            .map(|i| {
+                (0..=max[i])
+                    .map(|l| groups.iter().map(|&g| ctx.code(g as usize, i, l)).collect())
+                    .collect()
+            })
+            .collect();
+        Left { groups, cols }
+    }
+
+    /// Keeps the groups for which `keep` is true.
+    fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        let mask: Vec<bool> = self.groups.iter().map(|&g| keep(g)).collect();
+        let kept = |v: &mut Vec<u32>| {
+            let mut j = 0;
+            v.retain(|_| {
+                j += 1;
+                mask[j - 1]
+            });
+        };
+        kept(&mut self.groups);
+        for col in self.cols.iter_mut().flatten() {
+            kept(col);
+        }
+    }
+}
+
+/// A record's packed key (its generalized values) with its index in [`Left`]: sorting entries
+/// sorts by key. One integer where key and index fit (`u64`: keys of up to 32 bits, `u128`: up
+/// to 96), a pair otherwise.
+trait Entry: Copy + Ord {
+    /// The entry of index `j` with an empty key.
+    fn start(j: u32) -> Self;
+    /// The entry with `code` appended to its key in `width` bits.
+    fn push(self, width: u32, code: u32) -> Self;
+    /// The index.
+    fn index(self) -> u32;
+    /// True if both keys are equal.
+    fn same_key(self, other: Self) -> bool;
+}
+
+impl Entry for u64 {
+    #[inline]
+    fn start(j: u32) -> u64 {
+        j as u64
+    }
+    #[inline]
+    fn push(self, width: u32, code: u32) -> u64 {
+        ((((self >> 32) << width) | code as u64) << 32) | (self & 0xffff_ffff)
+    }
+    #[inline]
+    fn index(self) -> u32 {
+        self as u32
+    }
+    #[inline]
+    fn same_key(self, other: u64) -> bool {
+        self >> 32 == other >> 32
+    }
+}
+
+impl Entry for u128 {
+    #[inline]
+    fn start(j: u32) -> u128 {
+        j as u128
+    }
+    #[inline]
+    fn push(self, width: u32, code: u32) -> u128 {
+        ((((self >> 32) << width) | code as u128) << 32) | (self & 0xffff_ffff)
+    }
+    #[inline]
+    fn index(self) -> u32 {
+        self as u32
+    }
+    #[inline]
+    fn same_key(self, other: u128) -> bool {
+        self >> 32 == other >> 32
+    }
+}
+
+impl Entry for (u128, u32) {
+    #[inline]
+    fn start(j: u32) -> (u128, u32) {
+        (0, j)
+    }
+    #[inline]
+    fn push(self, width: u32, code: u32) -> (u128, u32) {
+        ((self.0 << width) | code as u128, self.1)
+    }
+    #[inline]
+    fn index(self) -> u32 {
+        self.1
+    }
+    #[inline]
+    fn same_key(self, other: (u128, u32)) -> bool {
+        self.0 == other.0
+    }
+}
+
 /// Runs the sweep on `problem` (checked with [`check_space`]).
 pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
     let ctx = Ctx::new(problem);
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
     let widths = widths(problem);
+    let bits = widths.iter().sum::<u32>();
+    let (mut narrow, mut packed, mut wide) = (Vec::new(), Vec::new(), Vec::new());
+    let mut publish = |levels: &[u8], left: &mut Left, swept: &mut Swept| match bits {
+        0..=32 => publish_at::<u64>(&ctx, levels, &widths, left, &mut narrow, swept),
+        33..=96 => publish_at::<u128>(&ctx, levels, &widths, left, &mut packed, swept),
+        _ => publish_at::<(u128, u32)>(&ctx, levels, &widths, left, &mut wide, swept),
+    };
     let order = sweep_order(problem);
     let mut swept = Swept {
         levels: Vec::new(),
@@ -190,13 +338,13 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
         suppressed: 0,
         visited: 0,
         stop: LocalStop::Complete,
+        in_order: true,
     };
-    let mut left: Vec<u32> = (0..base.len() as u32).collect();
-    let mut keys: Vec<(u128, u32)> = Vec::with_capacity(left.len());
+    let mut left = Left::new(&ctx, (0..base.len() as u32).collect());
     let top = problem.lattice().max().to_vec();
     let mut cut = None;
     for levels in &order {
-        if left.is_empty() {
+        if left.groups.is_empty() {
             break;
         }
         if let Some(stop) = stopped(limits, swept.visited) {
@@ -212,22 +360,27 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
             );
         }
         swept.visited += 1;
-        publish_at(&ctx, levels, &widths, &mut left, &mut keys, &mut swept);
+        publish(levels, &mut left, &mut swept);
     }
     if let Some(stop) = cut {
         swept.stop = stop;
-        publish_at(&ctx, &top, &widths, &mut left, &mut keys, &mut swept);
+        swept.in_order = false;
+        publish(&top, &mut left, &mut swept);
     }
     // Records left over (too few, or not diverse, at the top) beyond the suppression limit:
     // the last step's smallest classes join them at the top until they satisfy the models.
+    let mut left = left.groups;
     if ctx.records(&left) as usize > problem.max_suppressed() {
         'steps: while let Some(classes) = last_step_classes(&ctx, &swept) {
             for members in classes {
+                swept.in_order = false;
                 take_back(&ctx, &members, &mut swept);
                 left.extend(members);
                 if ctx.holds(&left) {
                     left.sort_unstable();
-                    publish_at(&ctx, &top, &widths, &mut left, &mut keys, &mut swept);
+                    let mut rest = Left::new(&ctx, std::mem::take(&mut left));
+                    publish(&top, &mut rest, &mut swept);
+                    left = rest.groups;
                     break 'steps;
                 }
             }
@@ -295,51 +448,64 @@ fn stopped(limits: &SweepLimits<'_>, visited: u64) -> Option<LocalStop> {
     None
 }
 
-/// Publishes, at `levels`, the classes of the base groups `left` that satisfy the models, as
-/// the next step if there are any; `left` keeps the others.
-fn publish_at(
+/// Publishes, at `levels`, the classes of the groups `left` that satisfy the models, as the
+/// next step if there are any; `left` keeps the others. `keys` is a buffer. Records are
+/// counted per key as the sorted keys are walked: only classes of the minimal size are judged.
+fn publish_at<E: Entry>(
     ctx: &Ctx<'_>,
     levels: &[u8],
     widths: &[u32],
-    left: &mut Vec<u32>,
-    keys: &mut Vec<(u128, u32)>,
+    left: &mut Left,
+    keys: &mut Vec<E>,
     swept: &mut Swept,
 ) {
     let q = widths.len();
     keys.clear();
-    keys.extend(left.iter().map(|&g| {
-        let key = (0..q).fold(0u128, |key, i| {
-            (key << widths[i]) | ctx.code(g as usize, i, levels[i]) as u128
-        });
-        (key, g)
-    }));
+    keys.extend((0..left.groups.len() as u32).map(E::start));
+    for (i, &width) in widths.iter().enumerate() {
+        let col = &left.cols[i][levels[i] as usize];
+        for (key, &code) in keys.iter_mut().zip(col) {
+            *key = key.push(width, code);
+        }
+    }
     keys.sort_unstable();
+    let counts = &ctx.problem().base_groups().counts;
+    let min = ctx.problem().min_class_size() as u64;
     let step = swept.levels.len() as u32;
     let mut published = 0usize;
     let mut members: Vec<u32> = Vec::new();
     let mut start = 0;
     while start < keys.len() {
         let mut end = start + 1;
-        while end < keys.len() && keys[end].0 == keys[start].0 {
+        let mut records = counts[left.groups[keys[start].index() as usize] as usize] as u64;
+        while end < keys.len() && keys[end].same_key(keys[start]) {
+            records += counts[left.groups[keys[end].index() as usize] as usize] as u64;
             end += 1;
         }
-        members.clear();
-        members.extend(keys[start..end].iter().map(|&(_, g)| g));
-        if ctx.holds(&members) {
-            for &g in &members {
-                let g = g as usize;
-                swept.step_of_base[g] = step;
-                for (i, &level) in levels.iter().enumerate() {
-                    swept.codes[g * q + i] = ctx.code(g, i, level);
+        if records >= min {
+            members.clear();
+            members.extend(
+                keys[start..end]
+                    .iter()
+                    .map(|e| left.groups[e.index() as usize]),
+            );
+            if ctx.holds(&members) {
+                for e in &keys[start..end] {
+                    let j = e.index();
+                    let g = left.groups[j as usize] as usize;
+                    swept.step_of_base[g] = step;
+                    for (i, &level) in levels.iter().enumerate() {
+                        swept.codes[g * q + i] = left.cols[i][level as usize][j as usize];
+                    }
                 }
+                published += records as usize;
             }
-            published += ctx.records(&members) as usize;
         }
         start = end;
     }
     if published > 0 {
-        let before = ctx.records(left) as usize;
-        left.retain(|&g| swept.step_of_base[g as usize] == u32::MAX);
+        let before = ctx.records(&left.groups) as usize;
+        left.retain(|g| swept.step_of_base[g as usize] == u32::MAX);
         swept.levels.push(levels.to_vec());
         swept.counts.push((before, published));
     }
