@@ -259,43 +259,32 @@ trait Entry: Copy + Ord {
     fn same_key(self, other: Self) -> bool;
 }
 
-impl Entry for u64 {
-    #[inline]
-    fn start(j: u32) -> u64 {
-        j as u64
-    }
-    #[inline]
-    fn push(self, width: u32, code: u32) -> u64 {
-        ((((self >> 32) << width) | code as u64) << 32) | (self & 0xffff_ffff)
-    }
-    #[inline]
-    fn index(self) -> u32 {
-        self as u32
-    }
-    #[inline]
-    fn same_key(self, other: u64) -> bool {
-        self >> 32 == other >> 32
-    }
+/// [`Entry`] for an integer type holding the key above the index's low 32 bits.
+macro_rules! packed_entry {
+    ($t:ty) => {
+        impl Entry for $t {
+            #[inline]
+            fn start(j: u32) -> $t {
+                j as $t
+            }
+            #[inline]
+            fn push(self, width: u32, code: u32) -> $t {
+                ((((self >> 32) << width) | code as $t) << 32) | (self & 0xffff_ffff)
+            }
+            #[inline]
+            fn index(self) -> u32 {
+                self as u32
+            }
+            #[inline]
+            fn same_key(self, other: $t) -> bool {
+                self >> 32 == other >> 32
+            }
+        }
+    };
 }
 
-impl Entry for u128 {
-    #[inline]
-    fn start(j: u32) -> u128 {
-        j as u128
-    }
-    #[inline]
-    fn push(self, width: u32, code: u32) -> u128 {
-        ((((self >> 32) << width) | code as u128) << 32) | (self & 0xffff_ffff)
-    }
-    #[inline]
-    fn index(self) -> u32 {
-        self as u32
-    }
-    #[inline]
-    fn same_key(self, other: u128) -> bool {
-        self >> 32 == other >> 32
-    }
-}
+packed_entry!(u64);
+packed_entry!(u128);
 
 impl Entry for (u128, u32) {
     #[inline]
