@@ -360,20 +360,7 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
     // the last step's smallest classes join them at the top until they satisfy the models.
     let mut left = left.groups;
     if ctx.records(&left) as usize > problem.max_suppressed() {
-        'steps: while let Some(classes) = last_step_classes(&ctx, &swept) {
-            for members in classes {
-                swept.in_order = false;
-                take_back(&ctx, &members, &mut swept);
-                left.extend(members);
-                if ctx.holds(&left) {
-                    left.sort_unstable();
-                    let mut rest = Left::new(&ctx, std::mem::take(&mut left));
-                    publish(&top, &mut rest, &mut swept);
-                    left = rest.groups;
-                    break 'steps;
-                }
-            }
-        }
+        left = to_the_top(&ctx, left, &top, &mut swept, &mut publish);
     }
     swept.suppressed = ctx.records(&left) as usize;
     if swept.suppressed > 0 && cut.is_none() {
@@ -386,6 +373,31 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
         Phase::Finished,
     );
     swept
+}
+
+/// Takes the last steps' smallest classes back to the records `left` until they satisfy the
+/// models as one class, then publishes them at `top` with `publish`; returns the records left.
+fn to_the_top(
+    ctx: &Ctx<'_>,
+    mut left: Vec<u32>,
+    top: &[u8],
+    swept: &mut Swept,
+    publish: &mut impl FnMut(&[u8], &mut Left, &mut Swept),
+) -> Vec<u32> {
+    while let Some(classes) = last_step_classes(ctx, swept) {
+        for members in classes {
+            swept.in_order = false;
+            take_back(ctx, &members, swept);
+            left.extend(members);
+            if ctx.holds(&left) {
+                left.sort_unstable();
+                let mut rest = Left::new(ctx, left);
+                publish(top, &mut rest, swept);
+                return rest.groups;
+            }
+        }
+    }
+    left
 }
 
 /// The classes of the last step, smallest first (fewest records, then first base group); None
