@@ -17,6 +17,7 @@
 //! ones (`Stepped` for [`LocalOutcome`](super::LocalOutcome)).
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use crate::lattice::Levels;
 use crate::problem::Problem;
@@ -37,12 +38,15 @@ pub(super) struct Refined {
 /// transformations; `codes` (`q` per base group) is updated for the refined groups.
 ///
 /// Only problems whose models all judge classes on their own (no sample-based model such as
-/// average risk) are refined; the others come back unchanged.
+/// average risk) are refined; the others come back unchanged. At `deadline` refinement stops
+/// where it is: classes not split by then stay as published (refining is never needed for the
+/// models, only for the quality), so a job still ends near its time limit.
 pub(super) fn refine(
     problem: &Problem,
     step_levels: &[&[u8]],
     step_of_base: &[u32],
     codes: &mut [u32],
+    deadline: Instant,
 ) -> Refined {
     let groups = problem.base_groups().len();
     let mut refined = Refined {
@@ -52,9 +56,15 @@ pub(super) fn refine(
     if !problem.sample_models.is_empty() || step_levels.is_empty() {
         return refined;
     }
-    let ctx = Ctx::new(problem);
+    let ctx = Ctx {
+        deadline: Some(deadline),
+        ..Ctx::new(problem)
+    };
     let mut out: Vec<(Levels, Vec<u32>)> = Vec::new();
-    for class in classes(&ctx, step_levels, step_of_base) {
+    let Some(classes) = classes(&ctx, step_levels, step_of_base) else {
+        return refined;
+    };
+    for class in classes {
         ctx.split(class.levels, class.members, class.foreign, false, &mut out);
     }
     // Distinct refined transformations, finer first; then the groups' codes at them.
@@ -89,8 +99,9 @@ struct Class {
 
 /// The published classes of every step, each with its foreign groups (those published by an
 /// earlier step whose tuple at the class's levels is the class's: no later step can have one,
-/// it would have been published by the class's step).
-fn classes(ctx: &Ctx<'_>, step_levels: &[&[u8]], step_of_base: &[u32]) -> Vec<Class> {
+/// it would have been published by the class's step). `None` if the refinement's deadline
+/// passed first.
+fn classes(ctx: &Ctx<'_>, step_levels: &[&[u8]], step_of_base: &[u32]) -> Option<Vec<Class>> {
     let mut by_key: HashMap<(u32, Vec<u32>), usize> = HashMap::new();
     let mut classes: Vec<Class> = Vec::new();
     for (g, &s) in step_of_base.iter().enumerate() {
@@ -113,13 +124,16 @@ fn classes(ctx: &Ctx<'_>, step_levels: &[&[u8]], step_of_base: &[u32]) -> Vec<Cl
         if s0 == u32::MAX {
             continue;
         }
+        if g % 1024 == 0 && ctx.late() {
+            return None;
+        }
         for (s, levels) in step_levels.iter().enumerate().skip(s0 as usize + 1) {
             if let Some(&c) = by_key.get(&(s as u32, ctx.tuple(g, levels))) {
                 classes[c].foreign.push(g as u32);
             }
         }
     }
-    classes
+    Some(classes)
 }
 
 /// The problem's data as refinement (and the sweep) read them.
@@ -127,6 +141,8 @@ pub(super) struct Ctx<'a> {
     problem: &'a Problem,
     pub(super) q: usize,
     min: &'a [u8],
+    /// When refinement stops splitting (`None`: never).
+    deadline: Option<Instant>,
 }
 
 /// One candidate split of a class: the parts published finer and the rest.
@@ -143,7 +159,13 @@ impl<'a> Ctx<'a> {
             problem,
             q: problem.qi_columns().len(),
             min: problem.lattice().min(),
+            deadline: None,
         }
+    }
+
+    /// True if the deadline has passed.
+    fn late(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// The problem.
@@ -219,6 +241,7 @@ impl<'a> Ctx<'a> {
         out: &mut Vec<(Levels, Vec<u32>)>,
     ) {
         let best = (0..self.q)
+            .filter(|_| !self.late())
             .filter_map(|i| self.try_split(&levels, &members, &foreign, i))
             .max_by(|a, b| a.gain.total_cmp(&b.gain).then(b.qi.cmp(&a.qi)));
         let Some(best) = best else {

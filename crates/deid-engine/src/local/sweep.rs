@@ -144,18 +144,15 @@ fn widths(problem: &Problem) -> Vec<u32> {
         .collect()
 }
 
-/// Every transformation of the lattice, cheapest first: by its granularity loss over all
-/// records, then by the sum of levels, then by the levels.
-fn sweep_order(problem: &Problem) -> Vec<Levels> {
+/// The mean share of every quasi-identifier at every level over all records, normalized as
+/// granularity's loss is (from 1/domain size to 1): `costs[i][level]`. The summed loss of a
+/// transformation is separable, so its mean is the sum of these ([`cost_key`]).
+fn level_costs(problem: &Problem) -> Vec<Vec<f64>> {
     let base = problem.base_groups();
     let q = problem.qi_columns().len();
-    let lattice = problem.lattice();
-    let max = lattice.max();
+    let max = problem.lattice().max();
     let total: f64 = base.counts.iter().map(|&c| c as f64).sum::<f64>().max(1.0);
-    // Mean share of every attribute at every level, normalized as granularity's loss is (from
-    // 1/domain size to 1): the summed loss of a transformation is separable, so its mean is the
-    // sum of these.
-    let mean: Vec<Vec<f64>> = (0..q)
+    (0..q)
         .map(|i| {
             let h = &problem.hierarchies()[i];
             let floor = 1.0 / h.domain_size.max(1) as f64;
@@ -176,18 +173,99 @@ fn sweep_order(problem: &Problem) -> Vec<Levels> {
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// A transformation's place in the sweep order: its granularity loss over all records, then
+/// the sum of its levels (then the levels themselves).
+fn cost_key(costs: &[Vec<f64>], levels: &[u8]) -> (f64, u32) {
+    let cost = levels
+        .iter()
+        .zip(costs)
+        .map(|(&l, c)| c[l as usize])
+        .sum::<f64>();
+    let sum = levels.iter().map(|&l| l as u32).sum::<u32>();
+    (cost, sum)
+}
+
+/// True if `a` comes before `b` in the sweep order ([`cost_key`], then the levels).
+fn before(a: &((f64, u32), &[u8]), b: &((f64, u32), &[u8])) -> bool {
+    let ((ca, sa), la) = a;
+    let ((cb, sb), lb) = b;
+    ca.total_cmp(cb).then(sa.cmp(sb)).then(la.cmp(lb)).is_lt()
+}
+
+/// Every transformation of the lattice, cheapest first ([`cost_key`], then the levels).
+fn sweep_order(problem: &Problem, costs: &[Vec<f64>]) -> Vec<Levels> {
+    let lattice = problem.lattice();
     let size = lattice.size().expect("checked by check_space");
-    let mut all: Vec<(f64, u32, Levels)> = (0..size)
+    let mut all: Vec<((f64, u32), Levels)> = (0..size)
         .filter_map(|id| lattice.levels_of(id))
-        .map(|levels| {
-            let cost = (0..q).map(|i| mean[i][levels[i] as usize]).sum::<f64>();
-            let sum = levels.iter().map(|&l| l as u32).sum::<u32>();
-            (cost, sum, levels)
-        })
+        .map(|levels| (cost_key(costs, &levels), levels))
         .collect();
-    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    all.into_iter().map(|(_, _, l)| l).collect()
+    all.sort_by(|a, b| {
+        let ((ca, sa), la) = a;
+        let ((cb, sb), lb) = b;
+        ca.total_cmp(cb).then(sa.cmp(sb)).then(la.cmp(lb))
+    });
+    all.into_iter().map(|(_, l)| l).collect()
+}
+
+/// Time the climb after a cut ([`climb`]) may take beyond the time limit before the records
+/// still left go to the top: a job still ends within its limit and one second.
+const CLIMB_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Where the climb after a cut goes ([`climb`]).
+struct Chain<'a> {
+    /// The levels' costs ([`level_costs`]).
+    costs: &'a [Vec<f64>],
+    /// The first transformation the sweep did not visit.
+    next: &'a [u8],
+    /// The sweep's start.
+    start: Instant,
+    /// Time after `start` at which the climb stops.
+    until: std::time::Duration,
+}
+
+/// After a limit cut the sweep before `order[next]`: the records left climb a chain from the
+/// lattice's bottom towards the top, one level at a time in the quasi-identifier whose next
+/// level costs least, and each transformation on the chain that the sweep had not visited
+/// publishes the classes it can, as a step of its own (the plan's rule holds as for the sweep:
+/// the records were left at every earlier step). A chain has at most the lattice's height of
+/// transformations, so a short limit on a large lattice no longer publishes nearly everything at
+/// the top (cup, k = 5, 1 s: Loss 0.62 before the refinement). Stops at the chain's time.
+fn climb(
+    problem: &Problem,
+    chain: &Chain<'_>,
+    left: &mut Left,
+    swept: &mut Swept,
+    publish: &mut impl FnMut(&[u8], &mut Left, &mut Swept),
+) {
+    let (costs, next) = (chain.costs, chain.next);
+    let lattice = problem.lattice();
+    let max = lattice.max();
+    let first_left = (cost_key(costs, next), next);
+    let mut cur = lattice.min().to_vec();
+    loop {
+        let step = (0..cur.len())
+            .filter(|&i| cur[i] < max[i])
+            .min_by(|&a, &b| {
+                let da = costs[a][cur[a] as usize + 1] - costs[a][cur[a] as usize];
+                let db = costs[b][cur[b] as usize + 1] - costs[b][cur[b] as usize];
+                da.total_cmp(&db)
+            });
+        let Some(i) = step else {
+            return;
+        };
+        cur[i] += 1;
+        if cur[..] == max[..] || left.groups.is_empty() || chain.start.elapsed() >= chain.until {
+            return;
+        }
+        if !before(&(cost_key(costs, &cur), &cur), &first_left) {
+            swept.visited += 1;
+            publish(&cur, left, swept);
+        }
+    }
 }
 
 /// Most bytes of the records' codes at every level that the sweep keeps ([`Left`]).
@@ -318,7 +396,8 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
         33..=96 => publish_at::<u128>(&ctx, levels, &widths, left, &mut packed, swept),
         _ => publish_at::<(u128, u32)>(&ctx, levels, &widths, left, &mut wide, swept),
     };
-    let order = sweep_order(problem);
+    let costs = level_costs(problem);
+    let order = sweep_order(problem, &costs);
     let mut swept = Swept {
         levels: Vec::new(),
         counts: Vec::new(),
@@ -332,12 +411,12 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
     let mut left = Left::new(&ctx, (0..base.len() as u32).collect());
     let top = problem.lattice().max().to_vec();
     let mut cut = None;
-    for levels in &order {
+    for (next, levels) in order.iter().enumerate() {
         if left.groups.is_empty() {
             break;
         }
         if let Some(stop) = stopped(limits, swept.visited) {
-            cut = Some(stop);
+            cut = Some((stop, next));
             break;
         }
         if swept.visited.is_multiple_of(PROGRESS_EVERY) {
@@ -351,9 +430,19 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
         swept.visited += 1;
         publish(levels, &mut left, &mut swept);
     }
-    if let Some(stop) = cut {
+    if let Some((stop, next)) = cut {
         swept.stop = stop;
         swept.in_order = false;
+        if stop != LocalStop::Cancelled {
+            let until = limits.limit.saturating_add(CLIMB_GRACE);
+            let chain = Chain {
+                costs: &costs,
+                next: &order[next],
+                start: limits.start,
+                until,
+            };
+            climb(problem, &chain, &mut left, &mut swept, &mut publish);
+        }
         publish(&top, &mut left, &mut swept);
     }
     // Records left over (too few, or not diverse, at the top) beyond the suppression limit:
