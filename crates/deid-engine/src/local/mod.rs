@@ -1127,17 +1127,19 @@ fn verify_output(problem: &Problem, outcome: &LocalOutcome) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Refinement stops at its deadline: a sweep cut after 20 transformations (its classes
-    /// refine well) refines thousands of records with time to spare and none with a deadline
-    /// already passed, and the unrefined output still holds the models.
-    #[test]
-    fn refinement_stops_at_its_deadline() {
+    /// Observes nothing.
+    struct Quiet;
+    impl LocalObserver for Quiet {}
+
+    /// The sweep without refinement on adult (k-anonymity with `k`, 5 % suppression) within
+    /// `search`'s limits.
+    fn unrefined_sweep(k: u32, search: &SearchConfig) -> (Problem, LocalOutcome) {
         let ds =
             crate::dataset::ArxDataset::load(std::path::Path::new("../../examples/adult"), "adult")
                 .unwrap();
         let config = crate::ProblemConfig {
             quasi_identifiers: ds.quasi_identifiers,
-            privacy: vec![PrivacyModel::KAnonymity { k: 5 }],
+            privacy: vec![PrivacyModel::KAnonymity { k }],
             suppression_limit: 0.05,
             ..Default::default()
         };
@@ -1147,13 +1149,20 @@ mod tests {
             refine: false,
             ..LocalConfig::default()
         };
+        let outcome = local_search(&problem, &local, search, &CancelFlag::new(), &Quiet).unwrap();
+        (problem, outcome)
+    }
+
+    /// Refinement stops at its deadline: a sweep cut after 20 transformations (its classes
+    /// refine well) refines thousands of records with time to spare and none with a deadline
+    /// already passed, and the unrefined output still holds the models.
+    #[test]
+    fn refinement_stops_at_its_deadline() {
         let search = SearchConfig {
             check_limit: Some(20),
             ..SearchConfig::default()
         };
-        struct Quiet;
-        impl LocalObserver for Quiet {}
-        let cut = local_search(&problem, &local, &search, &CancelFlag::new(), &Quiet).unwrap();
+        let (problem, cut) = unrefined_sweep(5, &search);
         assert_eq!(cut.stop, LocalStop::CheckLimit);
         let mut late = cut.clone();
         late.refine_checked(&problem, Instant::now());
@@ -1172,33 +1181,7 @@ mod tests {
     #[test]
     fn refining_an_in_order_sweep_of_k_anonymity_finds_nothing() {
         for k in [2, 5, 10] {
-            let ds = crate::dataset::ArxDataset::load(
-                std::path::Path::new("../../examples/adult"),
-                "adult",
-            )
-            .unwrap();
-            let config = crate::ProblemConfig {
-                quasi_identifiers: ds.quasi_identifiers,
-                privacy: vec![PrivacyModel::KAnonymity { k }],
-                suppression_limit: 0.05,
-                ..Default::default()
-            };
-            let problem = Problem::new(ds.table, config).unwrap();
-            let local = LocalConfig {
-                method: LocalMethod::Sweep,
-                refine: false,
-                ..LocalConfig::default()
-            };
-            struct Quiet;
-            impl LocalObserver for Quiet {}
-            let mut outcome = local_search(
-                &problem,
-                &local,
-                &SearchConfig::default(),
-                &CancelFlag::new(),
-                &Quiet,
-            )
-            .unwrap();
+            let (problem, mut outcome) = unrefined_sweep(k, &SearchConfig::default());
             assert!(outcome.anonymous && outcome.steps.len() > 10, "k = {k}");
             let codes = outcome.codes.clone();
             outcome.refine_checked(&problem, Instant::now() + Duration::from_secs(3600));

@@ -188,11 +188,11 @@ fn cost_key(costs: &[Vec<f64>], levels: &[u8]) -> (f64, u32) {
     (cost, sum)
 }
 
-/// True if `a` comes before `b` in the sweep order ([`cost_key`], then the levels).
-fn before(a: &((f64, u32), &[u8]), b: &((f64, u32), &[u8])) -> bool {
+/// The sweep order of two transformations with their [`cost_key`]s: the key, then the levels.
+fn sweep_cmp(a: (&(f64, u32), &[u8]), b: (&(f64, u32), &[u8])) -> std::cmp::Ordering {
     let ((ca, sa), la) = a;
     let ((cb, sb), lb) = b;
-    ca.total_cmp(cb).then(sa.cmp(sb)).then(la.cmp(lb)).is_lt()
+    ca.total_cmp(cb).then(sa.cmp(sb)).then(la.cmp(lb))
 }
 
 /// Every transformation of the lattice, cheapest first ([`cost_key`], then the levels).
@@ -203,11 +203,7 @@ fn sweep_order(problem: &Problem, costs: &[Vec<f64>]) -> Vec<Levels> {
         .filter_map(|id| lattice.levels_of(id))
         .map(|levels| (cost_key(costs, &levels), levels))
         .collect();
-    all.sort_by(|a, b| {
-        let ((ca, sa), la) = a;
-        let ((cb, sb), lb) = b;
-        ca.total_cmp(cb).then(sa.cmp(sb)).then(la.cmp(lb))
-    });
+    all.sort_by(|a, b| sweep_cmp((&a.0, &a.1), (&b.0, &b.1)));
     all.into_iter().map(|(_, l)| l).collect()
 }
 
@@ -244,7 +240,7 @@ fn climb(
     let (costs, next) = (chain.costs, chain.next);
     let lattice = problem.lattice();
     let max = lattice.max();
-    let first_left = (cost_key(costs, next), next);
+    let first_left = cost_key(costs, next);
     let mut cur = lattice.min().to_vec();
     loop {
         let step = (0..cur.len())
@@ -261,7 +257,7 @@ fn climb(
         if cur[..] == max[..] || left.groups.is_empty() || chain.start.elapsed() >= chain.until {
             return;
         }
-        if !before(&(cost_key(costs, &cur), &cur), &first_left) {
+        if sweep_cmp((&cost_key(costs, &cur), &cur), (&first_left, next)).is_ge() {
             swept.visited += 1;
             publish(&cur, left, swept);
         }
