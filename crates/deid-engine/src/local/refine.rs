@@ -19,6 +19,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use crate::hash::{BuildCodeHasher, hash_codes};
+
 use crate::lattice::Levels;
 use crate::problem::Problem;
 
@@ -102,22 +104,32 @@ struct Class {
 /// it would have been published by the class's step). `None` if the refinement's deadline
 /// passed first.
 fn classes(ctx: &Ctx<'_>, step_levels: &[&[u8]], step_of_base: &[u32]) -> Option<Vec<Class>> {
-    let mut by_key: HashMap<(u32, Vec<u32>), usize> = HashMap::new();
+    // Classes by step and a hash of their tuple (tuples compared on a match): no allocation per
+    // lookup, which matters for the foreign groups (a lookup per group and later step).
+    let mut by_key: HashMap<(u32, u64), Vec<usize>, BuildCodeHasher> = HashMap::default();
+    let mut tuples: Vec<Vec<u32>> = Vec::new();
     let mut classes: Vec<Class> = Vec::new();
+    let mut tuple = Vec::with_capacity(ctx.q);
     for (g, &s) in step_of_base.iter().enumerate() {
         if s == u32::MAX {
             continue;
         }
         let levels = step_levels[s as usize];
-        let key = (s, ctx.tuple(g, levels));
-        let c = *by_key.entry(key).or_insert_with(|| {
-            classes.push(Class {
-                levels: levels.to_vec(),
-                members: Vec::new(),
-                foreign: Vec::new(),
-            });
-            classes.len() - 1
-        });
+        ctx.fill_tuple(g, levels, &mut tuple);
+        let same = by_key.entry((s, hash_codes(&tuple))).or_default();
+        let c = match same.iter().find(|&&c| tuples[c] == tuple) {
+            Some(&c) => c,
+            None => {
+                classes.push(Class {
+                    levels: levels.to_vec(),
+                    members: Vec::new(),
+                    foreign: Vec::new(),
+                });
+                tuples.push(tuple.clone());
+                same.push(classes.len() - 1);
+                classes.len() - 1
+            }
+        };
         classes[c].members.push(g as u32);
     }
     for (g, &s0) in step_of_base.iter().enumerate() {
@@ -128,7 +140,11 @@ fn classes(ctx: &Ctx<'_>, step_levels: &[&[u8]], step_of_base: &[u32]) -> Option
             return None;
         }
         for (s, levels) in step_levels.iter().enumerate().skip(s0 as usize + 1) {
-            if let Some(&c) = by_key.get(&(s as u32, ctx.tuple(g, levels))) {
+            ctx.fill_tuple(g, levels, &mut tuple);
+            let Some(same) = by_key.get(&(s as u32, hash_codes(&tuple))) else {
+                continue;
+            };
+            if let Some(&c) = same.iter().find(|&&c| tuples[c] == tuple) {
                 classes[c].foreign.push(g as u32);
             }
         }
@@ -179,9 +195,10 @@ impl<'a> Ctx<'a> {
         self.problem.hierarchies()[i].code(level as usize, base)
     }
 
-    /// The tuple of base group `g` at `levels`.
-    fn tuple(&self, g: usize, levels: &[u8]) -> Vec<u32> {
-        (0..self.q).map(|i| self.code(g, i, levels[i])).collect()
+    /// The tuple of base group `g` at `levels`, into `out` (cleared first).
+    fn fill_tuple(&self, g: usize, levels: &[u8], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend((0..self.q).map(|i| self.code(g, i, levels[i])));
     }
 
     /// Records of the groups `members`.
