@@ -211,56 +211,39 @@ fn sweep_order(problem: &Problem, costs: &[Vec<f64>]) -> Vec<Levels> {
 /// still left go to the top: a job still ends within its limit and one second.
 const CLIMB_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// Where the climb after a cut goes ([`climb`]).
-struct Chain<'a> {
-    /// The levels' costs ([`level_costs`]).
-    costs: &'a [Vec<f64>],
-    /// The first transformation the sweep did not visit.
-    next: &'a [u8],
-    /// The sweep's start.
-    start: Instant,
-    /// Time after `start` at which the climb stops.
-    until: std::time::Duration,
-}
-
-/// After a limit cut the sweep before `order[next]`: the records left climb a chain from the
-/// lattice's bottom towards the top, one level at a time in the quasi-identifier whose next
-/// level costs least, and each transformation on the chain that the sweep had not visited
-/// publishes the classes it can, as a step of its own (the plan's rule holds as for the sweep:
-/// the records were left at every earlier step). A chain has at most the lattice's height of
-/// transformations, so a short limit on a large lattice no longer publishes nearly everything at
-/// the top (cup, k = 5, 1 s: Loss 0.62 before the refinement). Stops at the chain's time.
+/// After a limit cut the sweep before `next` (with the levels' `costs`, [`level_costs`]): the
+/// records left climb a chain from the lattice's bottom towards the top, one level at a time in
+/// the quasi-identifier whose next level costs least, and each transformation on the chain that
+/// the sweep had not visited publishes the classes it can, as a step of its own (the plan's rule
+/// holds as for the sweep: the records were left at every earlier step). A chain has at most the
+/// lattice's height of transformations, so a short limit on a large lattice no longer publishes
+/// nearly everything at the top (cup, k = 5, 1 s: Loss 0.62 before the refinement). Stops
+/// [`CLIMB_GRACE`] after the time limit, and below the top, which the caller publishes.
 fn climb(
     problem: &Problem,
-    chain: &Chain<'_>,
+    (costs, next): (&[Vec<f64>], &[u8]),
+    limits: &SweepLimits<'_>,
     left: &mut Left,
     swept: &mut Swept,
     publish: &mut impl FnMut(&[u8], &mut Left, &mut Swept),
 ) {
-    let (costs, next) = (chain.costs, chain.next);
-    let lattice = problem.lattice();
-    let max = lattice.max();
+    let until = limits.limit.saturating_add(CLIMB_GRACE);
+    let max = problem.lattice().max();
     let first_left = cost_key(costs, next);
-    let mut cur = lattice.min().to_vec();
-    loop {
-        let step = (0..cur.len())
-            .filter(|&i| cur[i] < max[i])
-            .min_by(|&a, &b| {
-                let da = costs[a][cur[a] as usize + 1] - costs[a][cur[a] as usize];
-                let db = costs[b][cur[b] as usize + 1] - costs[b][cur[b] as usize];
-                da.total_cmp(&db)
-            });
-        let Some(i) = step else {
-            return;
-        };
-        cur[i] += 1;
-        if cur[..] == max[..] || left.groups.is_empty() || chain.start.elapsed() >= chain.until {
-            return;
-        }
+    let mut cur = problem.lattice().min().to_vec();
+    while cur[..] != max[..] && !left.groups.is_empty() && limits.start.elapsed() < until {
         if sweep_cmp((&cost_key(costs, &cur), &cur), (&first_left, next)).is_ge() {
             swept.visited += 1;
             publish(&cur, left, swept);
         }
+        let rise = |i: usize| costs[i][cur[i] as usize + 1] - costs[i][cur[i] as usize];
+        let Some(i) = (0..cur.len())
+            .filter(|&i| cur[i] < max[i])
+            .min_by(|&a, &b| rise(a).total_cmp(&rise(b)))
+        else {
+            return;
+        };
+        cur[i] += 1;
     }
 }
 
@@ -430,14 +413,8 @@ pub(super) fn sweep(problem: &Problem, limits: &SweepLimits<'_>) -> Swept {
         swept.stop = stop;
         swept.in_order = false;
         if stop != LocalStop::Cancelled {
-            let until = limits.limit.saturating_add(CLIMB_GRACE);
-            let chain = Chain {
-                costs: &costs,
-                next: &order[next],
-                start: limits.start,
-                until,
-            };
-            climb(problem, &chain, &mut left, &mut swept, &mut publish);
+            let at = (&costs[..], &order[next][..]);
+            climb(problem, at, limits, &mut left, &mut swept, &mut publish);
         }
         publish(&top, &mut left, &mut swept);
     }

@@ -382,8 +382,9 @@ fn the_sweep_refuses_average_risk_and_stops_when_cancelled() {
 
 /// A sweep cut by a limit climbs a chain of transformations from the bottom with the records
 /// left, instead of publishing them all at the top: after 20 of adult's 4,320 transformations
-/// the output (checked from the CSV by the independent verifier) is still finer than the global
-/// optimum's; the steps keep the plan's rule (each step's candidates are the records no earlier
+/// the output (checked from the CSV by the independent verifier) is within half again of the
+/// whole sweep's granularity (0.033 against 0.028; publishing the rest at the top gave 0.140,
+/// the global optimum 0.178); the steps keep the plan's rule (each step's candidates are the records no earlier
 /// one published), no transformation publishes twice, and the climb adds at most the lattice's
 /// height of steps. Deterministic: the same output twice.
 #[test]
@@ -391,15 +392,17 @@ fn a_sweep_cut_by_a_limit_climbs_instead_of_jumping_to_the_top() {
     let p = problem(&["k-anonymity(k=5)"], 0.05);
     let qis = common::qi_names(&p);
     let qis: Vec<&str> = qis.iter().map(String::as_str).collect();
-    let global = search(&p, &flash(), &CancelFlag::new(), &NoObserver).unwrap();
-    let best = global.best.expect("a global solution");
-    let global_loss = output_quality(&p, &Checker::new(&p).evaluate(&best.levels))
-        .granularity
-        .loss;
     let sweep = LocalConfig {
         method: LocalMethod::Sweep,
         ..LocalConfig::default()
     };
+    let whole = local_with(&p, &sweep, &flash()).unwrap();
+    use deid_engine::local::LocalStop;
+    assert!(!matches!(
+        whole.stop,
+        LocalStop::CheckLimit | LocalStop::TimeLimit
+    ));
+    let whole_loss = granularity_from_csv(&csv(&p, &whole), &qis);
     let cut = SearchConfig {
         check_limit: Some(20),
         time_limit: Duration::from_secs(600),
@@ -414,7 +417,10 @@ fn a_sweep_cut_by_a_limit_climbs_instead_of_jumping_to_the_top() {
     let v = verify_marked(&out, &qis, &[Model::K(5)], 0.05, MARKER);
     assert!(v.violations.is_empty(), "{:?}", v.violations);
     let loss = granularity_from_csv(&out, &qis);
-    assert!(loss < global_loss, "cut sweep {loss}, global {global_loss}");
+    assert!(
+        loss < 1.5 * whole_loss,
+        "cut sweep {loss}, whole sweep {whole_loss}"
+    );
     let height: usize = p.lattice().max().iter().map(|&m| m as usize).sum();
     assert!(
         o.steps.len() > 20 && o.steps.len() <= 20 + height + 1,
