@@ -252,11 +252,12 @@ pub const SWEEP_MAX_CODE_BYTES: usize = 1 << 30;
 
 /// Bytes of [`Left`]'s columns for every base group of `problem`.
 fn code_bytes(problem: &Problem) -> usize {
-    let levels: usize = problem
-        .lattice()
-        .max()
+    let lattice = problem.lattice();
+    let levels: usize = lattice
+        .min()
         .iter()
-        .map(|&m| m as usize + 1)
+        .zip(lattice.max())
+        .map(|(&lo, &hi)| (hi - lo) as usize + 1)
         .sum();
     levels
         .saturating_mul(problem.base_groups().len())
@@ -264,8 +265,9 @@ fn code_bytes(problem: &Problem) -> usize {
 }
 
 /// The base groups not yet published, in a fixed order, with their codes at every level of
-/// every quasi-identifier as columns in that order (`cols[i][level][j]`): a key is then built
-/// from sequential reads.
+/// every quasi-identifier as columns in that order (`cols[i][level][j]`; empty below the
+/// lattice's minimum level, which no transformation has): a key is then built from sequential
+/// reads.
 struct Left {
     groups: Vec<u32>,
     cols: Vec<Vec<Vec<u32>>>,
@@ -274,11 +276,18 @@ struct Left {
 impl Left {
     /// The groups `groups` (in this order) and their codes.
     fn new(ctx: &Ctx<'_>, groups: Vec<u32>) -> Left {
-        let max = ctx.problem().lattice().max();
+        let lattice = ctx.problem().lattice();
+        let (min, max) = (lattice.min(), lattice.max());
         let cols = (0..ctx.q)
             .map(|i| {
                 (0..=max[i])
-                    .map(|l| groups.iter().map(|&g| ctx.code(g as usize, i, l)).collect())
+                    .map(|l| {
+                        if l < min[i] {
+                            Vec::new()
+                        } else {
+                            groups.iter().map(|&g| ctx.code(g as usize, i, l)).collect()
+                        }
+                    })
                     .collect()
             })
             .collect();
