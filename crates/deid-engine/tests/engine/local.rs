@@ -945,10 +945,10 @@ fn the_sweep_keeps_minimum_levels() {
         .iter()
         .map(|&c| {
             let text = std::fs::read_to_string(dir.join(format!("adult_hierarchy_{c}.csv")));
+            let text = text.unwrap();
             let values = text
-                .unwrap()
                 .lines()
-                .flat_map(|l| l.split(';').skip(1).map(String::from).collect::<Vec<_>>())
+                .flat_map(|l| l.split(';').skip(1).map(String::from))
                 .collect();
             (c, values)
         })
@@ -962,9 +962,11 @@ fn the_sweep_keeps_minimum_levels() {
         time_limit: Duration::from_secs(600),
         ..flash()
     };
-    for config in [flash(), cut] {
+    for (config, cut) in [(flash(), false), (cut, true)] {
         let o = local_with(&p, &sweep, &config).unwrap();
         assert!(o.anonymous);
+        let by_limit = o.stop == deid_engine::local::LocalStop::CheckLimit;
+        assert_eq!(by_limit, cut, "{:?}", o.stop);
         let out = csv(&p, &o);
         let v = verify_marked(&out, &qis, &[Model::K(5)], 0.05, MARKER);
         assert!(v.violations.is_empty(), "{:?}", v.violations);
