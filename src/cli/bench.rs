@@ -84,6 +84,10 @@ pub struct ScaleArgs {
     /// Worker threads of each run (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Seeds of the search, comma-separated seeds and inclusive ranges (`0-7`): one run per
+    /// seed, algorithm and limit.
+    #[arg(long, default_value = "0")]
+    pub seeds: String,
 }
 
 /// Flags of `deid bench search`.
@@ -172,10 +176,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 fn scale(args: ScaleArgs) -> anyhow::Result<()> {
     use anyhow::Context;
     let exe = std::env::current_exe()?;
+    let seed_list = seeds(&args.seeds)?;
     println!(
-        "| rows | CSV (MB) | algorithm | limit | load (s) | first solution (s) | checks | checks/s | Loss | best found (s) | process (s) | peak memory (MB) |"
+        "| rows | CSV (MB) | algorithm | seed | limit | load (s) | first solution (s) | checks | checks/s | Loss | best found (s) | process (s) | peak memory (MB) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for rows in list(&args.rows) {
         let rows: u64 = rows.parse().with_context(|| format!("--rows: '{rows}'"))?;
         let name = format!("synth-{rows}");
@@ -186,7 +191,12 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
             super::synth::generate(&args.dir, &name, rows, 1)?;
         }
         let csv_mb = std::fs::metadata(&csv)?.len() as f64 / 1e6;
-        for limit in list(&args.time_limits) {
+        // Seeds outermost: the algorithms of one seed run back to back, so that a change in the
+        // machine's load touches every algorithm alike.
+        for (seed, limit) in seed_list
+            .iter()
+            .flat_map(|s| list(&args.time_limits).map(move |l| (s, l)))
+        {
             for algorithm in list(&args.algorithms) {
                 let report = folder.join("report.json");
                 let mut cmd = std::process::Command::new(&exe);
@@ -197,6 +207,7 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                     .args(["--privacy", &format!("k-anonymity(k={})", args.k)])
                     .args(["--suppression-limit", &args.suppression_limit.to_string()])
                     .args(["--algorithm", algorithm, "--time-limit", limit])
+                    .args(["--seed", &seed.to_string()])
                     .arg("--sensitive")
                     .arg(super::synth::SENSITIVE)
                     .arg("--output")
@@ -215,7 +226,9 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                 let _ = std::fs::remove_file(&report);
                 let (status, wall) = super::bench_apply::timed(&mut cmd)?;
                 let Ok(bytes) = std::fs::read(&report) else {
-                    println!("| {rows} | {csv_mb:.0} | {algorithm} | {limit} | failed: {status} |");
+                    println!(
+                        "| {rows} | {csv_mb:.0} | {algorithm} | {seed} | {limit} | failed: {status} |"
+                    );
                     continue;
                 };
                 let r: serde_json::Value = serde_json::from_slice(&bytes)?;
@@ -237,7 +250,7 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
                     .as_f64()
                     .map_or("-".to_string(), |b| format!("{:.2}", b / 1e3));
                 println!(
-                    "| {rows} | {csv_mb:.0} | {algorithm} | {limit} | {load:.2} | {first} | {checks} | {:.0} | {loss} | {best} | {wall:.1} | {:.0} |",
+                    "| {rows} | {csv_mb:.0} | {algorithm} | {seed} | {limit} | {load:.2} | {first} | {checks} | {:.0} | {loss} | {best} | {wall:.1} | {:.0} |",
                     checks / search,
                     num(&t["peak_memory_bytes"]) / 1048576.0,
                 );

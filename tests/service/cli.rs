@@ -606,6 +606,62 @@ fn auto_on_generated_data_is_verified_from_the_output_and_deterministic() {
     assert!(one["classes"].as_u64().unwrap() as usize >= classes.len());
 }
 
+/// `deid bench scale --seeds`: one row per seed with the seed in its column, each run a
+/// separate `deid anonymize` that found a solution; a malformed list names the flag.
+#[test]
+fn bench_scale_runs_every_seed() {
+    let dir = tmp_dir("bench-scale");
+    let (code, stdout, stderr) = deid(
+        &[
+            "bench",
+            "scale",
+            "--rows",
+            "3000",
+            "--dir",
+            ".",
+            "--time-limits",
+            "1s",
+            "--seeds",
+            "0,2-3",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| 3000 |"))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    let header: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap()
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let seeds: Vec<&str> = rows.iter().map(|r| r[col("seed")]).collect();
+    assert_eq!(seeds, ["0", "2", "3"]);
+    for r in &rows {
+        let loss: f64 = r[col("Loss")].parse().unwrap_or_else(|_| panic!("{r:?}"));
+        assert!((0.0..=1.0).contains(&loss), "{r:?}");
+        assert_eq!(r[col("algorithm")], "auto");
+    }
+    let (code, _, stderr) = deid(
+        &[
+            "bench", "scale", "--rows", "3000", "--dir", ".", "--seeds", "1-x",
+        ],
+        &dir,
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("--seeds") && stderr.contains("1-x"),
+        "{stderr}"
+    );
+}
+
 /// `deid anonymize --local-iterations`: deterministic for a check limit whatever the threads,
 /// the classes of the output (by output values, across steps) are k-anonymous, the steps
 /// account for every record; bad settings exit 2 naming the field.

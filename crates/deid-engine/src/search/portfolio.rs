@@ -24,9 +24,10 @@
 //!    a slice in which it improved the best solution and halves (down to 1) after one in which it
 //!    did not. Each member's search is kept between slices and resumes exactly where it stopped
 //!    (`Member`). The members share the best solution (pruning; the genetic algorithm starts from
-//!    the [`genetic::PORTFOLIO_SEEDS`] best transformations checked before it and adopts a new best
-//!    into its population whenever it resumes) and every check result. A member that exhausts the
-//!    space proves the optimum and ends the search.
+//!    the [`genetic::PORTFOLIO_SEEDS`] best transformations checked before it, adopts a new best
+//!    into its population whenever it resumes and makes [`genetic::PORTFOLIO_PAIR_MOVES`] pair
+//!    moves of each subpopulation's fittest per generation) and every check result. A member
+//!    that exhausts the space proves the optimum and ends the search.
 //!
 //! Slices are measured in *work*, not in time: a check costs the number of classes of its result
 //! plus a fixed overhead (half the base groups, see `check_overhead`) —
