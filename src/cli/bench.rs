@@ -198,66 +198,97 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
             .flat_map(|s| list(&args.time_limits).map(move |l| (s, l)))
         {
             for algorithm in list(&args.algorithms) {
+                let run = ScaleRun {
+                    folder: &folder,
+                    name: &name,
+                    algorithm,
+                    limit,
+                    seed: *seed,
+                };
                 let report = folder.join("report.json");
-                let mut cmd = std::process::Command::new(&exe);
-                cmd.arg("anonymize")
-                    .arg("--input")
-                    .arg(&csv)
-                    .args(["--delimiter", ";", "--quiet"])
-                    .args(["--privacy", &format!("k-anonymity(k={})", args.k)])
-                    .args(["--suppression-limit", &args.suppression_limit.to_string()])
-                    .args(["--algorithm", algorithm, "--time-limit", limit])
-                    .args(["--seed", &seed.to_string()])
-                    .arg("--sensitive")
-                    .arg(super::synth::SENSITIVE)
-                    .arg("--output")
-                    .arg(folder.join("output.csv"))
-                    .arg("--report")
-                    .arg(&report);
-                if let Some(t) = args.threads {
-                    cmd.args(["--threads", &t.to_string()]);
-                }
-                for q in super::synth::QUASI_IDENTIFIERS {
-                    cmd.arg("--hierarchy").arg(format!(
-                        "{q}={}",
-                        folder.join(format!("{name}_hierarchy_{q}.csv")).display()
-                    ));
-                }
                 let _ = std::fs::remove_file(&report);
-                let (status, wall) = super::bench_apply::timed(&mut cmd)?;
-                let Ok(bytes) = std::fs::read(&report) else {
-                    println!(
-                        "| {rows} | {csv_mb:.0} | {algorithm} | {seed} | {limit} | failed: {status} |"
-                    );
-                    continue;
-                };
-                let r: serde_json::Value = serde_json::from_slice(&bytes)?;
+                let (status, wall) =
+                    super::bench_apply::timed(&mut run.command(&exe, &args, &report))?;
                 let _ = std::fs::remove_file(folder.join("output.csv"));
-                let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
-                let t = &r["timings"];
-                let load = num(&t["load_ms"]) / 1e3;
-                let search = num(&t["search_ms"]) / 1e3;
-                let first = r["trace"].get(0).map_or("-".to_string(), |e| {
-                    format!("{:.2}", load + num(&e["time_ms"]) / 1e3)
-                });
-                let checks = num(&r["checks"]);
-                let loss = if status.success() {
-                    format!("{:.4}", num(&r["score"]))
-                } else {
-                    "none".to_string()
+                let cells = match std::fs::read(&report) {
+                    Ok(bytes) => scale_cells(&serde_json::from_slice(&bytes)?, status, wall),
+                    Err(_) => format!("failed: {status} |"),
                 };
-                let best = r["best_found_ms"]
-                    .as_f64()
-                    .map_or("-".to_string(), |b| format!("{:.2}", b / 1e3));
-                println!(
-                    "| {rows} | {csv_mb:.0} | {algorithm} | {seed} | {limit} | {load:.2} | {first} | {checks} | {:.0} | {loss} | {best} | {wall:.1} | {:.0} |",
-                    checks / search,
-                    num(&t["peak_memory_bytes"]) / 1048576.0,
-                );
+                println!("| {rows} | {csv_mb:.0} | {algorithm} | {seed} | {limit} | {cells}");
             }
         }
     }
     Ok(())
+}
+
+/// One `deid anonymize` run of `deid bench scale`.
+struct ScaleRun<'a> {
+    folder: &'a std::path::Path,
+    name: &'a str,
+    algorithm: &'a str,
+    limit: &'a str,
+    seed: u64,
+}
+
+impl ScaleRun<'_> {
+    /// The command of the run, writing its report to `report`.
+    fn command(
+        &self,
+        exe: &std::path::Path,
+        args: &ScaleArgs,
+        report: &std::path::Path,
+    ) -> std::process::Command {
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("anonymize")
+            .arg("--input")
+            .arg(self.folder.join(format!("{}.csv", self.name)))
+            .args(["--delimiter", ";", "--quiet"])
+            .args(["--privacy", &format!("k-anonymity(k={})", args.k)])
+            .args(["--suppression-limit", &args.suppression_limit.to_string()])
+            .args(["--algorithm", self.algorithm, "--time-limit", self.limit])
+            .args(["--seed", &self.seed.to_string()])
+            .arg("--sensitive")
+            .arg(super::synth::SENSITIVE)
+            .arg("--output")
+            .arg(self.folder.join("output.csv"))
+            .arg("--report")
+            .arg(report);
+        if let Some(t) = args.threads {
+            cmd.args(["--threads", &t.to_string()]);
+        }
+        for q in super::synth::QUASI_IDENTIFIERS {
+            let hierarchy = self.folder.join(format!("{}_hierarchy_{q}.csv", self.name));
+            cmd.arg("--hierarchy")
+                .arg(format!("{q}={}", hierarchy.display()));
+        }
+        cmd
+    }
+}
+
+/// The columns of a `deid bench scale` row that come from the run's report (from load time to
+/// peak memory), the process having ended with `status` after `wall` seconds.
+fn scale_cells(r: &serde_json::Value, status: std::process::ExitStatus, wall: f64) -> String {
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let t = &r["timings"];
+    let load = num(&t["load_ms"]) / 1e3;
+    let search = num(&t["search_ms"]) / 1e3;
+    let first = r["trace"].get(0).map_or("-".to_string(), |e| {
+        format!("{:.2}", load + num(&e["time_ms"]) / 1e3)
+    });
+    let checks = num(&r["checks"]);
+    let loss = if status.success() {
+        format!("{:.4}", num(&r["score"]))
+    } else {
+        "none".to_string()
+    };
+    let best = r["best_found_ms"]
+        .as_f64()
+        .map_or("-".to_string(), |b| format!("{:.2}", b / 1e3));
+    format!(
+        "{load:.2} | {first} | {checks} | {:.0} | {loss} | {best} | {wall:.1} | {:.0} |",
+        checks / search,
+        num(&t["peak_memory_bytes"]) / 1048576.0,
+    )
 }
 
 fn checks(args: ChecksArgs) -> anyhow::Result<()> {
