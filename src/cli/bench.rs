@@ -199,6 +199,7 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
         {
             for algorithm in list(&args.algorithms) {
                 let run = ScaleRun {
+                    csv: &csv,
                     folder: &folder,
                     name: &name,
                     algorithm,
@@ -223,6 +224,7 @@ fn scale(args: ScaleArgs) -> anyhow::Result<()> {
 
 /// One `deid anonymize` run of `deid bench scale`.
 struct ScaleRun<'a> {
+    csv: &'a std::path::Path,
     folder: &'a std::path::Path,
     name: &'a str,
     algorithm: &'a str,
@@ -241,7 +243,7 @@ impl ScaleRun<'_> {
         let mut cmd = std::process::Command::new(exe);
         cmd.arg("anonymize")
             .arg("--input")
-            .arg(self.folder.join(format!("{}.csv", self.name)))
+            .arg(self.csv)
             .args(["--delimiter", ";", "--quiet"])
             .args(["--privacy", &format!("k-anonymity(k={})", args.k)])
             .args(["--suppression-limit", &args.suppression_limit.to_string()])

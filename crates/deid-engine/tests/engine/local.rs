@@ -944,8 +944,8 @@ fn the_sweep_keeps_minimum_levels() {
     let above: HashMap<&str, std::collections::HashSet<String>> = floors
         .iter()
         .map(|&c| {
-            let text = std::fs::read_to_string(dir.join(format!("adult_hierarchy_{c}.csv")));
-            let text = text.unwrap();
+            let text =
+                std::fs::read_to_string(dir.join(format!("adult_hierarchy_{c}.csv"))).unwrap();
             let values = text
                 .lines()
                 .flat_map(|l| l.split(';').skip(1).map(String::from))
