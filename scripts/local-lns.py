@@ -148,7 +148,7 @@ class Search:
         free_set = set(free)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("time_limit", float(limit))
+        h.setOptionValue("time_limit", limit)
         inf = highspy.kHighsInf
         col, obj, var = 0, [], {}
         for r in free:
@@ -222,6 +222,15 @@ def main():
     p.add_argument("--passes", default="fine:10,fine3:30,fine:60,coarse:90,coarse:90,mixed:60,mixed:60")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
+    passes = []
+    for spec in args.passes.split(","):
+        mode, _, limit = spec.partition(":")
+        if mode not in ("fine", "fine3", "coarse", "mixed"):
+            sys.exit(f"--passes: {spec!r}: expected fine, fine3, coarse or mixed before the ':'")
+        try:
+            passes.append((spec, mode, float(limit)))
+        except ValueError:
+            sys.exit(f"--passes: {spec!r}: expected a time limit in seconds after the ':'")
     t0 = time.time()
     header, n, attrs = load(args.dir, args.name)
     q = len(attrs)
@@ -241,12 +250,11 @@ def main():
     region = header.index(args.region)
     levels = attrs[region]["codes"]
     fine, coarse = levels[len(levels) - 3], levels[len(levels) - 2]
+    by_fine = collections.defaultdict(list)
+    for r in range(n):
+        by_fine[int(fine[r])].append(r)
     rng = random.Random(args.seed)
-    for number, spec in enumerate(args.passes.split(","), 1):
-        mode, limit = spec.split(":")
-        by_fine = collections.defaultdict(list)
-        for r in range(n):
-            by_fine[int(fine[r])].append(r)
+    for number, (spec, mode, limit) in enumerate(passes, 1):
         groups = []
         if mode in ("fine", "fine3"):
             regions = list(by_fine)
@@ -276,8 +284,6 @@ def main():
                         group = []
                 if group:
                     groups.append(group)
-        else:
-            sys.exit(f"--passes: unknown neighbourhood {mode!r} (fine, fine3, coarse, mixed)")
         t1 = time.time()
         for group in groups:
             s.solve(group, limit)
